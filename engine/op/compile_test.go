@@ -1,0 +1,134 @@
+package op_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+func noopBegin(ctx context.Context, _ op.Call) (context.Context, op.FinishFunc) { return ctx, nil }
+
+func around(name string, ops ...op.Operation) op.Around {
+	return op.Around{Name: name, Operations: ops, Begin: noopBegin}
+}
+
+func TestCompile_Errors(t *testing.T) {
+	cases := []struct {
+		kind  string
+		index int
+		set   op.Set
+	}{
+		{op.KindMissingRevision, -1, op.Set{Guards: []op.Guard{allow("g", op.Turn)}}},
+		{op.KindInvalidRevision, -1, op.Set{PolicyRevision: strings.Repeat("r", 129), Guards: []op.Guard{allow("g", op.Turn)}}},
+		{op.KindInvalidRevision, -1, op.Set{PolicyRevision: "rev\n1", Guards: []op.Guard{allow("g", op.Turn)}}},
+		{op.KindInvalidRevision, -1, op.Set{PolicyRevision: "rev\xff", Guards: []op.Guard{allow("g", op.Turn)}}},
+		{op.KindInvalidRevision, -1, op.Set{PolicyRevision: "   ", Guards: []op.Guard{allow("g", op.Turn)}}},
+		{op.KindRevisionWithoutGuards, -1, op.Set{PolicyRevision: "rev-1", Arounds: []op.Around{around("a", op.Turn)}}},
+		{op.KindMissingName, 1, op.Set{Arounds: []op.Around{around("a", op.Turn), around(" ", op.Turn)}}},
+		{op.KindMissingName, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("", op.Turn)}}},
+		{op.KindNilCallback, 0, op.Set{Arounds: []op.Around{{Name: "a", Operations: []op.Operation{op.Turn}}}}},
+		{op.KindNilCallback, 1, op.Set{PolicyRevision: "r", Guards: []op.Guard{
+			allow("g", op.Turn), {Name: "nil", Operations: []op.Operation{op.Turn}}}}},
+		{op.KindNoOperations, 0, op.Set{Arounds: []op.Around{around("a")}}},
+		{op.KindNoOperations, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("g")}}},
+		{op.KindUnknownOperation, 0, op.Set{Arounds: []op.Around{around("a", "shell")}}},
+		{op.KindUnknownOperation, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("g", op.Turn, "")}}},
+		{op.KindUnguardableOperation, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("g", op.Planning)}}},
+		{op.KindUnguardableOperation, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("g", op.Turn, op.Synthesis)}}},
+		{op.KindDuplicateOperation, 0, op.Set{Arounds: []op.Around{around("a", op.Turn, op.Inference, op.Turn)}}},
+		{op.KindDuplicateOperation, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("g", op.ToolCall, op.ToolCall)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			r, err := op.Compile(tc.set)
+			var ce *op.CompileError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *CompileError", err)
+			}
+			if ce.Kind != tc.kind || ce.Index != tc.index || r != nil {
+				t.Fatalf("got kind %s index %d (runner %v), want %s index %d: %v", ce.Kind, ce.Index, r, tc.kind, tc.index, err)
+			}
+		})
+	}
+}
+
+func TestCompile_Accepts(t *testing.T) {
+	for name, set := range map[string]op.Set{
+		"empty":                  {},
+		"observe_only_arounds":   {Arounds: []op.Around{around("a", op.Planning, op.Synthesis, op.Turn)}},
+		"revision_at_limit":      {PolicyRevision: strings.Repeat("r", op.MaxRevisionLen), Guards: []op.Guard{allow("g", op.Turn)}},
+		"unicode_revision":       {PolicyRevision: "révision-7 ✓", Guards: []op.Guard{allow("g", op.Turn)}},
+		"all_guardable":          {PolicyRevision: "r", Guards: []op.Guard{allow("g", op.Turn, op.Inference, op.ToolCall)}},
+		"same_name_twice_is_ok":  {Arounds: []op.Around{around("a", op.Turn), around("a", op.Turn)}},
+		"arounds_and_guards_mix": {PolicyRevision: "r", Arounds: []op.Around{around("a", op.Turn)}, Guards: []op.Guard{allow("g", op.ToolCall)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := op.Compile(set); err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+		})
+	}
+}
+
+func TestCompile_CopiesCallerSlices(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	set := op.Set{
+		PolicyRevision: "rev-1",
+		Arounds:        []op.Around{observer("a", &mu, &log, op.ToolCall)},
+		Guards:         []op.Guard{allow("g", op.ToolCall)},
+	}
+	r, _ := mustCompile(t, set)
+
+	set.Arounds[0].Operations[0] = op.Turn
+	set.Arounds[0].Begin = func(context.Context, op.Call) (context.Context, op.FinishFunc) { panic("replaced") }
+	set.Arounds = append(set.Arounds, observer("late", &mu, &log, op.ToolCall))
+	set.Guards[0].Check = func(context.Context, op.Call) error { return errors.New("replaced") }
+	set.Guards[0].Operations[0] = op.Turn
+
+	_, finish, err := r.Start(context.Background(), toolCall())
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	finish(op.Result{Outcome: op.Completed})
+	if want := []string{"a", "finish:a"}; !reflect.DeepEqual(log, want) {
+		t.Fatalf("log = %v, want %v: the runner saw the caller's later changes", log, want)
+	}
+	if !r.Handles(op.ToolCall) || r.Handles(op.Turn) {
+		t.Fatal("Handles changed with the caller's slices")
+	}
+}
+
+func TestRunner_HandlesAndPolicyRevision(t *testing.T) {
+	r, _ := mustCompile(t, op.Set{
+		PolicyRevision: "rev-9",
+		Arounds:        []op.Around{around("a", op.Planning)},
+		Guards:         []op.Guard{allow("g", op.Inference)},
+	})
+	if r.PolicyRevision() != "rev-9" {
+		t.Fatalf("PolicyRevision = %q", r.PolicyRevision())
+	}
+	for o, want := range map[op.Operation]bool{
+		op.Planning: true, op.Inference: true, op.Turn: false, op.ToolCall: false, op.Synthesis: false, "shell": false,
+	} {
+		if got := r.Handles(o); got != want {
+			t.Errorf("Handles(%q) = %v, want %v", o, got, want)
+		}
+	}
+}
+
+func TestCompile_DefaultLoggerDiscards(t *testing.T) {
+	r, err := op.Compile(op.Set{Arounds: []op.Around{{Name: "boom", Operations: []op.Operation{op.Turn},
+		Begin: func(context.Context, op.Call) (context.Context, op.FinishFunc) { panic("x") }}}}, op.WithLogger(nil))
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	if _, _, err := r.Start(context.Background(), op.Call{Operation: op.Turn, RequestID: "r"}); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
