@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+)
+
+// Capability is one operation an agent exposes. Returns lists the fields of
+// response.data the capability produces; empty means "not declared", and references
+// into its result are then not checked field by field.
+type Capability struct {
+	Name    string   `json:"name"`
+	Returns []string `json:"returns,omitempty"`
+}
+
+// CatalogAgent is an agent, identified by namespace and name, and its capabilities.
+type CatalogAgent struct {
+	Namespace    string       `json:"namespace"`
+	Agent        string       `json:"agent"`
+	Capabilities []Capability `json:"capabilities"`
+}
+
+// Catalog is the compiled, immutable set of agents and capabilities that ValidatePlan
+// checks plans against (SPEC §2 rules 2, 3 and the returns part of rule 7). Build it
+// with NewCatalog; it is safe for concurrent use.
+//
+// A nil *Catalog is valid and means "no catalog": ValidatePlan then skips the catalog
+// rules, and the lookup methods report nothing found. An empty non-nil catalog is
+// different: it knows no agent, so every step fails rule 2.
+type Catalog struct {
+	agents []CatalogAgent // sorted by namespace, then agent; never shared with callers
+	index  map[catalogKey]catalogEntry
+}
+
+type catalogKey struct{ namespace, agent string }
+
+type catalogEntry struct {
+	agent int            // index into Catalog.agents
+	caps  map[string]int // capability name -> index into that agent's Capabilities
+}
+
+// CatalogError reports an invalid NewCatalog input. Index is the zero-based position of
+// the offending agent in the input; Reason is a stable code: empty_namespace,
+// empty_agent, duplicate_agent, empty_capability, duplicate_capability,
+// empty_return_field or duplicate_return_field. Name is the offending capability or
+// return field (or namespace/agent for duplicate_agent), empty when not applicable.
+type CatalogError struct {
+	Index  int
+	Reason string
+	Name   string
+}
+
+func (e *CatalogError) Error() string {
+	msg := "invalid catalog: agent " + strconv.Itoa(e.Index) + ": " + e.Reason
+	if e.Name != "" {
+		msg += " " + strconv.Quote(e.Name)
+	}
+	return msg
+}
+
+// NewCatalog validates agents and compiles them into a Catalog. The input is copied
+// deeply, so later changes to it have no effect. It returns the first problem found,
+// in input order, as a *CatalogError: an empty namespace, agent, capability name or
+// return field, an agent listed twice under the same namespace, or a capability or
+// return field listed twice for one agent. An agent with no capabilities is allowed.
+func NewCatalog(agents []CatalogAgent) (*Catalog, error) {
+	c := &Catalog{
+		agents: make([]CatalogAgent, 0, len(agents)),
+		index:  make(map[catalogKey]catalogEntry, len(agents)),
+	}
+	for i, a := range agents {
+		if err := checkCatalogAgent(i, a); err != nil {
+			return nil, err
+		}
+		key := catalogKey{a.Namespace, a.Agent}
+		if _, dup := c.index[key]; dup {
+			return nil, &CatalogError{Index: i, Reason: "duplicate_agent", Name: a.Namespace + "/" + a.Agent}
+		}
+		c.index[key] = catalogEntry{}
+		c.agents = append(c.agents, cloneCatalogAgent(a))
+	}
+	slices.SortFunc(c.agents, func(x, y CatalogAgent) int {
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Agent, y.Agent))
+	})
+	for i, a := range c.agents {
+		caps := make(map[string]int, len(a.Capabilities))
+		for j, cp := range a.Capabilities {
+			caps[cp.Name] = j
+		}
+		c.index[catalogKey{a.Namespace, a.Agent}] = catalogEntry{agent: i, caps: caps}
+	}
+	return c, nil
+}
+
+func checkCatalogAgent(i int, a CatalogAgent) error {
+	switch {
+	case a.Namespace == "":
+		return &CatalogError{Index: i, Reason: "empty_namespace"}
+	case a.Agent == "":
+		return &CatalogError{Index: i, Reason: "empty_agent"}
+	}
+	seen := make(map[string]bool, len(a.Capabilities))
+	for _, cp := range a.Capabilities {
+		if cp.Name == "" {
+			return &CatalogError{Index: i, Reason: "empty_capability"}
+		}
+		if seen[cp.Name] {
+			return &CatalogError{Index: i, Reason: "duplicate_capability", Name: cp.Name}
+		}
+		seen[cp.Name] = true
+		for j, f := range cp.Returns {
+			if f == "" {
+				return &CatalogError{Index: i, Reason: "empty_return_field", Name: cp.Name}
+			}
+			if slices.Contains(cp.Returns[:j], f) {
+				return &CatalogError{Index: i, Reason: "duplicate_return_field", Name: f}
+			}
+		}
+	}
+	return nil
+}
+
+// Agent reports whether the catalog lists agent in namespace. It is false for a nil
+// catalog.
+func (c *Catalog) Agent(namespace, agent string) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.index[catalogKey{namespace, agent}]
+	return ok
+}
+
+// Capability returns a copy of the named capability of agent in namespace. It reports
+// false when the catalog is nil or lists no such agent or capability.
+func (c *Catalog) Capability(namespace, agent, capability string) (Capability, bool) {
+	cp, ok := c.capability(namespace, agent, capability)
+	if !ok {
+		return Capability{}, false
+	}
+	return Capability{Name: cp.Name, Returns: slices.Clone(cp.Returns)}, true
+}
+
+// capability is the uncopied lookup the validator uses; callers must not modify the
+// result.
+func (c *Catalog) capability(namespace, agent, capability string) (*Capability, bool) {
+	if c == nil {
+		return nil, false
+	}
+	e, ok := c.index[catalogKey{namespace, agent}]
+	if !ok {
+		return nil, false
+	}
+	j, ok := e.caps[capability]
+	if !ok {
+		return nil, false
+	}
+	return &c.agents[e.agent].Capabilities[j], true
+}
+
+// Agents returns a deep copy of the catalog's agents sorted by namespace, then agent
+// name; each agent's capabilities keep their declaration order. It is nil for a nil
+// catalog.
+func (c *Catalog) Agents() []CatalogAgent {
+	if c == nil {
+		return nil
+	}
+	out := make([]CatalogAgent, len(c.agents))
+	for i, a := range c.agents {
+		out[i] = cloneCatalogAgent(a)
+	}
+	return out
+}
+
+func cloneCatalogAgent(a CatalogAgent) CatalogAgent {
+	if a.Capabilities != nil {
+		caps := make([]Capability, len(a.Capabilities))
+		for i, cp := range a.Capabilities {
+			caps[i] = Capability{Name: cp.Name, Returns: slices.Clone(cp.Returns)}
+		}
+		a.Capabilities = caps
+	}
+	return a
+}

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestCatalog_NewCatalogRejectsInvalidInput(t *testing.T) {
+	quote := Capability{Name: "stock_quote", Returns: []string{"price"}}
+	tests := []struct {
+		name   string
+		agents []CatalogAgent
+		index  int
+		reason string
+		field  string
+	}{
+		{"empty namespace", []CatalogAgent{{Agent: "a"}}, 0, "empty_namespace", ""},
+		{"empty agent", []CatalogAgent{{Namespace: "ns", Agent: "a"}, {Namespace: "ns"}}, 1, "empty_agent", ""},
+		{"duplicate agent", []CatalogAgent{{Namespace: "ns", Agent: "a"}, {Namespace: "other", Agent: "a"}, {Namespace: "ns", Agent: "a"}},
+			2, "duplicate_agent", "ns/a"},
+		{"empty capability", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{quote, {}}}}, 0, "empty_capability", ""},
+		{"duplicate capability", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{quote, {Name: "x"}, quote}}},
+			0, "duplicate_capability", "stock_quote"},
+		{"empty return field", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p", ""}}}}},
+			0, "empty_return_field", "q"},
+		{"duplicate return field", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p", "c", "p"}}}}},
+			0, "duplicate_return_field", "p"},
+		{"first problem in input order", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{}}}, {Agent: "b"}},
+			0, "empty_capability", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewCatalog(tt.agents)
+			var ce *CatalogError
+			if !errors.As(err, &ce) {
+				t.Fatalf("NewCatalog() = %v, %v; want *CatalogError", c, err)
+			}
+			if c != nil {
+				t.Fatal("NewCatalog returned a catalog with an error")
+			}
+			if ce.Index != tt.index || ce.Reason != tt.reason || ce.Name != tt.field {
+				t.Fatalf("CatalogError = %+v, want index %d reason %s name %q", ce, tt.index, tt.reason, tt.field)
+			}
+		})
+	}
+}
+
+func TestCatalog_ErrorText(t *testing.T) {
+	_, err := NewCatalog([]CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q"}, {Name: "q"}}}})
+	if want := `invalid catalog: agent 0: duplicate_capability "q"`; err == nil || err.Error() != want {
+		t.Fatalf("Error() = %v, want %s", err, want)
+	}
+	_, err = NewCatalog([]CatalogAgent{{Agent: "a"}})
+	if want := `invalid catalog: agent 0: empty_namespace`; err == nil || err.Error() != want {
+		t.Fatalf("Error() = %v, want %s", err, want)
+	}
+}
+
+func TestCatalog_Lookups(t *testing.T) {
+	c := vpCatalog(t)
+	if !c.Agent("demo-tools", "stock-service") || !c.Agent("other-tools", "stock-service") {
+		t.Fatal("known agents not found")
+	}
+	if c.Agent("demo-tools", "missing") || c.Agent("missing", "stock-service") || c.Agent("", "") {
+		t.Fatal("unknown agent found")
+	}
+	cp, ok := c.Capability("demo-tools", "stock-service", "stock_quote")
+	if !ok || !reflect.DeepEqual(cp, Capability{Name: "stock_quote", Returns: []string{"price", "currency"}}) {
+		t.Fatalf("Capability(stock_quote) = %+v, %v", cp, ok)
+	}
+	if cp, ok := c.Capability("demo-tools", "stock-service", "execute_trade"); !ok || cp.Returns != nil {
+		t.Fatalf("Capability(execute_trade) = %+v, %v", cp, ok)
+	}
+	for _, q := range [][3]string{
+		{"demo-tools", "stock-service", "stock_history"},
+		{"other-tools", "stock-service", "stock_quote"},
+		{"demo-tools", "missing", "stock_quote"},
+		{"demo-tools", "stock-service", ""},
+	} {
+		if _, ok := c.Capability(q[0], q[1], q[2]); ok {
+			t.Errorf("Capability(%q) found", q)
+		}
+	}
+}
+
+func TestCatalog_CopiesInputAndOutput(t *testing.T) {
+	in := []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p"}}}}}
+	c, err := NewCatalog(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in[0].Agent = "changed"
+	in[0].Capabilities[0].Name = "changed"
+	in[0].Capabilities[0].Returns[0] = "changed"
+	if !c.Agent("ns", "a") {
+		t.Fatal("changing the input changed the catalog")
+	}
+	cp, _ := c.Capability("ns", "a", "q")
+	if cp.Returns[0] != "p" {
+		t.Fatalf("changing the input changed returns: %v", cp.Returns)
+	}
+	cp.Returns[0] = "mutated"
+	out := c.Agents()
+	out[0].Capabilities[0].Returns[0] = "mutated"
+	out[0].Capabilities = nil
+	again, _ := c.Capability("ns", "a", "q")
+	if again.Returns[0] != "p" || len(c.Agents()[0].Capabilities) != 1 {
+		t.Fatal("changing returned values changed the catalog")
+	}
+}
+
+func TestCatalog_AgentsSorted(t *testing.T) {
+	c, err := NewCatalog([]CatalogAgent{
+		{Namespace: "b", Agent: "z"},
+		{Namespace: "a", Agent: "y", Capabilities: []Capability{{Name: "second"}, {Name: "first"}}},
+		{Namespace: "b", Agent: "a"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CatalogAgent{
+		{Namespace: "a", Agent: "y", Capabilities: []Capability{{Name: "second"}, {Name: "first"}}},
+		{Namespace: "b", Agent: "a"},
+		{Namespace: "b", Agent: "z"},
+	}
+	if got := c.Agents(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Agents() = %+v, want %+v", got, want)
+	}
+	if _, ok := c.Capability("b", "a", "x"); ok {
+		t.Fatal("capability found on an agent without capabilities")
+	}
+	if _, ok := c.Capability("a", "y", "first"); !ok {
+		t.Fatal("capability index broken by sorting")
+	}
+}
+
+func TestCatalog_NilAndEmpty(t *testing.T) {
+	var nilCatalog *Catalog
+	if nilCatalog.Agent("ns", "a") || nilCatalog.Agents() != nil {
+		t.Fatal("nil catalog reports agents")
+	}
+	if _, ok := nilCatalog.Capability("ns", "a", "q"); ok {
+		t.Fatal("nil catalog reports a capability")
+	}
+	empty, err := NewCatalog(nil)
+	if err != nil || empty == nil {
+		t.Fatalf("NewCatalog(nil) = %v, %v", empty, err)
+	}
+	if empty.Agent("ns", "a") || len(empty.Agents()) != 0 {
+		t.Fatal("empty catalog reports agents")
+	}
+}
+
+func TestCatalog_JSONFieldNames(t *testing.T) {
+	const doc = `[{"namespace":"demo-tools","agent":"stock-service","capabilities":[` +
+		`{"name":"stock_quote","returns":["price","currency"]},{"name":"execute_trade"}]}]`
+	var agents []CatalogAgent
+	if err := json.Unmarshal([]byte(doc), &agents); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCatalog(agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(c.Agents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != doc {
+		t.Fatalf("round trip =\n %s\nwant\n %s", out, doc)
+	}
+}

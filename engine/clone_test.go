@@ -1,0 +1,109 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// richPlan exercises every field ClonePlan must copy deeply.
+func richPlan() *engine.RoutingPlan {
+	plan := threeStepPlan()
+	plan.Terminal = new(bool)
+	plan.NeedsUserInput = &engine.NeedsUserInput{Question: "q", MissingFields: []string{"city"}, PartialProgress: "half"}
+	plan.Steps[0].ImplicitDeps = []string{"step-0"}
+	plan.Steps[0].Metadata["parameters"] = map[string]any{
+		"nested": map[string]any{"list": []any{map[string]any{"k": "v"}, float64(1), nil, true}},
+		"tags":   []string{"a", "b"},
+		"labels": map[string]string{"x": "y"},
+		"raw":    json.RawMessage(`{"r":1}`),
+		"number": json.Number("12.5"),
+		"when":   time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+		"ints":   []any{int64(1), uint8(2), float32(3)},
+	}
+	return plan
+}
+
+func TestClonePlan_SharesNoMutableMemory(t *testing.T) {
+	original := richPlan()
+	pristine := richPlan()
+	c := mustClone(t, original)
+	if !reflect.DeepEqual(c, original) {
+		t.Fatalf("clone differs from the original")
+	}
+	params := c.Steps[0].Parameters()
+	params["nested"].(map[string]any)["list"].([]any)[0].(map[string]any)["k"] = "changed"
+	params["tags"].([]string)[0] = "changed"
+	params["labels"].(map[string]string)["x"] = "changed"
+	params["raw"].(json.RawMessage)[2] = 'X'
+	params["new"] = 1
+	c.Steps[0].ImplicitDeps[0] = "changed"
+	c.Steps[1].DependsOn[0] = "changed"
+	c.Steps[0].Metadata["capability"] = "changed"
+	*c.Terminal = true
+	c.NeedsUserInput.MissingFields[0] = "changed"
+	c.NeedsUserInput.Question = "changed"
+	c.Steps[2] = engine.RoutingStep{}
+	if !reflect.DeepEqual(original, pristine) {
+		t.Fatalf("mutating the clone changed the original")
+	}
+}
+
+func TestClonePlan_NilAndEmpty(t *testing.T) {
+	if c, err := engine.ClonePlan(nil); c != nil || err != nil {
+		t.Fatalf("ClonePlan(nil) = %v, %v", c, err)
+	}
+	empty := &engine.RoutingPlan{PlanID: "p"}
+	c := mustClone(t, empty)
+	if c == empty || !reflect.DeepEqual(c, empty) || c.Steps != nil || c.Terminal != nil || c.NeedsUserInput != nil {
+		t.Fatalf("clone of an empty plan = %+v", c)
+	}
+}
+
+func TestClonePlan_UnsupportedValueFails(t *testing.T) {
+	type custom struct{ X int }
+	cases := map[string]struct {
+		value any
+		path  string
+		typ   string
+	}{
+		"channel":        {make(chan int), "steps[1].metadata.parameters.v", "chan int"},
+		"struct":         {custom{1}, "steps[1].metadata.parameters.v", "engine_test.custom"},
+		"pointer":        {new(int), "steps[1].metadata.parameters.v", "*int"},
+		"nested in list": {[]any{"ok", func() {}}, "steps[1].metadata.parameters.v[1]", "func()"},
+		"typed map":      {map[string]int{"a": 1}, "steps[1].metadata.parameters.v", "map[string]int"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			plan := threeStepPlan()
+			plan.Steps[1].Parameters()["v"] = tc.value
+			c, err := engine.ClonePlan(plan)
+			var ce *engine.CloneError
+			if c != nil || !errors.As(err, &ce) {
+				t.Fatalf("ClonePlan = %v, %v; want a *CloneError", c, err)
+			}
+			if ce.Path != tc.path || ce.Type != tc.typ {
+				t.Fatalf("CloneError = {%q, %q}, want {%q, %q}", ce.Path, ce.Type, tc.path, tc.typ)
+			}
+		})
+	}
+}
+
+func TestCloneValue_JSONShapes(t *testing.T) {
+	v := map[string]any{"a": []any{"x", map[string]any{"b": nil}}}
+	c, err := engine.CloneValue(v)
+	if err != nil || !reflect.DeepEqual(c, v) {
+		t.Fatalf("CloneValue = %v, %v", c, err)
+	}
+	c.(map[string]any)["a"].([]any)[1].(map[string]any)["b"] = 1
+	if v["a"].([]any)[1].(map[string]any)["b"] != nil {
+		t.Fatalf("CloneValue shares nested maps")
+	}
+	if _, err := engine.CloneValue(struct{}{}); err == nil {
+		t.Fatalf("CloneValue accepted a struct")
+	}
+}

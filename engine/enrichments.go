@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// PromoteMetadata copies the well-known context that callers pass as metadata into
+// enrichments, before any before_planning hook runs. It does nothing when metadata is
+// empty. A non-empty metadata.conversation_history string and any present
+// metadata.rag_context are copied; otherwise a valid metadata.conversation_turns list
+// (objects with string role and content and an optional string timestamp) is rendered
+// to conversation_history, one "role: content" line per turn ("[timestamp] role:
+// content" when timed). One bad turn rejects the whole list. No other key is promoted.
+func PromoteMetadata(pctx *PipelineContext) {
+	if len(pctx.Metadata) == 0 {
+		return
+	}
+	if pctx.Enrichments == nil {
+		pctx.Enrichments = make(map[string]any)
+	}
+	if rag, ok := pctx.Metadata[EnrichmentRAGContext]; ok {
+		pctx.Enrichments[EnrichmentRAGContext] = rag
+	}
+	if h, _ := pctx.Metadata[EnrichmentConversationHistory].(string); h != "" {
+		pctx.Enrichments[EnrichmentConversationHistory] = h
+		return
+	}
+	if turns, ok := renderTurns(pctx.Metadata[MetadataConversationTurns]); ok {
+		pctx.Enrichments[EnrichmentConversationHistory] = turns
+	}
+}
+
+func renderTurns(v any) (string, bool) {
+	var list []any
+	switch t := v.(type) {
+	case []any:
+		list = t
+	case []map[string]any:
+		for _, m := range t {
+			list = append(list, m)
+		}
+	default:
+		return "", false
+	}
+	if len(list) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for i, item := range list {
+		turn, ok := item.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		role, ok1 := turn["role"].(string)
+		content, ok2 := turn["content"].(string)
+		if !ok1 || !ok2 || role == "" {
+			return "", false
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if ts, present := turn["timestamp"]; present {
+			s, ok := ts.(string)
+			if !ok {
+				return "", false
+			}
+			b.WriteString("[" + s + "] ")
+		}
+		b.WriteString(role + ": " + content)
+	}
+	return b.String(), true
+}
+
+// promptTags maps the well-known keys rendered inside a tag to that tag.
+var promptTags = []struct{ key, tag string }{
+	{EnrichmentRAGContext, "agent_memory"},
+	{EnrichmentConversationHistory, "conversation_history"},
+	{EnrichmentActivityCoordination, "agent_coordination"},
+}
+
+// RenderEnrichments renders the well-known string enrichments for a planning prompt:
+// rag_context, conversation_history and activity_coordination wrapped in
+// <agent_memory>, <conversation_history> and <agent_coordination> tags, then
+// user_profile verbatim. Other keys and non-string or empty values are not rendered.
+func RenderEnrichments(enrichments map[string]any) string {
+	var b strings.Builder
+	for _, t := range promptTags {
+		if s, _ := enrichments[t.key].(string); s != "" {
+			fmt.Fprintf(&b, "<%s>\n%s\n</%s>\n", t.tag, s, t.tag)
+		}
+	}
+	if s, _ := enrichments[EnrichmentUserProfile].(string); s != "" {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// enrichmentSnapshot holds the JSON encoding of every enrichment before a hook ran.
+type enrichmentSnapshot map[string][]byte
+
+func snapshotEnrichments(m map[string]any) enrichmentSnapshot {
+	snap := make(enrichmentSnapshot, len(m))
+	for k, v := range m {
+		snap[k] = encodeValue(v)
+	}
+	return snap
+}
+
+// encodeValue is json.Marshal that never fails: a value JSON cannot encode is recorded
+// as the JSON string of its fmt rendering.
+func encodeValue(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(fmt.Sprintf("%v", v))
+	}
+	return b
+}
+
+type enrichmentChange struct {
+	Key       string          `json:"key"`
+	Operation string          `json:"operation"`
+	Before    json.RawMessage `json:"before,omitempty"`
+	After     json.RawMessage `json:"after,omitempty"`
+}
+
+// diff returns one planning_enrichment:<key> effect per added, updated or removed key
+// of now relative to the snapshot, in sorted key order.
+func (s enrichmentSnapshot) diff(now map[string]any, started time.Time) []Effect {
+	keys := make([]string, 0, len(now)+len(s))
+	after := make(map[string][]byte, len(now))
+	for k, v := range now {
+		after[k] = encodeValue(v)
+		keys = append(keys, k)
+	}
+	for k := range s {
+		if _, ok := now[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var effects []Effect
+	for _, k := range keys {
+		before, had := s[k]
+		now, has := after[k]
+		change := enrichmentChange{Key: k, Before: before, After: now}
+		switch {
+		case !had:
+			change.Operation = "added"
+		case !has:
+			change.Operation = "removed"
+		case string(before) != string(now):
+			change.Operation = "updated"
+		default:
+			continue
+		}
+		data, _ := json.Marshal(change)
+		effects = append(effects, Effect{
+			EffectID:      "planning_enrichment:" + k,
+			SchemaVersion: 1,
+			Name:          "planning enrichment " + k,
+			Status:        EffectSucceeded,
+			Summary:       change.Operation + " " + k,
+			Data:          data,
+			StartedAt:     started.UTC(),
+			Duration:      time.Since(started),
+		})
+	}
+	return effects
+}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// ErrInvalidPipeline is matched (errors.Is) by every construction error of New.
+var ErrInvalidPipeline = errors.New("invalid pipeline")
+
+// NilHookError reports a nil or typed-nil entry in the hook list, by zero-based index.
+type NilHookError struct{ Index int }
+
+func (e *NilHookError) Error() string {
+	return fmt.Sprintf("invalid pipeline: hook %d is nil", e.Index)
+}
+
+// Is makes NilHookError match ErrInvalidPipeline.
+func (e *NilHookError) Is(target error) bool { return target == ErrInvalidPipeline }
+
+// Reasons of InvalidRequiredHookError.
+const (
+	RequiredStageDrift  = "stage_drift"
+	RequiredMultiple    = "multiple_required"
+	RequiredNotTerminal = "required_not_terminal"
+)
+
+// InvalidRequiredHookError reports a required after-planning hook that breaks a
+// composition rule: it does not implement AfterPlanningHook (stage_drift), a second one
+// is registered (multiple_required) or an after_planning hook follows it
+// (required_not_terminal).
+type InvalidRequiredHookError struct {
+	Hook   string
+	Index  int
+	Reason string
+}
+
+func (e *InvalidRequiredHookError) Error() string {
+	return fmt.Sprintf("invalid pipeline: required after-planning hook %q (index %d): %s", e.Hook, e.Index, e.Reason)
+}
+
+// Is makes InvalidRequiredHookError match ErrInvalidPipeline.
+func (e *InvalidRequiredHookError) Is(target error) bool { return target == ErrInvalidPipeline }
+
+// Option configures a Pipeline.
+type Option func(*options)
+
+type options struct {
+	catalog *Catalog
+	tracer  trace.TracerProvider
+	meter   metric.MeterProvider
+	logger  *slog.Logger
+}
+
+// WithCatalog sets the catalog that plans are validated against after every accepted
+// after_planning mutation. Without it the catalog rules of ValidatePlan are skipped.
+func WithCatalog(c *Catalog) Option { return func(o *options) { o.catalog = c } }
+
+// WithTracerProvider sets where hook spans go; the default records nothing.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
+}
+
+// WithMeterProvider sets where the short-circuit decision metric goes; the default
+// records nothing.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meter = mp }
+}
+
+// WithLogger sets the logger for fail-open warnings; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Pipeline is an immutable, validated, ordered hook list with one runner per stage.
+// It is safe for concurrent use.
+type Pipeline struct {
+	hooks     []Hook
+	before    []beforeEntry
+	after     []afterEntry
+	execution []executionEntry
+	synthesis []synthesisEntry
+	catalog   *Catalog
+	tel       telemetry
+	logger    *slog.Logger
+}
+
+type entry struct {
+	name string
+	span string
+}
+
+type beforeEntry struct {
+	entry
+	decision BeforePlanningDecisionHook
+	legacy   BeforePlanningHook
+}
+
+type afterEntry struct {
+	entry
+	hook     AfterPlanningHook
+	required bool
+}
+
+type executionEntry struct {
+	entry
+	hook AfterExecutionHook
+}
+
+type synthesisEntry struct {
+	entry
+	hook AfterSynthesisHook
+}
+
+// New validates hooks and returns the pipeline that runs them in slice order. The
+// slice is copied; a nil or empty slice is a valid pipeline with no hooks. Errors match
+// ErrInvalidPipeline: a nil entry (*NilHookError with its index) or a broken required
+// hook (*InvalidRequiredHookError).
+func New(hooks []Hook, opts ...Option) (*Pipeline, error) {
+	o := options{logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.tracer == nil {
+		o.tracer = tracenoop.NewTracerProvider()
+	}
+	if o.meter == nil {
+		o.meter = metricnoop.NewMeterProvider()
+	}
+	tel, err := newTelemetry(o.tracer, o.meter)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{hooks: append([]Hook(nil), hooks...), catalog: o.catalog, tel: tel, logger: o.logger}
+	if err := p.index(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Pipeline) index() error {
+	required := -1
+	for i, h := range p.hooks {
+		if isNil(h) {
+			return &NilHookError{Index: i}
+		}
+		name := h.Name()
+		if _, ok := h.(RequiredAfterPlanningHook); ok {
+			if _, ok := h.(AfterPlanningHook); !ok {
+				return &InvalidRequiredHookError{Hook: name, Index: i, Reason: RequiredStageDrift}
+			}
+			if required >= 0 {
+				return &InvalidRequiredHookError{Hook: name, Index: i, Reason: RequiredMultiple}
+			}
+			required = i
+		} else if _, ok := h.(AfterPlanningHook); ok && required >= 0 {
+			return &InvalidRequiredHookError{Hook: p.hooks[required].Name(), Index: required, Reason: RequiredNotTerminal}
+		}
+		p.add(h, name)
+	}
+	return nil
+}
+
+func (p *Pipeline) add(h Hook, name string) {
+	span := func(s Stage) entry { return entry{name: name, span: "pipeline.hook." + string(s) + "." + name} }
+	d, isDecision := h.(BeforePlanningDecisionHook)
+	l, isLegacy := h.(BeforePlanningHook)
+	if isDecision || isLegacy {
+		p.before = append(p.before, beforeEntry{entry: span(StageBeforePlanning), decision: d, legacy: l})
+	}
+	if a, ok := h.(AfterPlanningHook); ok {
+		_, required := h.(RequiredAfterPlanningHook)
+		p.after = append(p.after, afterEntry{entry: span(StageAfterPlanning), hook: a, required: required})
+	}
+	if e, ok := h.(AfterExecutionHook); ok {
+		p.execution = append(p.execution, executionEntry{entry: span(StageAfterExecution), hook: e})
+	}
+	if s, ok := h.(AfterSynthesisHook); ok {
+		p.synthesis = append(p.synthesis, synthesisEntry{entry: span(StageAfterSynthesis), hook: s})
+	}
+}
+
+// Hooks returns a copy of the hook list in registration order.
+func (p *Pipeline) Hooks() []Hook { return append([]Hook(nil), p.hooks...) }
+
+// Catalog returns the catalog plans are validated against (nil when none).
+func (p *Pipeline) Catalog() *Catalog { return p.catalog }
+
+// StageHooks returns the names of the hooks taking part in stage, in run order.
+func (p *Pipeline) StageHooks(stage Stage) []string {
+	var names []string
+	collect := func(e entry) { names = append(names, e.name) }
+	switch stage {
+	case StageBeforePlanning:
+		for _, e := range p.before {
+			collect(e.entry)
+		}
+	case StageAfterPlanning:
+		for _, e := range p.after {
+			collect(e.entry)
+		}
+	case StageAfterExecution:
+		for _, e := range p.execution {
+			collect(e.entry)
+		}
+	case StageAfterSynthesis:
+		for _, e := range p.synthesis {
+			collect(e.entry)
+		}
+	}
+	return names
+}
+
+// RequiredHook returns the name of the required after-planning hook, if any.
+func (p *Pipeline) RequiredHook() (string, bool) {
+	if n := len(p.after); n > 0 && p.after[n-1].required {
+		return p.after[n-1].name, true
+	}
+	return "", false
+}
+
+func isNil(h Hook) bool {
+	if h == nil {
+		return true
+	}
+	v := reflect.ValueOf(h)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}

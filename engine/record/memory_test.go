@@ -1,0 +1,36 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/record/recordtest"
+)
+
+func TestMemory_Conformance(t *testing.T) {
+	recordtest.Run(t, func(*testing.T) engine.RecordStore { return NewMemory(Retention{}) })
+}
+
+func TestMemory_RetentionByOutcome(t *testing.T) {
+	m := NewMemory(Retention{Success: time.Minute, Error: time.Hour})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.now = func() time.Time { return now }
+	ctx := context.Background()
+	ok := &engine.ExecutionRecord{RequestID: "ok", Status: engine.RecordSucceeded, Revision: 1}
+	bad := &engine.ExecutionRecord{RequestID: "bad", Status: engine.RecordFailed, Revision: 1}
+	for _, rec := range []*engine.ExecutionRecord{ok, bad} {
+		if err := m.Put(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := m.Get(ctx, "ok"); !errors.Is(err, engine.ErrRecordNotFound) {
+		t.Fatalf("success record past its retention: err = %v, want not found", err)
+	}
+	if _, err := m.Get(ctx, "bad"); err != nil {
+		t.Fatalf("error record within its retention: %v", err)
+	}
+}

@@ -1,0 +1,26 @@
+package engine
+
+import "context"
+
+// RequestInfo identifies the request a stage call belongs to: its id, the config
+// generation it runs on, and its cache gate. Runtimes (Lifecycle, the daemon) attach it
+// to the context of every stage call, so hooks of any stage can key state by request
+// and generation.
+type RequestInfo struct {
+	ID         string
+	Generation string
+	Gate       Gate
+}
+
+type requestInfoKey struct{}
+
+// WithRequestInfo returns ctx carrying info.
+func WithRequestInfo(ctx context.Context, info RequestInfo) context.Context {
+	return context.WithValue(ctx, requestInfoKey{}, info)
+}
+
+// RequestInfoFrom returns the RequestInfo attached to ctx, if any.
+func RequestInfoFrom(ctx context.Context) (RequestInfo, bool) {
+	info, ok := ctx.Value(requestInfoKey{}).(RequestInfo)
+	return info, ok
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// InstrumentationName is the OpenTelemetry scope of the engine's spans and metrics.
+const InstrumentationName = "github.com/agentd-dev/agentd/engine"
+
+// Span attribute keys set on every hook span.
+const (
+	AttrFailurePolicy = "pipeline.hook.failure_policy"
+	AttrAction        = "pipeline.hook.action"
+	AttrReason        = "pipeline.hook.reason"
+)
+
+// MetricShortCircuitDecision counts before_planning short-circuit decisions by the
+// bounded labels reason, kind and status. Hook names and sources are never labels.
+const MetricShortCircuitDecision = "pipeline.short_circuit.decision"
+
+type telemetry struct {
+	tracer    trace.Tracer
+	decisions metric.Int64Counter
+}
+
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (telemetry, error) {
+	counter, err := mp.Meter(InstrumentationName).Int64Counter(MetricShortCircuitDecision,
+		metric.WithDescription("before_planning short-circuit decisions by reason, kind and status"))
+	if err != nil {
+		return telemetry{}, err
+	}
+	return telemetry{tracer: tp.Tracer(InstrumentationName), decisions: counter}, nil
+}
+
+func (t telemetry) start(ctx context.Context, e entry) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, e.span)
+}
+
+// end stamps the decision on span, records err with its exact text and ends the span.
+func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.SetAttributes(
+		attribute.String(AttrFailurePolicy, string(d.FailurePolicy)),
+		attribute.String(AttrAction, string(d.Action)),
+		attribute.String(AttrReason, d.Reason),
+	)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+func (t telemetry) shortCircuit(ctx context.Context, reason string, kind ShortCircuitKind, accepted bool) {
+	k := string(kind)
+	if kind != KindAuthoritative && kind != KindCache {
+		k = "unknown"
+	}
+	status := "rejected"
+	if accepted {
+		status = "accepted"
+	}
+	t.decisions.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("reason", reason),
+		attribute.String("kind", k),
+		attribute.String("status", status),
+	))
+}

@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// PipelineContext is the per-request state shared by every stage. The runners pass it
+// to one hook at a time; a hook may read Request and Metadata and read or write
+// Enrichments.
+type PipelineContext struct {
+	Request     string         `json:"request"`
+	Metadata    map[string]any `json:"metadata"`
+	Enrichments map[string]any `json:"enrichments"`
+}
+
+// Well-known enrichment keys understood by RenderEnrichments.
+const (
+	EnrichmentRAGContext           = "rag_context"
+	EnrichmentConversationHistory  = "conversation_history"
+	EnrichmentActivityCoordination = "activity_coordination"
+	EnrichmentUserProfile          = "user_profile"
+)
+
+// MetadataConversationTurns is the metadata key whose turn list is rendered into the
+// conversation_history enrichment by PromoteMetadata.
+const MetadataConversationTurns = "conversation_turns"
+
+// Stage names a hook stage; the values are the JSON and telemetry spellings.
+type Stage string
+
+// The four hook stages, in lifecycle order.
+const (
+	StageBeforePlanning Stage = "before_planning"
+	StageAfterPlanning  Stage = "after_planning"
+	StageAfterExecution Stage = "after_execution"
+	StageAfterSynthesis Stage = "after_synthesis"
+)
+
+// Stages lists every stage in lifecycle order.
+var Stages = []Stage{StageBeforePlanning, StageAfterPlanning, StageAfterExecution, StageAfterSynthesis}
+
+// PlanMode is a RoutingPlan's execution mode.
+type PlanMode string
+
+// Plan modes.
+const (
+	ModeAutonomous PlanMode = "autonomous"
+	ModeWorkflow   PlanMode = "workflow"
+)
+
+// RoutingStep is one tool call proposed by the planner.
+type RoutingStep struct {
+	StepID       string         `json:"step_id"`
+	AgentName    string         `json:"agent_name"`
+	Namespace    string         `json:"namespace"`
+	Instruction  string         `json:"instruction"`
+	DependsOn    []string       `json:"depends_on,omitempty"`
+	ImplicitDeps []string       `json:"implicit_deps,omitempty"`
+	Metadata     map[string]any `json:"metadata,omitempty"`
+}
+
+// Capability returns metadata.capability when it is a string.
+func (s *RoutingStep) Capability() string {
+	c, _ := s.Metadata["capability"].(string)
+	return c
+}
+
+// Parameters returns metadata.parameters when it is an object.
+func (s *RoutingStep) Parameters() map[string]any {
+	p, _ := s.Metadata["parameters"].(map[string]any)
+	return p
+}
+
+// NeedsUserInput asks the caller for missing information instead of running steps.
+type NeedsUserInput struct {
+	Question        string   `json:"question"`
+	MissingFields   []string `json:"missing_fields,omitempty"`
+	PartialProgress string   `json:"partial_progress,omitempty"`
+}
+
+// RoutingPlan is a planner's proposal for one phase. Terminal nil means true.
+type RoutingPlan struct {
+	PlanID           string          `json:"plan_id"`
+	OriginalRequest  string          `json:"original_request"`
+	Mode             PlanMode        `json:"mode,omitempty"`
+	Steps            []RoutingStep   `json:"steps"`
+	CreatedAt        time.Time       `json:"created_at"`
+	Terminal         *bool           `json:"terminal,omitempty"`
+	ContinuationNote string          `json:"continuation_note,omitempty"`
+	PhaseNumber      int             `json:"phase_number,omitempty"`
+	NeedsUserInput   *NeedsUserInput `json:"needs_user_input,omitempty"`
+}
+
+// IsTerminal reports whether this is the last phase; an absent flag means terminal.
+func (p *RoutingPlan) IsTerminal() bool { return p.Terminal == nil || *p.Terminal }
+
+// StepResult is the outcome of one executed (or skipped) step.
+type StepResult struct {
+	StepID     string         `json:"step_id"`
+	AgentName  string         `json:"agent_name"`
+	Capability string         `json:"capability"`
+	Namespace  string         `json:"namespace"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Response   any            `json:"response,omitempty"`
+	Success    bool           `json:"success"`
+	Error      string         `json:"error,omitempty"`
+	Duration   time.Duration  `json:"duration"`
+	Attempts   int            `json:"attempts"`
+	Skipped    bool           `json:"skipped,omitempty"`
+	SkipReason string         `json:"skip_reason,omitempty"`
+}
+
+// ExecutionResult is the combined result of every executed phase.
+type ExecutionResult struct {
+	PlanID        string        `json:"plan_id"`
+	Steps         []StepResult  `json:"steps"`
+	Success       bool          `json:"success"`
+	TotalDuration time.Duration `json:"total_duration"`
+	PhaseCount    int           `json:"phase_count"`
+}
+
+// ShortCircuit is a complete answer that ends the request before planning.
+type ShortCircuit struct {
+	Response string `json:"response"`
+	Source   string `json:"source"`
+}
+
+// ShortCircuitKind is the provenance of a short-circuit decision.
+type ShortCircuitKind string
+
+// Short-circuit kinds. An authoritative answer holds regardless of cache state; a cache
+// answer is served only when reads are enabled and its variation map matches.
+const (
+	KindAuthoritative ShortCircuitKind = "authoritative"
+	KindCache         ShortCircuitKind = "cache"
+)
+
+// ShortCircuitDecision is what a BeforePlanningDecisionHook returns. CachedAgainst is the
+// variation map stored with the cache entry, never the gate's current values echoed back.
+type ShortCircuitDecision struct {
+	ShortCircuit  *ShortCircuit     `json:"short_circuit"`
+	Kind          ShortCircuitKind  `json:"kind"`
+	CachedAgainst map[string]string `json:"cached_against,omitempty"`
+}
+
+// EffectStatus is the observed outcome of work a hook reported.
+type EffectStatus string
+
+// Effect statuses; every status but pending is terminal.
+const (
+	EffectPending   EffectStatus = "pending"
+	EffectSucceeded EffectStatus = "succeeded"
+	EffectPartial   EffectStatus = "partial"
+	EffectFailed    EffectStatus = "failed"
+	EffectSkipped   EffectStatus = "skipped"
+)
+
+// Terminal reports whether s is a final status.
+func (s EffectStatus) Terminal() bool { return s != EffectPending }
+
+// Effect records work a hook attempted and what it observed, separately from whether
+// the hook callback returned. SchemaVersion 0 means 1.
+type Effect struct {
+	EffectID      string          `json:"effect_id"`
+	SchemaVersion int             `json:"schema_version,omitempty"`
+	Name          string          `json:"name,omitempty"`
+	Status        EffectStatus    `json:"status"`
+	Summary       string          `json:"summary,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	StartedAt     time.Time       `json:"started_at"`
+	Duration      time.Duration   `json:"duration"`
+}
+
+// InvocationStatus says whether a hook callback returned normally.
+type InvocationStatus string
+
+// Invocation statuses.
+const (
+	InvocationSucceeded InvocationStatus = "succeeded"
+	InvocationFailed    InvocationStatus = "failed"
+	InvocationSkipped   InvocationStatus = "skipped"
+)
+
+// FailurePolicy is the failure contract a boundary applied.
+type FailurePolicy string
+
+// Failure policies.
+const (
+	FailOpen   FailurePolicy = "fail_open"
+	FailClosed FailurePolicy = "fail_closed"
+)
+
+// Action is what the runtime did after a hook returned.
+type Action string
+
+// Actions.
+const (
+	ActionContinue       Action = "continue"
+	ActionTerminate      Action = "terminate"
+	ActionShortCircuit   Action = "short_circuit"
+	ActionPropagatePanic Action = "propagate_panic"
+)
+
+// Decision reasons: bounded codes, safe as metric labels.
+const (
+	ReasonHookError         = "hook_error"
+	ReasonNoDecision        = "no_decision"
+	ReasonMissingPayload    = "missing_payload"
+	ReasonUnknownKind       = "unknown_kind"
+	ReasonAuthoritative     = "authoritative"
+	ReasonCacheReadDisabled = "cache_read_disabled"
+	ReasonCacheMismatch     = "cache_dimension_mismatch"
+	ReasonCacheMatch        = "cache_match"
+	ReasonAccepted          = "accepted"
+	ReasonCloneFailed       = "clone_failed"
+	ReasonInvalidType       = "invalid_type"
+	ReasonInvalidPlan       = "invalid_plan"
+	ReasonCompleted         = "completed"
+	ReasonPanic             = "panic"
+	ReasonSkipped           = "skipped"
+)
+
+// DecisionRecord is the consequence a boundary applied to one invocation. A nil
+// *DecisionRecord means "not recorded" and is never inferred.
+type DecisionRecord struct {
+	FailurePolicy FailurePolicy `json:"failure_policy"`
+	Action        Action        `json:"action"`
+	Reason        string        `json:"reason"`
+}
+
+// Invocation is the record of one hook call. Sequence is 1-based within one stage run
+// and restarts for every plan phase; PlanPhase is set for after_planning only.
+type Invocation struct {
+	HookName  string           `json:"hook_name"`
+	Phase     Stage            `json:"phase"`
+	Status    InvocationStatus `json:"status"`
+	Sequence  int              `json:"sequence"`
+	PlanPhase int              `json:"plan_phase,omitempty"`
+	StartedAt time.Time        `json:"started_at"`
+	Duration  time.Duration    `json:"duration"`
+	Error     string           `json:"error,omitempty"`
+	Effects   []Effect         `json:"effects,omitempty"`
+	Decision  *DecisionRecord  `json:"decision,omitempty"`
+}
