@@ -1,0 +1,164 @@
+package expr
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestScope_Variables(t *testing.T) {
+	base := []string{"request", "metadata", "enrichments", "now"}
+	tests := map[Scope][]string{
+		BeforePlanning: base,
+		AfterPlanning:  append(slices.Clone(base), "plan", "phase"),
+		AfterExecution: append(slices.Clone(base), "result"),
+		AfterSynthesis: append(slices.Clone(base), "response"),
+		PlanStep:       append(slices.Clone(base), "plan", "phase", "step"),
+		Guard:          append(slices.Clone(base), "call"),
+	}
+	if got := len(Scopes()); got != len(tests) {
+		t.Fatalf("len(Scopes()) = %d, want %d", got, len(tests))
+	}
+	for _, scope := range Scopes() {
+		if got := scope.Variables(); !slices.Equal(got, tests[scope]) {
+			t.Errorf("%s.Variables() = %v, want %v", scope, got, tests[scope])
+		}
+	}
+	if got := Scope("nope").Variables(); got != nil {
+		t.Errorf("unknown scope Variables() = %v, want nil", got)
+	}
+}
+
+// TestCompile_VariableAvailability compiles a reference to every variable in every scope:
+// it compiles where the scope declares the variable and is undeclared_variable elsewhere.
+func TestCompile_VariableAvailability(t *testing.T) {
+	c := newCompiler(t, 0)
+	all := []string{"request", "metadata", "enrichments", "now", "plan", "phase", "step", "result", "response", "call"}
+	for _, scope := range Scopes() {
+		for _, name := range all {
+			_, err := c.Compile(scope, "size(["+name+"]) == 1", Bool)
+			if slices.Contains(scope.Variables(), name) {
+				if err != nil {
+					t.Errorf("%s: %s: %v", scope, name, err)
+				}
+				continue
+			}
+			e := wantErrorKind(t, err, ErrKindUndeclaredVariable)
+			if e.Line != 1 || e.Column != 7 || !strings.Contains(e.Message, `"`+name+`"`) {
+				t.Errorf("%s: %s: error = %v, want 1:7 naming the variable", scope, name, e)
+			}
+		}
+	}
+}
+
+func TestCompile_Errors(t *testing.T) {
+	tests := []struct {
+		name      string
+		scope     Scope
+		src       string
+		want      Kind
+		limit     uint64
+		kind      string
+		line, col int
+		message   string // exact when set
+		contains  string
+	}{
+		{name: "plan in before_planning", scope: BeforePlanning, src: "size(plan.steps) > 0",
+			kind: ErrKindUndeclaredVariable, line: 1, col: 6,
+			message: `variable "plan" is not available in before_planning (available in after_planning, plan_step)`},
+		{name: "step in after_planning, second line", scope: AfterPlanning,
+			src:  "request == 'a' &&\n  step.metadata.capability == 'x'",
+			kind: ErrKindUndeclaredVariable, line: 2, col: 3,
+			message: `variable "step" is not available in after_planning (available in plan_step)`},
+		{name: "response in guard", scope: Guard, src: "response == ''", kind: ErrKindUndeclaredVariable,
+			line: 1, col: 1, message: `variable "response" is not available in guard (available in after_synthesis)`},
+		{name: "call in after_execution", scope: AfterExecution, src: "result.success || call.phase > 1",
+			kind: ErrKindUndeclaredVariable, line: 1, col: 19,
+			message: `variable "call" is not available in after_execution (available in guard)`},
+		{name: "unknown variable", scope: BeforePlanning, src: "tenant == 'acme'", kind: ErrKindUndeclaredVariable,
+			line: 1, col: 1, message: `undeclared variable "tenant" in before_planning`},
+		{name: "comprehension variable shadows nothing", scope: BeforePlanning,
+			src: "[1].exists(plan, plan == 1) && plan == 1", kind: ErrKindUndeclaredVariable, line: 1, col: 32},
+		{name: "syntax error in multi-line expression", scope: BeforePlanning,
+			src:  "request == 'a' &&\n  (metadata.x ||\n   )",
+			kind: ErrKindSyntax, line: 3, col: 4, contains: "mismatched input ')'"},
+		{name: "assignment is not CEL", scope: BeforePlanning, src: "request == 'a' &&\n  metadata.x = 1",
+			kind: ErrKindSyntax, line: 2, col: 14},
+		{name: "empty source", scope: BeforePlanning, src: "", kind: ErrKindSyntax, line: 1, col: 1},
+		{name: "int where bool wanted", scope: BeforePlanning, src: "  size(request)", kind: ErrKindTypeCheck,
+			line: 1, col: 3, message: "expression returns int, want bool"},
+		{name: "bool where string wanted", scope: AfterSynthesis, src: "\n response == ''", want: String,
+			kind: ErrKindTypeCheck, line: 2, col: 2, message: "expression returns bool, want string"},
+		{name: "no overload", scope: BeforePlanning, src: "request + 1 == 'x'", kind: ErrKindTypeCheck,
+			line: 1, col: 9, contains: "no matching overload"},
+		{name: "invalid regex constant", scope: BeforePlanning, src: "request.matches('[')",
+			kind: ErrKindTypeCheck, line: 1, col: 1, contains: "regexp"},
+		{name: "nested comprehensions over metadata", scope: BeforePlanning, limit: 5000,
+			src:  "metadata.items.exists(x,\n  metadata.items.exists(y, x == y))",
+			kind: ErrKindCostLimit, line: 1, col: 1, contains: "exceeds the limit 5000"},
+		{name: "nested comprehensions over default limit", scope: AfterPlanning,
+			src:  "plan.steps.all(s, plan.steps.exists(t, t.step_id == s.step_id))",
+			kind: ErrKindCostLimit, line: 1, col: 1, contains: "estimated cost"},
+		{name: "unknown scope", scope: "during_planning", src: "true", kind: ErrKindUnknownScope},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newCompiler(t, tt.limit).Compile(tt.scope, tt.src, tt.want)
+			e := wantErrorKind(t, err, tt.kind)
+			if e.Line != tt.line || e.Column != tt.col {
+				t.Errorf("position = %d:%d, want %d:%d (%v)", e.Line, e.Column, tt.line, tt.col, e)
+			}
+			if tt.message != "" && e.Message != tt.message {
+				t.Errorf("message = %q, want %q", e.Message, tt.message)
+			}
+			if !strings.Contains(e.Message, tt.contains) {
+				t.Errorf("message = %q, want it to contain %q", e.Message, tt.contains)
+			}
+		})
+	}
+}
+
+func TestCompile_Accepts(t *testing.T) {
+	tests := []struct {
+		scope Scope
+		src   string
+		want  Kind
+	}{
+		{BeforePlanning, "has(metadata.tenant)", Bool},
+		{BeforePlanning, "metadata.flag", Bool}, // dyn: checked at evaluation
+		{BeforePlanning, "metadata.name", String},
+		{BeforePlanning, "request.lowerAscii().trim()", String},
+		{BeforePlanning, "{'n': size(request)}", Any},
+		{AfterPlanning, "plan.steps.exists(s, s.metadata.capability == 'execute_trade')", Bool},
+		{PlanStep, "step.metadata.capability == 'x' && phase > 0", Bool},
+		{AfterExecution, "result.steps.filter(s, !s.success).map(s, s.step_id)", Any},
+		{Guard, "call.capability == 'execute_trade' && double(call.parameters.amount) > 10000.0", Bool},
+		{BeforePlanning, "now > timestamp('2020-01-01T00:00:00Z')", Bool},
+		{BeforePlanning, "type(request) == string", Bool},
+	}
+	c := newCompiler(t, 0)
+	for _, tt := range tests {
+		p, err := c.Compile(tt.scope, tt.src, tt.want)
+		if err != nil {
+			t.Errorf("Compile(%s, %q): %v", tt.scope, tt.src, err)
+			continue
+		}
+		if p.Source() != tt.src || p.Scope() != tt.scope || p.Output() != tt.want || p.Cost() == 0 {
+			t.Errorf("program = (%q, %s, %s, cost %d)", p.Source(), p.Scope(), p.Output(), p.Cost())
+		}
+	}
+}
+
+func TestError_Error(t *testing.T) {
+	for _, tt := range []struct {
+		err  *Error
+		want string
+	}{
+		{&Error{Kind: ErrKindSyntax, Line: 2, Column: 5, Message: "bad"}, "2:5: syntax: bad"},
+		{&Error{Kind: ErrKindEval, Message: "no such key: x"}, "eval: no such key: x"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}

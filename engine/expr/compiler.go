@@ -1,0 +1,126 @@
+package expr
+
+import (
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+)
+
+// DefaultCostLimit is the cost limit used when Options.CostLimit is 0. Under the size
+// bounds of the estimate, request.contains('x') costs about 6,600, request.lowerAscii()
+// about 72,000 and a simple comprehension over MaxCollectionSize elements about 6,000;
+// the default admits a dozen such steps but no nested comprehension over two inputs.
+const DefaultCostLimit = 1_000_000
+
+// interruptCheckFrequency is how many comprehension iterations run between checks of the
+// evaluation context.
+const interruptCheckFrequency = 100
+
+// Options configures a Compiler.
+type Options struct {
+	// CostLimit bounds every expression twice: its estimated worst-case cost at compile
+	// time (see MaxStringSize and MaxCollectionSize) and its actual cost at evaluation.
+	// 0 means DefaultCostLimit.
+	CostLimit uint64
+}
+
+// Compiler turns expression sources into Programs. It holds one CEL environment per scope,
+// built once by NewCompiler; it is immutable and safe for concurrent use.
+type Compiler struct {
+	envs  map[Scope]*cel.Env
+	limit uint64
+}
+
+// NewCompiler builds the CEL environment of every scope.
+func NewCompiler(opts Options) (*Compiler, error) {
+	c := &Compiler{envs: make(map[Scope]*cel.Env, len(scopeTable)), limit: opts.CostLimit}
+	if c.limit == 0 {
+		c.limit = DefaultCostLimit
+	}
+	for _, row := range scopeTable {
+		envOpts := []cel.EnvOption{
+			ext.Strings(), ext.Lists(ext.ListsMaxRangeSize(MaxCollectionSize)), ext.Sets(),
+			ext.Math(), ext.Encoders(), cel.CrossTypeNumericComparisons(true),
+		}
+		for _, v := range append(commonVars[:len(commonVars):len(commonVars)], row.vars...) {
+			envOpts = append(envOpts, cel.Variable(v.name, v.typ))
+		}
+		env, err := cel.NewEnv(envOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("expr: build %s environment: %w", row.scope, err)
+		}
+		c.envs[row.scope] = env
+	}
+	return c, nil
+}
+
+// Compile parses, type-checks and cost-estimates src in scope and plans it for evaluation.
+// want is the required output type. Every failure is an *Error: syntax,
+// undeclared_variable (a variable of another scope, or of none), type_check (including an
+// output type other than want), cost_limit (estimated worst case over the limit) or
+// unknown_scope.
+func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error) {
+	env, ok := c.envs[scope]
+	if !ok {
+		return nil, &Error{Kind: ErrKindUnknownScope, Message: fmt.Sprintf("unknown scope %q", scope)}
+	}
+	parsed, iss := env.Parse(src)
+	if errs := iss.Errors(); len(errs) > 0 {
+		first := firstIssue(errs)
+		return nil, errorAt(ErrKindSyntax, first.Location, first.Message)
+	}
+	free := make(map[int64]string)
+	freeIdents(parsed.NativeRep().Expr(), nil, free)
+	if err := scopeError(scope, parsed.NativeRep(), free); err != nil {
+		return nil, err
+	}
+	checked, iss := env.Check(parsed)
+	if errs := iss.Errors(); len(errs) > 0 {
+		first := firstIssue(errs)
+		if name, ok := free[first.ExprID]; ok {
+			return nil, errorAt(ErrKindUndeclaredVariable, first.Location,
+				fmt.Sprintf("undeclared variable %q in %s", name, scope))
+		}
+		return nil, errorAt(ErrKindTypeCheck, first.Location, first.Message)
+	}
+	if err := checkOutput(checked.OutputType(), src, want); err != nil {
+		return nil, err
+	}
+	est, err := env.EstimateCost(checked, sizeEstimator{})
+	if err == nil && est.Max > c.limit {
+		err = fmt.Errorf("estimated cost %d exceeds the limit %d (%s)", est.Max, c.limit, sizeAssumption)
+	}
+	if err != nil {
+		line, col := startOf(src)
+		return nil, &Error{Kind: ErrKindCostLimit, Line: line, Column: col, Message: err.Error()}
+	}
+	prg, err := env.Program(checked, cel.CostLimit(c.limit),
+		cel.InterruptCheckFrequency(interruptCheckFrequency), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		line, col := startOf(src)
+		return nil, &Error{Kind: ErrKindTypeCheck, Line: line, Column: col, Message: err.Error()}
+	}
+	return &Program{src: src, scope: scope, want: want, cost: est.Max, limit: c.limit, prg: prg}, nil
+}
+
+// checkOutput rejects an expression whose static type cannot be want. dyn is accepted for
+// Bool and String; evaluation then checks the actual value.
+func checkOutput(got *cel.Type, src string, want Kind) *Error {
+	var wantKind types.Kind
+	switch want {
+	case Bool:
+		wantKind = types.BoolKind
+	case String:
+		wantKind = types.StringKind
+	default:
+		return nil
+	}
+	if got.Kind() == wantKind || got.Kind() == types.DynKind {
+		return nil
+	}
+	line, col := startOf(src)
+	return &Error{Kind: ErrKindTypeCheck, Line: line, Column: col,
+		Message: fmt.Sprintf("expression returns %s, want %s", got, want)}
+}

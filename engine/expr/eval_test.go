@@ -1,0 +1,161 @@
+package expr
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestEval_Values(t *testing.T) {
+	now := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	vars := func() *Vars {
+		return &Vars{
+			Request:     "  Buy 10 ACME  ",
+			Metadata:    map[string]any{"tenant": "acme", "tags": []any{"gold", "eu"}, "limit": 3},
+			Enrichments: map[string]any{"user_profile": "trader"},
+			Plan:        samplePlan(), Phase: 2, Step: &samplePlan().Steps[1],
+			Result: sampleResult(), Response: "done", Now: now,
+		}
+	}
+	tests := []struct {
+		scope Scope
+		src   string
+		want  Kind
+		value any
+	}{
+		{BeforePlanning, "has(metadata.tenant)", Bool, true},
+		{BeforePlanning, "has(metadata.region)", Bool, false},
+		{BeforePlanning, "has(enrichments.user_profile) && enrichments.user_profile == 'trader'", Bool, true},
+		{BeforePlanning, "request.lowerAscii().trim()", String, "buy 10 acme"},
+		{BeforePlanning, "sets.contains(metadata.tags, ['eu'])", Bool, true},
+		{BeforePlanning, "math.greatest(metadata.limit, 7, 2)", Any, int64(7)},
+		{BeforePlanning, "base64.encode(b'hi')", String, "aGk="},
+		{BeforePlanning, "lists.range(3)", Any, []any{int64(0), int64(1), int64(2)}},
+		{BeforePlanning, "now", Any, now},
+		{BeforePlanning, "now - timestamp('2025-02-28T00:00:00Z')", Any, 24 * time.Hour},
+		{BeforePlanning, "{'t': metadata.tenant, 'n': [1u, 2.5, null]}", Any,
+			map[string]any{"t": "acme", "n": []any{uint64(1), 2.5, nil}}},
+		{AfterPlanning, "plan.steps.exists(s, s.metadata.capability == 'execute_trade')", Bool, true},
+		{AfterPlanning, "size(plan.steps)", Any, int64(2)},
+		{AfterPlanning, "plan.steps.map(s, s.step_id)", Any, []any{"s1", "s2"}},
+		{AfterPlanning, "plan.terminal == false && plan.mode == 'workflow' && phase == 2", Bool, true},
+		{AfterPlanning, "plan.created_at", String, "2025-03-01T12:30:00.0000005Z"},
+		{AfterPlanning, "has(plan.steps[0].depends_on) || has(plan.continuation_note)", Bool, false},
+		{PlanStep, "step.metadata.capability == 'execute_trade'", Bool, true},
+		{PlanStep, "step.metadata.parameters.amount > 10000 && step.depends_on == ['s1']", Bool, true},
+		{AfterExecution, "result.steps.filter(s, !s.success).map(s, s.error)", Any, []any{"rejected"}},
+		{AfterExecution, "result.total_duration == 1500000000 && result.steps[0].response.price > 100.0", Bool, true},
+		{AfterExecution, "has(result.steps[0].error) || has(result.steps[1].skipped)", Bool, false},
+		{AfterSynthesis, "response + '!'", String, "done!"},
+	}
+	c := newCompiler(t, 0)
+	ctx := context.Background()
+	for _, tt := range tests {
+		p := mustCompile(t, c, tt.scope, tt.src, tt.want)
+		got, err := p.Eval(ctx, vars())
+		if err != nil {
+			t.Errorf("Eval(%q): %v", tt.src, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.value) {
+			t.Errorf("Eval(%q) = %#v, want %#v", tt.src, got, tt.value)
+		}
+	}
+}
+
+func TestEval_GuardAmount(t *testing.T) {
+	c := newCompiler(t, 0)
+	p := mustCompile(t, c, Guard, "call.capability == 'execute_trade' && double(call.parameters.amount) > 10000.0", Bool)
+	tests := []struct {
+		amount any
+		want   bool
+	}{
+		{12000, true}, {int64(9000), false}, {12000.5, true}, {float64(10000), false},
+		{uint(20000), true},
+	}
+	for _, tt := range tests {
+		got, err := p.EvalBool(context.Background(), &Vars{Call: sampleCall(tt.amount)})
+		if err != nil || got != tt.want {
+			t.Errorf("amount %T(%v): got %v, %v; want %v", tt.amount, tt.amount, got, err, tt.want)
+		}
+	}
+	// An inference call has no capability: the field is absent, as in its JSON.
+	_, err := p.EvalBool(context.Background(), &Vars{})
+	wantErrorKind(t, err, ErrKindEval)
+}
+
+func TestEval_Errors(t *testing.T) {
+	big := make([]any, 20_000)
+	for i := range big {
+		big[i] = i
+	}
+	tests := []struct {
+		name  string
+		src   string
+		want  Kind
+		limit uint64
+		vars  *Vars
+		kind  string
+	}{
+		{name: "missing key", src: "metadata.region == 'eu'", kind: ErrKindEval},
+		{name: "dyn result is not a bool", src: "metadata.flag", vars: &Vars{Metadata: map[string]any{"flag": "yes"}},
+			kind: ErrKindEval},
+		{name: "dyn result is not a string", src: "metadata.n", want: String,
+			vars: &Vars{Metadata: map[string]any{"n": 1}}, kind: ErrKindEval},
+		{name: "map key is not a string", src: "{1: 'a'}", want: Any, kind: ErrKindEval},
+		{name: "division by zero", src: "1 / size(request) > 0", kind: ErrKindEval},
+		// The estimate assumes at most MaxCollectionSize elements; larger input is stopped
+		// by the runtime limit.
+		{name: "runtime cost limit", src: "metadata.items.exists(x, x == -1)", limit: 20_000,
+			vars: &Vars{Metadata: map[string]any{"items": big}}, kind: ErrKindCostLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustCompile(t, newCompiler(t, tt.limit), BeforePlanning, tt.src, tt.want)
+			_, err := p.Eval(context.Background(), tt.vars)
+			e := wantErrorKind(t, err, tt.kind)
+			if e.Line != 0 || e.Column != 0 {
+				t.Errorf("runtime error has a position: %v", e)
+			}
+		})
+	}
+}
+
+func TestEval_ContextCancellationInterrupts(t *testing.T) {
+	items := make([]any, 100_000)
+	for i := range items {
+		items[i] = i
+	}
+	vars := &Vars{Metadata: map[string]any{"items": items}}
+	// A high limit: without interruption the evaluation would run every iteration.
+	p := mustCompile(t, newCompiler(t, 1<<40), BeforePlanning, "metadata.items.all(x, x >= 0)", Bool)
+	if ok, err := p.EvalBool(context.Background(), vars); err != nil || !ok {
+		t.Fatalf("uncancelled: %v, %v", ok, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.EvalBool(ctx, vars)
+	wantErrorKind(t, err, ErrKindInterrupted)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+}
+
+func TestEval_Now(t *testing.T) {
+	p := mustCompile(t, newCompiler(t, 0), BeforePlanning, "now", Any)
+	before := time.Now()
+	vars := &Vars{}
+	first, err := p.Eval(context.Background(), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.(time.Time); got.Before(before) || got.After(time.Now()) {
+		t.Errorf("zero Now resolved to %v, want the current time", got)
+	}
+	again, _ := p.Eval(context.Background(), vars)
+	if again != first {
+		t.Errorf("now changed within one Vars: %v then %v", first, again)
+	}
+}

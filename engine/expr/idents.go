@@ -1,0 +1,75 @@
+package expr
+
+import (
+	"slices"
+
+	"github.com/google/cel-go/common/ast"
+)
+
+// freeIdents records in out, by expression id, the identifiers in e that no enclosing
+// comprehension binds. The parser bounds the nesting depth, so the recursion is
+// bounded too.
+func freeIdents(e ast.Expr, bound []string, out map[int64]string) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		if name := e.AsIdent(); !slices.Contains(bound, name) {
+			out[e.ID()] = name
+		}
+	case ast.SelectKind:
+		freeIdents(e.AsSelect().Operand(), bound, out)
+	case ast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() {
+			freeIdents(call.Target(), bound, out)
+		}
+		for _, arg := range call.Args() {
+			freeIdents(arg, bound, out)
+		}
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			freeIdents(el, bound, out)
+		}
+	case ast.MapKind:
+		for _, entry := range e.AsMap().Entries() {
+			freeIdents(entry.AsMapEntry().Key(), bound, out)
+			freeIdents(entry.AsMapEntry().Value(), bound, out)
+		}
+	case ast.StructKind:
+		for _, field := range e.AsStruct().Fields() {
+			freeIdents(field.AsStructField().Value(), bound, out)
+		}
+	case ast.ComprehensionKind:
+		comp := e.AsComprehension()
+		freeIdents(comp.IterRange(), bound, out)
+		freeIdents(comp.AccuInit(), bound, out)
+		inner := append(bound[:len(bound):len(bound)], comp.AccuVar(), comp.IterVar())
+		if comp.HasIterVar2() {
+			inner = append(inner, comp.IterVar2())
+		}
+		freeIdents(comp.LoopCondition(), inner, out)
+		freeIdents(comp.LoopStep(), inner, out)
+		freeIdents(comp.Result(), inner, out)
+	}
+}
+
+// scopeError reports the first variable (in source order) that the expression uses freely
+// and that another scope declares but scope does not. Names no scope declares are left to
+// the type checker.
+func scopeError(scope Scope, a *ast.AST, free map[int64]string) *Error {
+	var first *Error
+	for id, name := range free {
+		if scope.declares(name) {
+			continue
+		}
+		in := scopesDeclaring(name)
+		if in == "" {
+			continue
+		}
+		e := errorAt(ErrKindUndeclaredVariable, a.SourceInfo().GetStartLocation(id),
+			"variable \""+name+"\" is not available in "+string(scope)+" (available in "+in+")")
+		if first == nil || e.Line < first.Line || e.Line == first.Line && e.Column < first.Column {
+			first = e
+		}
+	}
+	return first
+}

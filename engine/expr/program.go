@@ -1,0 +1,112 @@
+package expr
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+)
+
+// Program is a compiled expression. It is immutable and safe for concurrent use; each
+// evaluation needs its own Vars.
+type Program struct {
+	src   string
+	scope Scope
+	want  Kind
+	cost  uint64
+	limit uint64
+	prg   cel.Program
+}
+
+// Source returns the expression source as compiled.
+func (p *Program) Source() string { return p.src }
+
+// Scope returns the scope the program was compiled for.
+func (p *Program) Scope() Scope { return p.scope }
+
+// Output returns the output kind the program was compiled for.
+func (p *Program) Output() Kind { return p.want }
+
+// Cost returns the compile-time estimate of the worst-case cost.
+func (p *Program) Cost() uint64 { return p.cost }
+
+// Eval evaluates the program against vars and returns the result as a Go value: bool,
+// string, int64, uint64, float64, []byte, []any, map[string]any, time.Time, time.Duration
+// or nil. Evaluation stops with an *Error of kind cost_limit when the actual cost exceeds
+// the limit, and of kind interrupted when ctx is done (checked every 100 comprehension
+// iterations; expressions without comprehensions always finish). Any other failure, and a
+// result that is not of the program's output kind, is an *Error of kind eval. The caller
+// decides whether an error fails open or closed. A nil vars evaluates with empty values.
+func (p *Program) Eval(ctx context.Context, vars *Vars) (any, error) {
+	out, err := p.run(ctx, vars)
+	if err != nil {
+		return nil, err
+	}
+	switch p.want {
+	case Bool:
+		if _, ok := out.(types.Bool); !ok {
+			return nil, wrongResult(out, Bool)
+		}
+	case String:
+		if _, ok := out.(types.String); !ok {
+			return nil, wrongResult(out, String)
+		}
+	}
+	v, err := native(out, 0)
+	if err != nil {
+		return nil, &Error{Kind: ErrKindEval, Message: err.Error()}
+	}
+	return v, nil
+}
+
+// EvalBool is Eval for a result that must be a bool; it converts nothing.
+func (p *Program) EvalBool(ctx context.Context, vars *Vars) (bool, error) {
+	out, err := p.run(ctx, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(types.Bool)
+	if !ok {
+		return false, wrongResult(out, Bool)
+	}
+	return bool(b), nil
+}
+
+// EvalString is Eval for a result that must be a string; it converts nothing.
+func (p *Program) EvalString(ctx context.Context, vars *Vars) (string, error) {
+	out, err := p.run(ctx, vars)
+	if err != nil {
+		return "", err
+	}
+	s, ok := out.(types.String)
+	if !ok {
+		return "", wrongResult(out, String)
+	}
+	return string(s), nil
+}
+
+// run evaluates with the runtime cost limit and, when ctx can be cancelled, interruption.
+func (p *Program) run(ctx context.Context, vars *Vars) (ref.Val, error) {
+	if vars == nil {
+		vars = &Vars{}
+	}
+	var (
+		out ref.Val
+		err error
+	)
+	if ctx == nil || ctx.Done() == nil {
+		out, _, err = p.prg.Eval(vars)
+	} else {
+		out, _, err = p.prg.ContextEval(ctx, vars)
+	}
+	if err != nil {
+		return nil, runtimeError(err, p.limit)
+	}
+	return out, nil
+}
+
+func wrongResult(out ref.Val, want Kind) *Error {
+	return &Error{Kind: ErrKindEval, Message: fmt.Sprintf("expression returned %s, want %s", out.Type().TypeName(), want)}
+}

@@ -1,0 +1,125 @@
+package expr
+
+import (
+	"time"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// Vars holds the values of the variables for one evaluation context; it is the cel-go
+// activation itself, so evaluating needs no map of bindings. Fill in the fields a scope
+// uses and leave the others zero; nil maps and a nil Call read as empty maps, and a nil
+// Plan, Step or Result reads as null.
+//
+// Plan, Step, Result and Call are converted to JSON-shaped maps (their JSON field names,
+// omitempty fields absent when empty, times as RFC 3339 strings, durations as int64
+// nanoseconds) the first time an expression resolves them, and the conversion is cached in
+// the Vars, as is the time of now; a zero Now resolves to time.Now() at first use.
+// Metadata, Enrichments and nested parameter and metadata values are read in place and
+// never modified.
+//
+// Because resolving fills the caches, a Vars must not be used by several goroutines at
+// once. Call Reset after changing Plan, Step, Result, Call or Now (or SetStep to change
+// only the step); the other fields may change freely between evaluations.
+type Vars struct {
+	Request     string
+	Metadata    map[string]any
+	Enrichments map[string]any
+	Plan        *engine.RoutingPlan
+	Phase       int
+	Step        *engine.RoutingStep
+	Result      *engine.ExecutionResult
+	Response    string
+	Call        *op.Call
+	Now         time.Time
+
+	plan, step, result, call any
+	now                      ref.Val
+}
+
+var _ interpreter.Activation = (*Vars)(nil)
+
+// emptyObject stands in for a nil map; CEL never modifies it.
+var emptyObject = map[string]any{}
+
+// Reset forgets the cached conversions and the resolved time of now.
+func (v *Vars) Reset() {
+	v.plan, v.step, v.result, v.call, v.now = nil, nil, nil, nil, nil
+}
+
+// SetStep sets Step and forgets only its cached conversion, so the plan conversion is kept
+// while a where expression runs over every step of one plan.
+func (v *Vars) SetStep(s *engine.RoutingStep) {
+	v.Step, v.step = s, nil
+}
+
+// ResolveName implements interpreter.Activation.
+func (v *Vars) ResolveName(name string) (any, bool) {
+	switch name {
+	case varRequest:
+		return v.Request, true
+	case varMetadata:
+		return objectOrEmpty(v.Metadata), true
+	case varEnrichments:
+		return objectOrEmpty(v.Enrichments), true
+	case varNow:
+		if v.now == nil {
+			t := v.Now
+			if t.IsZero() {
+				t = time.Now()
+			}
+			v.now = types.Timestamp{Time: t}
+		}
+		return v.now, true
+	case varPlan:
+		if v.plan == nil {
+			v.plan = orNull(v.Plan, planObject)
+		}
+		return v.plan, true
+	case varPhase:
+		return int64(v.Phase), true
+	case varStep:
+		if v.step == nil {
+			v.step = orNull(v.Step, stepObject)
+		}
+		return v.step, true
+	case varResult:
+		if v.result == nil {
+			v.result = orNull(v.Result, resultObject)
+		}
+		return v.result, true
+	case varResponse:
+		return v.Response, true
+	case varCall:
+		if v.call == nil {
+			v.call = emptyObject
+			if v.Call != nil {
+				v.call = callObject(v.Call)
+			}
+		}
+		return v.call, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation; Vars has none.
+func (v *Vars) Parent() interpreter.Activation { return nil }
+
+func objectOrEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return emptyObject
+	}
+	return m
+}
+
+func orNull[T any](p *T, convert func(*T) map[string]any) any {
+	if p == nil {
+		return types.NullValue
+	}
+	return convert(p)
+}

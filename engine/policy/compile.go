@@ -1,0 +1,181 @@
+package policy
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+)
+
+// DefaultTimeout bounds one evaluation when Options.Timeout is not positive.
+const DefaultTimeout = 100 * time.Millisecond
+
+// Module is one Rego source file. File names it in diagnostics and must be unique.
+type Module struct {
+	File   string
+	Source []byte
+}
+
+// DataFile is one decoded data document. Value is JSON-shaped (what encoding/json or a
+// YAML decoder produces); Path is where it mounts below data, usually derived from the
+// file's directory. An empty Path merges Value, which must then be an object, at the
+// root.
+type DataFile struct {
+	File  string
+	Path  []string
+	Value any
+}
+
+// Options tunes a Bundle.
+type Options struct {
+	// Timeout bounds every evaluation of every query prepared from the bundle; zero or
+	// negative means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Bundle is a compiled set of Rego modules plus their data, built once by Compile. It is
+// immutable and safe for concurrent use; nothing the caller passed to Compile is kept.
+type Bundle struct {
+	compiler *ast.Compiler
+	store    storage.Store
+	data     *dataNode
+	modules  []string
+	packages []string
+	timeout  time.Duration
+}
+
+// Compile parses every module as Rego v1, compiles them together once with the network
+// built-ins disabled, and merges the data files, in order, into one in-memory store.
+// It reports every problem it finds as Errors: parse errors of every file, calls to
+// disabled built-ins, compile errors (only when every module parsed, so that a broken
+// file does not cause follow-on errors elsewhere), conflicting and invalid data, and
+// rules whose path is also set by data.
+func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
+	parsed, errs := parseModules(modules)
+	unsafeErrs, unsafeAt := unsafeCalls(parsed)
+	errs = append(errs, unsafeErrs...)
+	root, dataErrs := mergeData(data)
+	errs = append(errs, dataErrs...)
+	errs = append(errs, ruleDataConflicts(parsed, root)...)
+
+	var compiler *ast.Compiler
+	if len(parsed) == len(modules) {
+		var compileErrs Errors
+		compiler, compileErrs = compileModules(modules, parsed, unsafeAt)
+		errs = append(errs, compileErrs...)
+	}
+	if len(errs) > 0 {
+		return nil, sortErrors(errs)
+	}
+
+	doc, err := root.toJSON()
+	if err != nil {
+		return nil, Errors{{Kind: KindDataInvalid, Message: err.Error()}}
+	}
+	b := &Bundle{
+		compiler: compiler,
+		store:    inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
+		data:     root,
+		timeout:  cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
+	}
+	for i, m := range parsed {
+		b.modules = append(b.modules, modules[i].File)
+		b.packages = append(b.packages, m.Package.Path.String())
+	}
+	slices.Sort(b.modules)
+	slices.Sort(b.packages)
+	b.packages = slices.Compact(b.packages)
+	return b, nil
+}
+
+// Modules returns the module file names, sorted.
+func (b *Bundle) Modules() []string { return slices.Clone(b.modules) }
+
+// Packages returns the distinct package paths as data references (data.agentd.plan),
+// sorted.
+func (b *Bundle) Packages() []string { return slices.Clone(b.packages) }
+
+// parseModules parses every module, collecting every parse error.
+func parseModules(modules []Module) ([]*ast.Module, Errors) {
+	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: capabilities()}
+	var parsed []*ast.Module
+	var errs Errors
+	seen := map[string]bool{}
+	for _, m := range modules {
+		if seen[m.File] {
+			errs = append(errs, &Error{Kind: KindRegoCompile, File: m.File, Message: "duplicate module file name"})
+			continue
+		}
+		seen[m.File] = true
+		mod, err := ast.ParseModuleWithOpts(m.File, string(m.Source), opts)
+		if err != nil {
+			errs = append(errs, fromASTError(err, KindRegoParse, m.File)...)
+			continue
+		}
+		parsed = append(parsed, mod)
+	}
+	return parsed, errs
+}
+
+// compileModules compiles the parsed modules, which correspond one to one to modules,
+// together. Type errors at the position of a
+// disabled built-in call are dropped: unsafeCalls has already reported them.
+func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[position]bool) (*ast.Compiler, Errors) {
+	byFile := make(map[string]*ast.Module, len(parsed))
+	for i, m := range parsed {
+		byFile[modules[i].File] = m
+	}
+	c := ast.NewCompiler().
+		WithCapabilities(capabilities()).
+		WithDefaultRegoVersion(ast.RegoV1).
+		WithUseTypeCheckAnnotations(true)
+	c.Compile(byFile)
+	var errs Errors
+	for _, e := range c.Errors {
+		if e.Code == ast.TypeErr && unsafeAt[positionOf(e.Location)] {
+			continue
+		}
+		errs = append(errs, astError(e, KindRegoCompile, ""))
+	}
+	return c, errs
+}
+
+// fromASTError converts a parser or compiler error to diagnostics of the given kind.
+func fromASTError(err error, kind, file string) Errors {
+	astErrs, ok := err.(ast.Errors)
+	if !ok {
+		return Errors{{Kind: kind, File: file, Message: err.Error()}}
+	}
+	out := make(Errors, 0, len(astErrs))
+	for _, e := range astErrs {
+		out = append(out, astError(e, kind, file))
+	}
+	return out
+}
+
+func astError(e *ast.Error, kind, file string) *Error {
+	out := &Error{Kind: kind, File: file, Message: e.Message}
+	if e.Location != nil {
+		out.File = cmp.Or(e.Location.File, file)
+		out.Line, out.Column = e.Location.Row, e.Location.Col
+	}
+	return out
+}
+
+// sortErrors orders the diagnostics by file, position, kind and message and drops
+// duplicates.
+func sortErrors(errs Errors) Errors {
+	slices.SortFunc(errs, func(a, b *Error) int {
+		return cmp.Or(
+			cmp.Compare(a.File, b.File),
+			cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Column, b.Column),
+			cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+	return slices.CompactFunc(errs, func(a, b *Error) bool { return *a == *b })
+}

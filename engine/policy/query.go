@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// Query is a data reference prepared once against a Bundle. It is immutable and safe for
+// concurrent use.
+type Query struct {
+	query    string
+	prepared rego.PreparedEvalQuery
+	timeout  time.Duration
+}
+
+// Prepare validates and prepares query, a ground data reference such as
+// data.agentd.plan. It returns an *Error of kind invalid_query when query is not such a
+// reference, and of kind undefined_query, naming the nearest package, when no package,
+// rule or data document lies at that path.
+func (b *Bundle) Prepare(query string) (*Query, error) {
+	ref, err := ast.ParseRef(query)
+	if err != nil {
+		return nil, &Error{Kind: KindInvalidQuery, Message: "query " + query + " must be a data reference such as data.agentd.plan: " + err.Error()}
+	}
+	path, ok := stringPath(ref)
+	if !ok {
+		return nil, &Error{Kind: KindInvalidQuery, Message: "query " + query + " must be a data reference with string parts, such as data.agentd.plan"}
+	}
+	if !b.defined(ref, path) {
+		return nil, &Error{Kind: KindUndefinedQuery, Message: "query " + ref.String() + " names no package, rule or data" + b.nearestHint(ref.String())}
+	}
+	prepared, err := rego.New(
+		rego.ParsedQuery(ast.NewBody(ast.NewExpr(ast.NewTerm(ref)))),
+		rego.Compiler(b.compiler),
+		rego.Store(b.store),
+		rego.Capabilities(capabilities()),
+		rego.StrictBuiltinErrors(true),
+	).PrepareForEval(context.Background())
+	if err != nil {
+		return nil, &Error{Kind: KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
+	}
+	return &Query{query: ref.String(), prepared: prepared, timeout: b.timeout}, nil
+}
+
+// String returns the query's data reference.
+func (q *Query) String() string { return q.query }
+
+// defined reports whether something can exist at ref: a package or rule node of the
+// compiled rule tree, a rule above it (whose value ref descends into), or data at or
+// above it.
+func (b *Bundle) defined(ref ast.Ref, path []string) bool {
+	if b.compiler.RuleTree.Find(ref) != nil {
+		return true
+	}
+	for i := len(ref) - 1; i > 0; i-- {
+		if node := b.compiler.RuleTree.Find(ref[:i]); node != nil && len(node.Values) > 0 {
+			return true
+		}
+	}
+	return dataAt(b.data, path) != nil
+}
+
+// nearestHint names the package sharing the longest prefix with query.
+func (b *Bundle) nearestHint(query string) string {
+	best, bestLen := "", -1
+	for _, p := range b.packages {
+		if n := commonPrefixLen(p, query); n > bestLen {
+			best, bestLen = p, n
+		}
+	}
+	if best == "" {
+		return " (no packages are loaded)"
+	}
+	return " (nearest package: " + best + ")"
+}
+
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// Eval evaluates the query with input (nil for none) under the bundle's deadline. It
+// returns the document as JSON-shaped Go values (sets become arrays, numbers
+// json.Number) and defined == false when the document is undefined. Errors are
+// *EvalError: ErrTimeout when the deadline passed, ErrCanceled when ctx ended first,
+// ErrEval for any other evaluation error (built-in errors are fatal).
+func (q *Query) Eval(ctx context.Context, input ast.Value) (value any, defined bool, err error) {
+	evalCtx, cancel := context.WithTimeout(ctx, q.timeout)
+	defer cancel()
+	rs, err := q.prepared.Eval(evalCtx, rego.EvalParsedInput(input))
+	if err != nil {
+		return nil, false, q.evalError(evalCtx, ctx, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, false, nil
+	}
+	return rs[0].Expressions[0].Value, true, nil
+}
+
+// evalError classifies an evaluation failure. A cancelled evaluation is a timeout when
+// its own deadline (or an earlier deadline of ctx) passed, and a cancellation when ctx
+// was cancelled.
+func (q *Query) evalError(evalCtx, ctx context.Context, err error) error {
+	switch cause := evalCtx.Err(); {
+	case errors.Is(cause, context.DeadlineExceeded):
+		return &EvalError{Query: q.query, Reason: ErrTimeout, Cause: cause}
+	case cause != nil:
+		return &EvalError{Query: q.query, Reason: ErrCanceled, Cause: context.Cause(ctx)}
+	default:
+		return &EvalError{Query: q.query, Reason: ErrEval, Cause: err}
+	}
+}
