@@ -1,0 +1,110 @@
+package builtin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/expr"
+	"github.com/agentd-dev/agentd/store"
+)
+
+func init() {
+	cacheParams := []Param{
+		{Name: "key", Type: "CEL string", Required: true, Doc: "the cache key, e.g. `request.lowerAscii().trim()`"},
+		{Name: "vary", Type: "map of CEL string", Doc: "extra dimensions that are part of the key, e.g. `{tenant: metadata.tenant}`"},
+	}
+	register(&Spec{
+		Name: "cache.lookup",
+		Summary: "Serves a cached response (a cache decision: only when cache reads are enabled and the entry's " +
+			"reserved dimensions match the request's exactly). Entries are keyed by config generation.",
+		Stages: beforePlanning,
+		Params: append(cacheParams[:2:2], Param{Name: "source", Type: "string", Doc: "recorded source; default `response_cache`"}),
+		Compile: func(p *Params) Action {
+			return &cacheLookup{cacheKey: compileCacheKey(p), source: p.String("source", "response_cache"), cache: p.Services().Cache}
+		},
+	})
+	register(&Spec{
+		Name:    "cache.store",
+		Summary: "Stores the final response in the response cache, against the request's reserved dimensions.",
+		Stages:  []engine.Stage{engine.StageAfterSynthesis},
+		Params:  append(cacheParams[:2:2], Param{Name: "ttl", Type: "duration", Doc: "time to live; default 10m"}),
+		Compile: func(p *Params) Action {
+			return &cacheStore{cacheKey: compileCacheKey(p), ttl: p.Duration("ttl", store.DefaultCacheTTL), cache: p.Services().Cache, now: p.Services().Now}
+		},
+	})
+}
+
+// cacheKey computes the storage key shared by cache.lookup and cache.store: a hash of
+// the config generation, the key expression's value and the vary dimensions.
+type cacheKey struct {
+	key  *expr.Program
+	vary []NamedProgram
+}
+
+func compileCacheKey(p *Params) cacheKey {
+	return cacheKey{key: p.Expr("key", expr.String), vary: p.ExprMap("vary", expr.String)}
+}
+
+func (c cacheKey) eval(ctx context.Context, s *State) (string, error) {
+	key, err := c.key.EvalString(ctx, s.Vars())
+	if err != nil {
+		return "", fmt.Errorf("cache key: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s", s.Info.Generation, key)
+	for _, v := range c.vary {
+		val, err := v.Program.EvalString(ctx, s.Vars())
+		if err != nil {
+			return "", fmt.Errorf("cache vary %s: %w", v.Name, err)
+		}
+		fmt.Fprintf(h, "\x00%s=%s", v.Name, val)
+	}
+	return "cache:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type cacheLookup struct {
+	cacheKey
+	source string
+	cache  store.Cache
+}
+
+func (a *cacheLookup) Run(ctx context.Context, s *State) error {
+	key, err := a.eval(ctx, s)
+	if err != nil {
+		return err
+	}
+	entry, ok, err := a.cache.GetCache(ctx, key)
+	if err != nil || !ok {
+		return err
+	}
+	s.Decision = &engine.ShortCircuitDecision{
+		ShortCircuit:  &engine.ShortCircuit{Response: entry.Response, Source: a.source},
+		Kind:          engine.KindCache,
+		CachedAgainst: entry.CachedAgainst,
+	}
+	return nil
+}
+
+type cacheStore struct {
+	cacheKey
+	ttl   time.Duration
+	cache store.Cache
+	now   func() time.Time
+}
+
+func (a *cacheStore) Run(ctx context.Context, s *State) error {
+	key, err := a.eval(ctx, s)
+	if err != nil {
+		return err
+	}
+	return a.cache.PutCache(ctx, key, store.CacheEntry{
+		Response:      s.Response,
+		Source:        "response_cache",
+		CachedAgainst: s.Info.Gate.CacheVary(),
+		StoredAt:      a.now().UTC(),
+	}, a.ttl)
+}

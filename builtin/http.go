@@ -1,0 +1,114 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine/expr"
+)
+
+func init() {
+	register(&Spec{
+		Name: "http.retrieve",
+		Summary: "Fetches context from an HTTP service into an enrichment (fail open: an error, a non-2xx status or a " +
+			"timeout is a hook error and the request goes on).",
+		Stages: beforePlanning,
+		Params: []Param{
+			{Name: "url", Type: "string", Required: true, Doc: "http or https URL; the request text is sent as query parameter `q` for GET"},
+			{Name: "key", Type: "string", Required: true, Doc: "enrichment key to set, e.g. `rag_context`"},
+			{Name: "method", Type: "`GET` \\| `POST`", Doc: "default `GET`"},
+			{Name: "body", Type: "CEL string", Doc: "POST body; default the request text"},
+			{Name: "headers", Type: "map of string", Doc: "extra request headers"},
+			{Name: "timeout", Type: "duration", Doc: "default 2s"},
+			{Name: "max_bytes", Type: "integer", Doc: "largest accepted body; default 65536"},
+		},
+		Compile: compileRetrieve,
+	})
+}
+
+func compileRetrieve(p *Params) Action {
+	a := &retrieve{
+		url:      p.String("url", ""),
+		key:      p.String("key", ""),
+		method:   p.Enum("method", http.MethodGet, http.MethodGet, http.MethodPost),
+		body:     p.Expr("body", expr.String),
+		headers:  p.StringMap("headers"),
+		timeout:  p.Duration("timeout", 2*time.Second),
+		maxBytes: int64(p.Int("max_bytes", 64<<10, 1)),
+		client:   p.Services().HTTP,
+	}
+	if u, err := url.Parse(a.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.Errorf("url", "url must be an absolute http or https URL, got %q", a.url)
+	}
+	return a
+}
+
+type retrieve struct {
+	url, key, method string
+	body             *expr.Program
+	headers          map[string]string
+	timeout          time.Duration
+	maxBytes         int64
+	client           *http.Client
+}
+
+func (a *retrieve) Run(ctx context.Context, s *State) error {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	req, err := a.request(ctx, s)
+	if err != nil {
+		return err
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("http.retrieve: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("http.retrieve: %s answered %s", a.url, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, a.maxBytes+1))
+	if err != nil {
+		return fmt.Errorf("http.retrieve: read body: %w", err)
+	}
+	if int64(len(data)) > a.maxBytes {
+		return fmt.Errorf("http.retrieve: body from %s exceeds %d bytes", a.url, a.maxBytes)
+	}
+	s.Pctx.Enrichments[a.key] = string(data)
+	return nil
+}
+
+func (a *retrieve) request(ctx context.Context, s *State) (*http.Request, error) {
+	target, body := a.url, ""
+	if a.method == http.MethodGet {
+		sep := "?"
+		if strings.Contains(target, "?") {
+			sep = "&"
+		}
+		target += sep + "q=" + url.QueryEscape(s.Pctx.Request)
+	} else {
+		body = s.Pctx.Request
+		if a.body != nil {
+			var err error
+			if body, err = a.body.EvalString(ctx, s.Vars()); err != nil {
+				return nil, fmt.Errorf("http.retrieve body: %w", err)
+			}
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, a.method, target, strings.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("http.retrieve: %w", err)
+	}
+	for k, v := range a.headers {
+		req.Header.Set(k, v)
+	}
+	if s.Info.ID != "" {
+		req.Header.Set("X-Request-Id", s.Info.ID)
+	}
+	return req, nil
+}

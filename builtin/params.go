@@ -1,0 +1,240 @@
+package builtin
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/expr"
+	"github.com/agentd-dev/agentd/engine/policy"
+)
+
+// Context is what compiling the steps of one hook needs.
+type Context struct {
+	Stage engine.Stage
+	Hook  string
+	CEL   *expr.Compiler
+	// Rego is the compiled policy bundle; nil when there is none, and RegoFailed says
+	// whether that is because the policies failed to compile (already reported).
+	Rego       *policy.Bundle
+	RegoFailed bool
+	Services   Services
+	Source     *Source
+	Errors     *diag.List
+}
+
+// Params gives an action's Compile typed, position-aware access to its params. Every
+// accessor reports a problem once, at the offending node, and returns a zero value.
+type Params struct {
+	ctx    *Context
+	spec   *Spec
+	node   *yaml.Node
+	field  string
+	values map[string]*yaml.Node
+}
+
+// CompileStep compiles one step node, a mapping with exactly one key naming the action
+// and its params as the value. Problems are appended to c.Errors; the result is nil
+// when there were any.
+func CompileStep(c *Context, step *yaml.Node, field string) Action {
+	if step.Kind != yaml.MappingNode || len(step.Content) != 2 {
+		c.add(c.Source.Errorf(diag.KindSchema, step, field, "a step is a mapping with exactly one action"))
+		return nil
+	}
+	key, params := step.Content[0], step.Content[1]
+	spec, ok := Lookup(key.Value)
+	if !ok {
+		c.add(c.Source.Errorf(diag.KindUnknownAction, key, field, "unknown action %q (known: %s)", key.Value, strings.Join(Names(), ", ")))
+		return nil
+	}
+	field += "." + key.Value
+	if !spec.AllowedIn(c.Stage) {
+		c.add(c.Source.Errorf(diag.KindInvalidParams, key, field, "action %q is not allowed in %s (allowed in %s)", spec.Name, c.Stage, stageList(spec.Stages)))
+		return nil
+	}
+	p := &Params{ctx: c, spec: spec, node: params, field: field, values: map[string]*yaml.Node{}}
+	if !p.index() {
+		return nil
+	}
+	before := len(*c.Errors)
+	action := spec.Compile(p)
+	if len(*c.Errors) > before {
+		return nil
+	}
+	return action
+}
+
+func stageList(stages []engine.Stage) string {
+	parts := make([]string, len(stages))
+	for i, s := range stages {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (c *Context) add(e *diag.Error) { *c.Errors = append(*c.Errors, e) }
+
+// index checks the params mapping's keys against the spec.
+func (p *Params) index() bool {
+	ok := true
+	switch {
+	case p.node.Kind == yaml.ScalarNode && p.node.Tag == "!!null":
+	case p.node.Kind != yaml.MappingNode:
+		p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, p.node, p.field, "params of %q must be a mapping", p.spec.Name))
+		return false
+	}
+	for i := 0; i+1 < len(p.node.Content); i += 2 {
+		k, v := p.node.Content[i], p.node.Content[i+1]
+		if _, known := p.spec.param(k.Value); !known {
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindUnknownKey, k, p.field+"."+k.Value, "unknown param %q of %q (params: %s)", k.Value, p.spec.Name, p.paramNames()))
+			ok = false
+			continue
+		}
+		p.values[k.Value] = v
+	}
+	for _, param := range p.spec.Params {
+		if _, has := p.values[param.Name]; param.Required && !has {
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, p.node, p.field, "%q needs param %q", p.spec.Name, param.Name))
+			ok = false
+		}
+	}
+	return ok
+}
+
+func (p *Params) paramNames() string {
+	names := make([]string, len(p.spec.Params))
+	for i, param := range p.spec.Params {
+		names[i] = param.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Stage is the stage of the hook being compiled.
+func (p *Params) Stage() engine.Stage { return p.ctx.Stage }
+
+// Hook is the name of the hook being compiled.
+func (p *Params) Hook() string { return p.ctx.Hook }
+
+// Services are the run-time dependencies.
+func (p *Params) Services() Services { return p.ctx.Services }
+
+// Rego is the compiled policy bundle, nil when policies failed to compile.
+func (p *Params) Rego() *policy.Bundle { return p.ctx.Rego }
+
+// Has reports whether param name was given.
+func (p *Params) Has(name string) bool { _, ok := p.values[name]; return ok }
+
+// Errorf reports a problem at param name (or at the params when it is absent).
+func (p *Params) Errorf(name, format string, args ...any) {
+	node, ok := p.values[name]
+	if !ok {
+		node = p.node
+	}
+	p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, node, p.field+"."+name, format, args...))
+}
+
+func (p *Params) scalar(name, what string) (*yaml.Node, bool) {
+	n, ok := p.values[name]
+	if !ok {
+		return nil, false
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.Errorf(name, "%q must be %s", name, what)
+		return nil, false
+	}
+	return n, true
+}
+
+// String returns string param name, or def when absent.
+func (p *Params) String(name, def string) string {
+	n, ok := p.scalar(name, "a string")
+	if !ok {
+		return def
+	}
+	return n.Value
+}
+
+// Int returns integer param name (at least min), or def when absent.
+func (p *Params) Int(name string, def, min int) int {
+	n, ok := p.scalar(name, "an integer")
+	if !ok {
+		return def
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || n.Tag != "!!int" {
+		p.Errorf(name, "%q must be an integer, got %q", name, n.Value)
+		return def
+	}
+	if v < min {
+		p.Errorf(name, "%q must be at least %d, got %d", name, min, v)
+		return def
+	}
+	return v
+}
+
+// Duration returns positive duration param name ("250ms", "2s"), or def when absent.
+func (p *Params) Duration(name string, def time.Duration) time.Duration {
+	n, ok := p.scalar(name, "a duration")
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil || d <= 0 {
+		p.Errorf(name, "%q must be a positive duration like 250ms or 2s, got %q", name, n.Value)
+		return def
+	}
+	return d
+}
+
+// Enum returns param name, which must be one of allowed, or def when absent.
+func (p *Params) Enum(name, def string, allowed ...string) string {
+	v := p.String(name, def)
+	if !slices.Contains(allowed, v) {
+		p.Errorf(name, "%q must be one of %s, got %q", name, strings.Join(allowed, ", "), v)
+		return def
+	}
+	return v
+}
+
+// Strings returns list-of-strings param name.
+func (p *Params) Strings(name string) []string {
+	n, ok := p.values[name]
+	if !ok {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.Errorf(name, "%q must be a list of strings", name)
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, item := range n.Content {
+		if item.Kind != yaml.ScalarNode {
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, item, p.field+"."+name, "%q must be a list of strings", name))
+			return nil
+		}
+		out = append(out, item.Value)
+	}
+	return out
+}
+
+// StringMap returns mapping-of-strings param name.
+func (p *Params) StringMap(name string) map[string]string {
+	n, ok := p.values[name]
+	if !ok {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.Errorf(name, "%q must be a mapping of strings", name)
+		return nil
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out[n.Content[i].Value] = n.Content[i+1].Value
+	}
+	return out
+}

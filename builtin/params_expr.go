@@ -1,0 +1,93 @@
+package builtin
+
+import (
+	"errors"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/expr"
+)
+
+// celKinds maps expr error kinds to diag kinds.
+var celKinds = map[string]string{
+	expr.ErrKindSyntax:             diag.KindCELSyntax,
+	expr.ErrKindTypeCheck:          diag.KindCELTypeCheck,
+	expr.ErrKindUndeclaredVariable: diag.KindCELUndeclaredVariable,
+	expr.ErrKindCostLimit:          diag.KindCELCostLimit,
+}
+
+// Expr compiles the CEL expression in scalar n for scope, expecting kind, and reports a
+// failure at the exact position inside the file. It returns nil on failure.
+func (c *Context) Expr(n *yaml.Node, field string, scope expr.Scope, kind expr.Kind) *expr.Program {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		c.add(c.Source.Errorf(diag.KindSchema, n, field, "expected a CEL expression string"))
+		return nil
+	}
+	prg, err := c.CEL.Compile(scope, n.Value, kind)
+	if err == nil {
+		return prg
+	}
+	var xe *expr.Error
+	if !errors.As(err, &xe) {
+		c.add(c.Source.Errorf(diag.KindCELTypeCheck, n, field, "%v", err))
+		return nil
+	}
+	k, ok := celKinds[xe.Kind]
+	if !ok {
+		k = diag.KindCELTypeCheck
+	}
+	c.add(c.Source.ErrorAt(k, c.Source.SnippetPos(n, xe.Line, xe.Column), field, xe.Message))
+	return nil
+}
+
+// Scope is the CEL scope of a hook in the stage being compiled.
+func (c *Context) Scope() expr.Scope { return expr.Scope(c.Stage) }
+
+// Expr compiles CEL param name in the hook's stage scope; nil when absent or invalid.
+func (p *Params) Expr(name string, kind expr.Kind) *expr.Program {
+	return p.ExprIn(name, p.ctx.Scope(), kind)
+}
+
+// ExprIn compiles CEL param name in scope; nil when absent or invalid.
+func (p *Params) ExprIn(name string, scope expr.Scope, kind expr.Kind) *expr.Program {
+	n, ok := p.values[name]
+	if !ok {
+		return nil
+	}
+	return p.ctx.Expr(n, p.field+"."+name, scope, kind)
+}
+
+// NamedProgram is one entry of a mapping of CEL expressions.
+type NamedProgram struct {
+	Name    string
+	Program *expr.Program
+}
+
+// ExprMap compiles mapping param name of CEL expressions, sorted by key.
+func (p *Params) ExprMap(name string, kind expr.Kind) []NamedProgram {
+	n, ok := p.values[name]
+	if !ok {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.Errorf(name, "%q must be a mapping of CEL expressions", name)
+		return nil
+	}
+	out := make([]NamedProgram, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		out = append(out, NamedProgram{Name: k, Program: p.ctx.Expr(n.Content[i+1], p.field+"."+name+"."+k, p.ctx.Scope(), kind)})
+	}
+	slices.SortFunc(out, func(a, b NamedProgram) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,60 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/expr"
+	"github.com/agentd-dev/agentd/store"
+)
+
+func init() {
+	register(&Spec{
+		Name:    "rate_limit",
+		Summary: "Counts requests per CEL key in fixed windows; over the limit it answers with an authoritative short circuit.",
+		Stages:  beforePlanning,
+		Params: []Param{
+			{Name: "key", Type: "CEL string", Required: true, Doc: "what to count by, e.g. `metadata.tenant`"},
+			{Name: "limit", Type: "integer", Required: true, Doc: "requests allowed per window"},
+			{Name: "window", Type: "duration", Required: true, Doc: "window length, e.g. `1m`"},
+			{Name: "response", Type: "string", Doc: "the answer when limited; default `rate limit exceeded`"},
+		},
+		Compile: func(p *Params) Action {
+			return &rateLimit{
+				hook:     p.Hook(),
+				key:      p.Expr("key", expr.String),
+				limit:    p.Int("limit", 1, 1),
+				window:   p.Duration("window", time.Minute),
+				response: p.String("response", "rate limit exceeded"),
+				limiter:  p.Services().Limiter,
+			}
+		},
+	})
+}
+
+type rateLimit struct {
+	hook     string
+	key      *expr.Program
+	limit    int
+	window   time.Duration
+	response string
+	limiter  store.Limiter
+}
+
+func (a *rateLimit) Run(ctx context.Context, s *State) error {
+	key, err := a.key.EvalString(ctx, s.Vars())
+	if err != nil {
+		return fmt.Errorf("rate_limit key: %w", err)
+	}
+	ok, err := a.limiter.Allow(ctx, "ratelimit:"+a.hook+":"+key, a.limit, a.window)
+	if err != nil || ok {
+		return err
+	}
+	s.Decision = &engine.ShortCircuitDecision{
+		ShortCircuit: &engine.ShortCircuit{Response: a.response, Source: "rate_limit"},
+		Kind:         engine.KindAuthoritative,
+	}
+	return nil
+}

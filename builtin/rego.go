@@ -1,0 +1,108 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy"
+)
+
+func init() {
+	register(&Spec{
+		Name: "rego",
+		Summary: "Reviews the plan with a prepared Rego query. Input `{plan, phase, request, metadata, enrichments}`; " +
+			"the decision document has `deny` (violations `{code, step_id?, message}` or strings) and optionally `plan` " +
+			"(a rewritten plan). Allowed iff defined and `deny` is empty; anything else is an error.",
+		Stages: []engine.Stage{engine.StageAfterPlanning},
+		Params: []Param{{Name: "query", Type: "string", Required: true, Doc: "a data reference such as `data.agentd.plan`"}},
+		Compile: func(p *Params) Action {
+			n := p.values["query"]
+			q := p.ctx.Query(n, p.field+".query")
+			if q == nil {
+				return nil
+			}
+			return &regoPlan{query: q, name: n.Value}
+		},
+	})
+}
+
+// Query prepares the Rego query in scalar n against c.Rego and reports problems at n.
+// It returns nil on failure, and also, without a report, when the policies failed to
+// compile (their errors are reported already).
+func (c *Context) Query(n *yaml.Node, field string) *policy.Query {
+	if c.Rego == nil {
+		if !c.RegoFailed {
+			c.add(c.Source.Errorf(diag.KindUndefinedQuery, n, field, "query %q: no Rego policies are loaded (policies/**/*.rego)", n.Value))
+		}
+		return nil
+	}
+	q, err := c.Rego.Prepare(n.Value)
+	if err != nil {
+		c.add(c.Source.Errorf(diag.KindUndefinedQuery, n, field, "%s", policyMessage(err)))
+		return nil
+	}
+	return q
+}
+
+func policyMessage(err error) string {
+	var pe *policy.Error
+	if errors.As(err, &pe) {
+		return pe.Message
+	}
+	return err.Error()
+}
+
+// PlanRejection is the error of a rego action whose decision denies the plan: the
+// policy said no. It lists the violations in a stable order.
+type PlanRejection struct {
+	Query      string
+	Violations []policy.Violation
+}
+
+func (e *PlanRejection) Error() string {
+	parts := make([]string, len(e.Violations))
+	for i, v := range e.Violations {
+		if v.StepID != "" {
+			parts[i] = fmt.Sprintf("%s (step %s): %s", v.Code, v.StepID, v.Message)
+		} else {
+			parts[i] = fmt.Sprintf("%s: %s", v.Code, v.Message)
+		}
+	}
+	return fmt.Sprintf("plan denied by %s: %s", e.Query, strings.Join(parts, "; "))
+}
+
+// AsPlanRejection finds a *PlanRejection in err's chain.
+func AsPlanRejection(err error) (*PlanRejection, bool) {
+	var r *PlanRejection
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+type regoPlan struct {
+	query *policy.Query
+	name  string
+}
+
+func (a *regoPlan) Run(ctx context.Context, s *State) error {
+	input, err := policy.PlanInput(s.Plan, max(s.Plan.PhaseNumber, 1), s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	if err != nil {
+		return fmt.Errorf("rego input: %w", err)
+	}
+	d, err := a.query.PlanDecision(ctx, input)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed() {
+		return &PlanRejection{Query: a.name, Violations: d.Deny}
+	}
+	if d.Plan != nil {
+		s.Plan = d.Plan
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package builtin
+
+import (
+	"bytes"
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentd-dev/agentd/engine/diag"
+)
+
+// Source is one config file being loaded: its name (relative to the config directory)
+// and contents, used to turn yaml.Node positions into diag positions.
+type Source struct {
+	Name  string
+	Data  []byte
+	lines [][]byte
+}
+
+// NewSource returns a Source over data.
+func NewSource(name string, data []byte) *Source {
+	return &Source{Name: name, Data: data, lines: bytes.Split(data, []byte{'\n'})}
+}
+
+// Pos returns the position of n with a byte column.
+func (s *Source) Pos(n *yaml.Node) diag.Pos {
+	if n == nil || n.Line <= 0 {
+		return diag.Pos{}
+	}
+	var line []byte
+	if n.Line-1 < len(s.lines) {
+		line = s.lines[n.Line-1]
+	}
+	return diag.Pos{Line: n.Line, Column: diag.ByteColumn(line, n.Column)}
+}
+
+// SnippetPos maps a position inside the text of scalar n (an embedded CEL expression)
+// to the file, accounting for quotes and block scalars.
+func (s *Source) SnippetPos(n *yaml.Node, line, col int) diag.Pos {
+	p := s.Pos(n)
+	switch n.Style {
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		p.Column++
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		if start, indent, ok := diag.BlockScalar(s.Data, n.Line); ok {
+			return start.AdvanceIndented(line, col, indent)
+		}
+	}
+	return p.Advance(line, col)
+}
+
+// Errorf returns a diag error of kind at n's position.
+func (s *Source) Errorf(kind string, n *yaml.Node, field, format string, args ...any) *diag.Error {
+	return s.ErrorAt(kind, s.Pos(n), field, fmt.Sprintf(format, args...))
+}
+
+// ErrorAt returns a diag error of kind at p.
+func (s *Source) ErrorAt(kind string, p diag.Pos, field, msg string) *diag.Error {
+	return &diag.Error{Kind: kind, File: s.Name, Line: p.Line, Column: p.Column, Field: field, Message: msg}
+}

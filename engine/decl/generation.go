@@ -1,0 +1,57 @@
+package decl
+
+import (
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// Generation is one compiled configuration. It is immutable and safe for concurrent
+// use; a reload builds a new one beside it.
+type Generation struct {
+	// ID is a content hash of every loaded file (names and bytes).
+	ID       string
+	Dir      string
+	Files    []string
+	Pipeline *engine.Pipeline
+	Runner   *op.Runner
+	Catalog  *engine.Catalog
+	Hooks    []HookInfo
+	Guards   []GuardInfo
+	// PolicyRevision is the guards' policy revision, empty without guards.
+	PolicyRevision string
+	LoadedAt       time.Time
+}
+
+// HookInfo describes one compiled hook, in registration order.
+type HookInfo struct {
+	Name     string       `json:"name"`
+	Stage    engine.Stage `json:"stage"`
+	Required bool         `json:"required,omitempty"`
+	When     string       `json:"when,omitempty"`
+	Steps    []string     `json:"steps"`
+	File     string       `json:"file"`
+	Line     int          `json:"line"`
+}
+
+// GuardInfo describes one compiled guard rule, in order.
+type GuardInfo struct {
+	Name      string       `json:"name"`
+	Operation op.Operation `json:"operation"`
+	Code      string       `json:"code,omitempty"`
+	Kind      string       `json:"kind"`
+	File      string       `json:"file"`
+	Line      int          `json:"line"`
+}
+
+// StageHooks returns the hooks of stage in run order.
+func (g *Generation) StageHooks(stage engine.Stage) []HookInfo {
+	var out []HookInfo
+	for _, h := range g.Hooks {
+		if h.Stage == stage {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+// Package storetest is the conformance suite every store.Cache and store.Limiter passes.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/store"
+)
+
+// Store is what the suite needs: both interfaces of one backend.
+type Store interface {
+	store.Cache
+	store.Limiter
+}
+
+// Run checks the Cache and Limiter contracts against stores made by newStore; each
+// subtest gets a fresh store with no keys in common with other subtests.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	ctx := context.Background()
+	t.Run("CacheMissIsNotAnError", func(t *testing.T) {
+		_, ok, err := newStore(t).GetCache(ctx, "missing")
+		if ok || err != nil {
+			t.Fatalf("GetCache(missing) = ok %v, err %v", ok, err)
+		}
+	})
+	t.Run("CacheRoundTripsVariationMap", func(t *testing.T) {
+		s := newStore(t)
+		in := store.CacheEntry{Response: "42", Source: "cache", CachedAgainst: map[string]string{"tenant": "acme"}, StoredAt: time.Now().UTC().Truncate(time.Millisecond)}
+		if err := s.PutCache(ctx, "k", in, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		in.CachedAgainst["tenant"] = "mutated"
+		got, ok, err := s.GetCache(ctx, "k")
+		if err != nil || !ok || got.Response != "42" || got.Source != "cache" || got.CachedAgainst["tenant"] != "acme" || !got.StoredAt.Equal(in.StoredAt) {
+			t.Fatalf("GetCache = %+v, %v, %v", got, ok, err)
+		}
+	})
+	t.Run("CacheEntryExpires", func(t *testing.T) {
+		s := newStore(t)
+		if err := s.PutCache(ctx, "k", store.CacheEntry{Response: "x"}, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if _, ok, _ := s.GetCache(ctx, "k"); !ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("cache entry never expired")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	t.Run("LimiterHoldsUnderConcurrency", func(t *testing.T) {
+		s := newStore(t)
+		var allowed atomic.Int32
+		var wg sync.WaitGroup
+		for i := 0; i < 40; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.Allow(ctx, "tenant-a", 10, time.Hour)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					allowed.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := allowed.Load(); n != 10 {
+			t.Fatalf("allowed %d of 40 with limit 10", n)
+		}
+		if ok, _ := s.Allow(ctx, "tenant-b", 10, time.Hour); !ok {
+			t.Fatal("a different key shares the first key's window")
+		}
+	})
+	t.Run("LimiterWindowResets", func(t *testing.T) {
+		s := newStore(t)
+		key := fmt.Sprintf("reset-%d", time.Now().UnixNano())
+		if ok, _ := s.Allow(ctx, key, 1, 30*time.Millisecond); !ok {
+			t.Fatal("first event refused")
+		}
+		if ok, _ := s.Allow(ctx, key, 1, 30*time.Millisecond); ok {
+			t.Fatal("second event within the window allowed")
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			time.Sleep(15 * time.Millisecond)
+			if ok, _ := s.Allow(ctx, key, 1, 30*time.Millisecond); ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("window never reset")
+			}
+		}
+	})
+}
