@@ -28,7 +28,7 @@ import (
 // Embedded schema file names, as File and the daemon use them.
 const (
 	HookSetFile     = "hookset.schema.json"
-	RoutingPlanFile = "routingplan.schema.json"
+	RoutingPlanFile = "routing_plan.schema.json"
 	HookTestsFile   = "hooktests.schema.json"
 )
 
