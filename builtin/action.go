@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/expr"
-	"github.com/agentd-dev/agentd/store"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Action is one compiled step of a declarative hook. Run may read and change s; an

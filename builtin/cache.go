@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/expr"
-	"github.com/agentd-dev/agentd/store"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 func init() {

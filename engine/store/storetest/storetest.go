@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/store"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Store is what the suite needs: both interfaces of one backend.

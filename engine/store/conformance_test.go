@@ -3,8 +3,8 @@ package store_test
 import (
 	"testing"
 
-	"github.com/agentd-dev/agentd/store"
-	"github.com/agentd-dev/agentd/store/storetest"
+	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/engine/store/storetest"
 )
 
 func TestMemory_Conformance(t *testing.T) {
