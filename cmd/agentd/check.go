@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/engine/diag"
+)
+
+func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: agentd check DIR") }
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return exitUsage
+	}
+	dir := fs.Arg(0)
+	gen, err := decl.Load(dir, decl.Options{})
+	if err != nil {
+		printLoadError(stderr, dir, err)
+		return exitFailed
+	}
+	printSummary(stdout, gen)
+	return exitOK
+}
+
+// printLoadError renders config errors with their source lines.
+func printLoadError(w io.Writer, dir string, err error) {
+	list, ok := diag.AsList(err)
+	if !ok {
+		fmt.Fprintf(w, "agentd: %v\n", err)
+		return
+	}
+	list.Render(w, func(file string) ([]byte, bool) {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
+		return data, err == nil
+	})
+	fmt.Fprintf(w, "%d error(s)\n", len(list))
+}
+
+// printSummary prints the compiled generation: hooks per stage in order, the required
+// hook, the guards and the generation id.
+func printSummary(w io.Writer, gen *decl.Generation) {
+	fmt.Fprintf(w, "generation %s (%d files)\n", gen.ID, len(gen.Files))
+	for _, stage := range engine.Stages {
+		hooks := gen.StageHooks(stage)
+		fmt.Fprintf(w, "%s: %d hook(s)\n", stage, len(hooks))
+		for i, h := range hooks {
+			var notes []string
+			if h.Required {
+				notes = append(notes, "required")
+			}
+			if h.When != "" {
+				notes = append(notes, "when "+strings.TrimSpace(h.When))
+			}
+			note := ""
+			if len(notes) > 0 {
+				note = " (" + strings.Join(notes, "; ") + ")"
+			}
+			fmt.Fprintf(w, "  %d. %s [%s]%s  %s:%d\n", i+1, h.Name, strings.Join(h.Steps, ", "), note, h.File, h.Line)
+		}
+	}
+	if name, ok := gen.Pipeline.RequiredHook(); ok {
+		fmt.Fprintf(w, "required hook: %s\n", name)
+	} else {
+		fmt.Fprintln(w, "required hook: none")
+	}
+	if len(gen.Guards) == 0 {
+		fmt.Fprintln(w, "guards: none")
+		return
+	}
+	fmt.Fprintf(w, "guards (policy revision %s):\n", gen.PolicyRevision)
+	for i, g := range gen.Guards {
+		code := ""
+		if g.Code != "" {
+			code = " code " + g.Code
+		}
+		fmt.Fprintf(w, "  %d. %s on %s (%s)%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, g.File, g.Line)
+	}
+}

@@ -1,0 +1,74 @@
+// Command agentd is the agentd daemon and CLI.
+//
+//	agentd serve   --config DIR [flags]   run the HTTP API on a config directory
+//	agentd check   DIR                    compile a config directory and print its summary
+//	agentd test    DIR                    run the Rego tests and pipeline cases of DIR
+//	agentd eval    --config DIR --stage STAGE --input FILE
+//	agentd version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // config errors, failed tests, a failed stage
+	exitUsage  = 2
+)
+
+// errUsage marks a command-line mistake; the command has printed its usage.
+var errUsage = errors.New("usage")
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+var commands = []command{
+	{"serve", "run the HTTP API on a config directory", runServe},
+	{"check", "compile a config directory and print its summary", runCheck},
+	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
+	{"eval", "run one stage on a JSON input and print the outcome", runEval},
+	{"version", "print the version of agentd, OPA and CEL", runVersion},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "agentd: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: agentd <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+)
+
+// version and commit are set at build time with -ldflags "-X main.version=... -X main.commit=...";
+// otherwise they come from the build info.
+var version, commit string
+
+func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+	v, c := version, commit
+	deps := map[string]string{}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && c == "" {
+				c = s.Value
+			}
+		}
+		for _, d := range info.Deps {
+			deps[d.Path] = d.Version
+		}
+	}
+	fmt.Fprintf(stdout, "agentd %s\ncommit %s\nopa %s\ncel-go %s\n", orUnknown(v), orUnknown(c),
+		orUnknown(deps["github.com/open-policy-agent/opa"]), orUnknown(deps["github.com/google/cel-go"]))
+	return exitOK
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
