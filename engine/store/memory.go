@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -10,19 +12,23 @@ import (
 // DefaultCacheTTL applies when PutCache is given no ttl.
 const DefaultCacheTTL = 10 * time.Minute
 
-// Memory is an in-process Cache and Limiter. It bounds itself: expired entries are
-// swept on write and the cache holds at most maxEntries entries (the oldest-expiring
-// are evicted first when full).
+// DefaultRequestTTL applies when PutRequest is given no ttl.
+const DefaultRequestTTL = 30 * time.Minute
+
+// Memory is an in-process Requests, Cache and Limiter. It bounds itself: the cache and
+// the request states each hold at most maxEntries entries (expired ones are swept
+// first, then the ones closest to expiry are evicted).
 type Memory struct {
 	mu         sync.Mutex
-	cache      map[string]memoryCacheEntry
+	cache      map[string]expiring[CacheEntry]
+	requests   map[string]expiring[[]byte]
 	windows    map[string]window
 	maxEntries int
 	now        func() time.Time
 }
 
-type memoryCacheEntry struct {
-	entry   CacheEntry
+type expiring[T any] struct {
+	value   T
 	expires time.Time
 }
 
@@ -41,7 +47,10 @@ func NewMemory(maxEntries int) *Memory {
 	if maxEntries <= 0 {
 		maxEntries = 10_000
 	}
-	return &Memory{cache: map[string]memoryCacheEntry{}, windows: map[string]window{}, maxEntries: maxEntries, now: time.Now}
+	return &Memory{
+		cache: map[string]expiring[CacheEntry]{}, requests: map[string]expiring[[]byte]{},
+		windows: map[string]window{}, maxEntries: maxEntries, now: time.Now,
+	}
 }
 
 // GetCache implements Cache.
@@ -55,8 +64,8 @@ func (m *Memory) GetCache(ctx context.Context, key string) (CacheEntry, bool, er
 	if !ok || !m.now().Before(e.expires) {
 		return CacheEntry{}, false, nil
 	}
-	out := e.entry
-	out.CachedAgainst = maps.Clone(e.entry.CachedAgainst)
+	out := e.value
+	out.CachedAgainst = maps.Clone(e.value.CachedAgainst)
 	return out, true, nil
 }
 
@@ -72,29 +81,68 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	if _, exists := m.cache[key]; !exists && len(m.cache) >= m.maxEntries {
-		m.evict(now)
-	}
-	m.cache[key] = memoryCacheEntry{entry: e, expires: now.Add(ttl)}
+	put(m.cache, key, e, now.Add(ttl), m.maxEntries, now)
 	return nil
 }
 
-// evict drops expired entries, or else the entry closest to expiry.
-func (m *Memory) evict(now time.Time) {
-	var victim string
-	var soonest time.Time
-	for k, e := range m.cache {
-		if !now.Before(e.expires) {
-			delete(m.cache, k)
-			continue
+// put stores v under key, first making room when the map is full: expired entries
+// go, or else the entry closest to expiry.
+func put[T any](entries map[string]expiring[T], key string, v T, expires time.Time, max int, now time.Time) {
+	if _, exists := entries[key]; !exists && len(entries) >= max {
+		var victim string
+		var soonest time.Time
+		for k, e := range entries {
+			if !now.Before(e.expires) {
+				delete(entries, k)
+				continue
+			}
+			if victim == "" || e.expires.Before(soonest) {
+				victim, soonest = k, e.expires
+			}
 		}
-		if victim == "" || e.expires.Before(soonest) {
-			victim, soonest = k, e.expires
+		if len(entries) >= max {
+			delete(entries, victim)
 		}
 	}
-	if len(m.cache) >= m.maxEntries {
-		delete(m.cache, victim)
+	entries[key] = expiring[T]{value: v, expires: expires}
+}
+
+// GetRequest implements Requests. States are stored JSON-encoded, so callers never
+// alias stored state, exactly as with a remote store.
+func (m *Memory) GetRequest(ctx context.Context, id string) (*RequestState, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
 	}
+	m.mu.Lock()
+	e, ok := m.requests[id]
+	m.mu.Unlock()
+	if !ok || !m.now().Before(e.expires) {
+		return nil, false, nil
+	}
+	var s RequestState
+	if err := json.Unmarshal(e.value, &s); err != nil {
+		return nil, false, fmt.Errorf("decode request state: %w", err)
+	}
+	return &s, true, nil
+}
+
+// PutRequest implements Requests.
+func (m *Memory) PutRequest(ctx context.Context, s *RequestState, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode request state: %w", err)
+	}
+	if ttl <= 0 {
+		ttl = DefaultRequestTTL
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	put(m.requests, s.ID, data, now.Add(ttl), m.maxEntries, now)
+	return nil
 }
 
 // Allow implements Limiter with fixed windows aligned to the first event.
@@ -126,6 +174,7 @@ func (m *Memory) sweepWindows(now time.Time) {
 }
 
 var (
-	_ Cache   = (*Memory)(nil)
-	_ Limiter = (*Memory)(nil)
+	_ Requests = (*Memory)(nil)
+	_ Cache    = (*Memory)(nil)
+	_ Limiter  = (*Memory)(nil)
 )

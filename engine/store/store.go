@@ -1,4 +1,4 @@
-// Package store holds the request-scoped shared state of agentd's built-in actions: the
+// Package store holds agentd's shared state: request states between stage calls, the
 // response cache and rate-limit counters. Memory is the in-process default; every
 // implementation passes the same conformance suite (storetest).
 package store
@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // ErrUnavailable wraps every failure to reach a store's backend, so callers can tell
@@ -35,4 +37,27 @@ type Limiter interface {
 	// Allow records one event for key and reports whether it is within limit events
 	// per window.
 	Allow(ctx context.Context, key string, limit int, window time.Duration) (bool, error)
+}
+
+// RequestState is what agentd keeps about a request between its stage calls: the config
+// generation it runs on, its pipeline context and cache gate, and the steps of its
+// accepted phases (for plan validation of later phases).
+type RequestState struct {
+	ID                string               `json:"id"`
+	Generation        string               `json:"generation"`
+	Request           string               `json:"request"`
+	Metadata          map[string]any       `json:"metadata,omitempty"`
+	Enrichments       map[string]any       `json:"enrichments,omitempty"`
+	CacheVary         map[string]string    `json:"cache_vary,omitempty"`
+	CacheReadDisabled bool                 `json:"cache_read_disabled,omitempty"`
+	PriorSteps        []engine.RoutingStep `json:"prior_steps,omitempty"`
+	Phase             int                  `json:"phase,omitempty"`
+}
+
+// Requests keeps request states between stage calls.
+type Requests interface {
+	// GetRequest returns the state of request id; ok is false when unknown or expired.
+	GetRequest(ctx context.Context, id string) (state *RequestState, ok bool, err error)
+	// PutRequest stores state for ttl (0 means the store's default).
+	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
 }

@@ -9,19 +9,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// Store is what the suite needs: both interfaces of one backend.
+// Store is what the suite needs: every interface of one backend.
 type Store interface {
+	store.Requests
 	store.Cache
 	store.Limiter
 }
 
-// Run checks the Cache and Limiter contracts against stores made by newStore; each
+// Run checks the Requests, Cache and Limiter contracts against stores made by newStore; each
 // subtest gets a fresh store with no keys in common with other subtests.
 func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	ctx := context.Background()
+	t.Run("RequestStateRoundTripsAndIsCopied", func(t *testing.T) {
+		s := newStore(t)
+		if _, ok, err := s.GetRequest(ctx, "req-1"); ok || err != nil {
+			t.Fatalf("GetRequest(unknown) = ok %v, err %v", ok, err)
+		}
+		in := &store.RequestState{ID: "req-1", Generation: "g-1", Request: "hi",
+			Metadata: map[string]any{"tenant": "acme"}, Enrichments: map[string]any{"rag_context": "x"},
+			CacheVary: map[string]string{"locale": "en"}, PriorSteps: []engine.RoutingStep{{StepID: "step-1"}}, Phase: 1}
+		if err := s.PutRequest(ctx, in, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		in.Metadata["tenant"] = "mutated"
+		got, ok, err := s.GetRequest(ctx, "req-1")
+		if err != nil || !ok || got.Generation != "g-1" || got.Metadata["tenant"] != "acme" || got.Enrichments["rag_context"] != "x" ||
+			got.CacheVary["locale"] != "en" || len(got.PriorSteps) != 1 || got.Phase != 1 {
+			t.Fatalf("GetRequest = %+v, %v, %v", got, ok, err)
+		}
+	})
 	t.Run("CacheMissIsNotAnError", func(t *testing.T) {
 		_, ok, err := newStore(t).GetCache(ctx, "missing")
 		if ok || err != nil {
