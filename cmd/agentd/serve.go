@@ -2,11 +2,191 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentd-dev/agentd/builtin"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
-func runServe(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "agentd serve: not built yet")
-	return exitFailed
+type serveFlags struct {
+	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel string
+	watch, logPayloads                                        bool
+	debounce, successRetention, errorRetention, drain         time.Duration
+	maxBody                                                   int64
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.config, "config", "", "config directory (required)")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8181", "listen address")
+	fs.BoolVar(&f.watch, "watch", true, "reload when files in the config directory change")
+	fs.DurationVar(&f.debounce, "debounce", 100*time.Millisecond, "quiet period before a reload")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token every route but /healthz and /readyz requires")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (with --tls-cert)")
+	fs.StringVar(&f.store, "store", "memory", "state and record store: memory")
+	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
+	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
+	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
+	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
+	if err := fs.Parse(args); err != nil {
+		return nil, errUsage
+	}
+	switch {
+	case f.config == "" || fs.NArg() > 0:
+		fmt.Fprintln(stderr, "usage: agentd serve --config DIR [flags]")
+		fs.PrintDefaults()
+		return nil, errUsage
+	case (f.tlsCert == "") != (f.tlsKey == ""):
+		fmt.Fprintln(stderr, "agentd serve: --tls-cert and --tls-key go together")
+		return nil, errUsage
+	case f.store != "memory":
+		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory)\n", f.store)
+		return nil, errUsage
+	}
+	return &f, nil
+}
+
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
+	f, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return exitUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "agentd serve: bad --log-level: %v\n", err)
+		return exitUsage
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := serve(ctx, f, logger); err != nil {
+		logger.Error("agentd stopped", "error", err.Error())
+		return exitFailed
+	}
+	return exitOK
+}
+
+func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
+	token, err := readToken(f.tokenFile)
+	if err != nil {
+		return err
+	}
+	tel, err := setupTelemetry(ctx)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
+
+	mem := store.NewMemory(0)
+	registry := reload.NewRegistry(8)
+	reloader, err := reload.NewReloader(f.config, decl.Options{
+		Services:       builtin.Services{Cache: mem, Limiter: mem, Logger: logger},
+		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
+	}, registry, logger, tel.meter)
+	if err != nil {
+		return err
+	}
+	if _, err := reloader.Reload(ctx); err != nil {
+		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
+	}
+	svc, err := server.New(server.Config{
+		Registry: registry, Requests: mem,
+		Records: record.NewMemory(record.Retention{Success: f.successRetention, Error: f.errorRetention}),
+		Logger:  logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
+	})
+	if err != nil {
+		return err
+	}
+	if f.watch {
+		go func() {
+			if err := reload.Watch(ctx, reloader, reload.WatchOptions{Debounce: f.debounce}); err != nil {
+				logger.Error("config watch stopped", "error", err.Error())
+			}
+		}()
+	}
+	go reloadOnHangup(ctx, reloader)
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           svc.Handler(server.HTTPOptions{Token: token, MaxBody: f.maxBody, Metrics: tel.metrics}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() {
+		logger.Info("agentd listening", "addr", ln.Addr().String(), "config", f.config,
+			"generation", registry.Current().ID, "tls", f.tlsCert != "", "watch", f.watch)
+		if f.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("draining in-flight calls", "timeout", f.drain.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("agentd stopped")
+	return nil
+}
+
+// reloadOnHangup forces a reload on every SIGHUP until ctx is done.
+func reloadOnHangup(ctx context.Context, r *reload.Reloader) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_, _ = r.Reload(ctx)
+		}
+	}
+}
+
+func readToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return token, nil
 }

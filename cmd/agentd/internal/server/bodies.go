@@ -1,0 +1,95 @@
+package server
+
+import (
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// Request and response bodies of the stage API (JSON, snake_case).
+
+// BeforePlanningRequest opens a request and runs before_planning.
+type BeforePlanningRequest struct {
+	RequestID         string            `json:"request_id"`
+	Request           *string           `json:"request"`
+	Metadata          map[string]any    `json:"metadata,omitempty"`
+	CacheVary         map[string]string `json:"cache_vary,omitempty"`
+	CacheReadDisabled bool              `json:"cache_read_disabled,omitempty"`
+}
+
+// ShortCircuitBody is an accepted short circuit in a before_planning response.
+type ShortCircuitBody struct {
+	Response   string                  `json:"response"`
+	Source     string                  `json:"source"`
+	Kind       engine.ShortCircuitKind `json:"kind"`
+	Reason     string                  `json:"reason"`
+	Hook       string                  `json:"hook"`
+	Confidence float64                 `json:"confidence"`
+	Metadata   map[string]any          `json:"metadata,omitempty"`
+}
+
+// BeforePlanningResponse is the outcome of before_planning.
+type BeforePlanningResponse struct {
+	RequestID    string              `json:"request_id"`
+	Generation   string              `json:"generation"`
+	Enrichments  map[string]any      `json:"enrichments"`
+	Rendered     string              `json:"rendered_enrichments,omitempty"`
+	ShortCircuit *ShortCircuitBody   `json:"short_circuit,omitempty"`
+	Invocations  []engine.Invocation `json:"invocations"`
+}
+
+// AfterPlanningRequest runs after_planning on one phase's plan.
+type AfterPlanningRequest struct {
+	RequestID string              `json:"request_id"`
+	Phase     int                 `json:"phase,omitempty"`
+	Plan      *engine.RoutingPlan `json:"plan"`
+	Request   *string             `json:"request,omitempty"`
+	Metadata  map[string]any      `json:"metadata,omitempty"`
+}
+
+// AfterPlanningResponse carries the accepted plan.
+type AfterPlanningResponse struct {
+	RequestID   string              `json:"request_id"`
+	Generation  string              `json:"generation"`
+	Plan        *engine.RoutingPlan `json:"plan"`
+	Invocations []engine.Invocation `json:"invocations"`
+}
+
+// AfterExecutionRequest reports the combined execution result.
+type AfterExecutionRequest struct {
+	RequestID string                  `json:"request_id"`
+	Result    *engine.ExecutionResult `json:"result"`
+}
+
+// AfterExecutionResponse lists the after_execution invocations.
+type AfterExecutionResponse struct {
+	RequestID   string              `json:"request_id"`
+	Generation  string              `json:"generation"`
+	Invocations []engine.Invocation `json:"invocations"`
+}
+
+// AfterSynthesisRequest rewrites the synthesized response.
+type AfterSynthesisRequest struct {
+	RequestID string  `json:"request_id"`
+	Response  *string `json:"response"`
+}
+
+// AfterSynthesisResponse carries the final response.
+type AfterSynthesisResponse struct {
+	RequestID   string              `json:"request_id"`
+	Generation  string              `json:"generation"`
+	Response    string              `json:"response"`
+	Invocations []engine.Invocation `json:"invocations"`
+}
+
+// OperationCheckRequest asks the guards about one operation call.
+type OperationCheckRequest struct {
+	Operation op.Operation `json:"operation"`
+	Call      *op.Call     `json:"call"`
+}
+
+// OperationCheckResponse is the guards' answer; Denial is set when not allowed.
+type OperationCheckResponse struct {
+	Allowed        bool       `json:"allowed"`
+	Denial         *op.Denial `json:"denial,omitempty"`
+	PolicyRevision string     `json:"policy_revision,omitempty"`
+}

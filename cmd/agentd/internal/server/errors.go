@@ -1,0 +1,125 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Error types of the API. Clients match on type, never on message.
+const (
+	TypeInvalidJSON           = "invalid_json"
+	TypeInvalidField          = "invalid_field"
+	TypeUnknownField          = "unknown_field"
+	TypeMissingField          = "missing_field"
+	TypeBodyTooLarge          = "body_too_large"
+	TypeInvalidPlan           = "invalid_plan"
+	TypeRequiredAfterPlanning = "required_after_planning"
+	TypeHookContract          = "hook_contract"
+	TypeInvalidCall           = "invalid_call"
+	TypeGuardError            = "guard_error"
+	TypeNotFound              = "not_found"
+	TypeMethodNotAllowed      = "method_not_allowed"
+	TypeUnauthorized          = "unauthorized"
+	TypeNotReady              = "not_ready"
+	TypeGenerationRetired     = "generation_retired"
+	TypeStoreUnavailable      = "store_unavailable"
+	TypeInternal              = "internal"
+)
+
+// APIError is an error answered as `{"error": {"type", "message", ...details}}` with
+// Status.
+type APIError struct {
+	Status  int
+	Type    string
+	Message string
+	Details map[string]any
+}
+
+func (e *APIError) Error() string { return e.Type + ": " + e.Message }
+
+// MarshalJSON renders the error body.
+func (e *APIError) MarshalJSON() ([]byte, error) {
+	body := make(map[string]any, len(e.Details)+2)
+	for k, v := range e.Details {
+		body[k] = v
+	}
+	body["type"], body["message"] = e.Type, e.Message
+	return json.Marshal(map[string]any{"error": body})
+}
+
+func apiError(status int, typ, format string, args ...any) *APIError {
+	return &APIError{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *APIError) with(k string, v any) *APIError {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[k] = v
+	return e
+}
+
+// decodeBody decodes exactly one JSON object from r into v, strictly: unknown fields,
+// wrong types, trailing data and bodies over limit bytes are typed 4xx errors naming
+// the offending field where there is one.
+func decodeBody(r io.Reader, limit int64, v any) *APIError {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
+	dec := json.NewDecoder(lr)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if lr.N <= 0 {
+		return apiError(http.StatusRequestEntityTooLarge, TypeBodyTooLarge, "request body exceeds %d bytes", limit).with("limit", limit)
+	}
+	if err == nil {
+		if dec.More() {
+			return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body holds more than one JSON value")
+		}
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body is empty")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body is truncated JSON")
+	case errors.As(err, &syn):
+		return apiError(http.StatusBadRequest, TypeInvalidJSON, "malformed JSON at byte %d: %v", syn.Offset, syn).with("offset", syn.Offset)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return apiError(http.StatusBadRequest, TypeInvalidField, "field %q must be %s, got JSON %s", field, jsonKind(typ.Type.String()), typ.Value).with("field", field)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no typed error for DisallowUnknownFields; its text is stable.
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apiError(http.StatusBadRequest, TypeUnknownField, "unknown field %q", field).with("field", field)
+	}
+	return apiError(http.StatusBadRequest, TypeInvalidJSON, "invalid request body: %v", err)
+}
+
+// jsonKind names a Go type the way an API client thinks of it.
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "struct"), strings.Contains(goType, "."):
+		return "an object"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case goType == "string":
+		return "a string"
+	case goType == "bool":
+		return "a boolean"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"), strings.HasPrefix(goType, "float"):
+		return "a number"
+	}
+	return goType
+}
+
+func missing(field string) *APIError {
+	return apiError(http.StatusBadRequest, TypeMissingField, "field %q is required", field).with("field", field)
+}

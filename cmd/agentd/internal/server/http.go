@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/engine/reload"
+)
+
+// HTTPOptions configure Handler.
+type HTTPOptions struct {
+	// Token, when set, is the bearer token every route but /healthz and /readyz needs.
+	Token string
+	// MaxBody bounds request bodies; 0 means 1 MiB.
+	MaxBody int64
+	// Metrics serves /metrics; nil answers 404.
+	Metrics http.Handler
+}
+
+// Handler returns the HTTP API of s.
+func (s *Service) Handler(opts HTTPOptions) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 1 << 20
+	}
+	mux := http.NewServeMux()
+	post := func(path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
+		mux.Handle("POST "+path, s.endpoint(opts, h))
+	}
+	post("/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
+	post("/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
+	post("/v1/hooks/after_execution", stage(opts, s.AfterExecution))
+	post("/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
+	post("/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		var req OperationCheckRequest
+		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
+			return nil, 0, e
+		}
+		resp, e := s.CheckOperation(ctx, &req)
+		if e != nil {
+			return nil, 0, e
+		}
+		if !resp.Allowed {
+			return resp, http.StatusForbidden, nil
+		}
+		return resp, http.StatusOK, nil
+	})
+	mux.Handle("GET /v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		rec, e := s.Execution(ctx, r.PathValue("id"))
+		return rec, http.StatusOK, e
+	}))
+	mux.Handle("GET /v1/status", s.endpoint(opts, func(context.Context, *http.Request) (any, int, *APIError) {
+		return s.Status(), http.StatusOK, nil
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if g := s.cfg.Registry.Current(); g != nil {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "generation": g.ID})
+			return
+		}
+		writeError(w, apiError(http.StatusServiceUnavailable, TypeNotReady, "no config generation is live"))
+	})
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", s.authorize(opts, opts.Metrics))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return s.recoverPanics(mux)
+}
+
+// stage adapts a typed stage method to an endpoint: strict body decoding in, 200 out.
+func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Resp, *APIError)) func(context.Context, *http.Request) (any, int, *APIError) {
+	return func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		var req Req
+		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
+			return nil, 0, e
+		}
+		resp, e := fn(ctx, &req)
+		return resp, http.StatusOK, e
+	}
+}
+
+// endpoint wraps a JSON handler with authorization and error rendering.
+func (s *Service) endpoint(opts HTTPOptions, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) http.Handler {
+	return s.authorize(opts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, status, e := h(r.Context(), r)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		writeJSON(w, status, body)
+	}))
+}
+
+// authorize checks the bearer token in constant time.
+func (s *Service) authorize(opts HTTPOptions, next http.Handler) http.Handler {
+	if opts.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
+			writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "missing or wrong bearer token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverPanics turns a panic (a hook panic re-raised by the engine) into a 500 for
+// that request only; the daemon keeps serving.
+func (s *Service) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.cfg.Logger.ErrorContext(r.Context(), "request panicked", slog.String("path", r.URL.Path), slog.Any("panic", v))
+				writeError(w, apiError(http.StatusInternalServerError, TypeInternal, "internal error: a hook panicked"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *APIError) { writeJSON(w, e.Status, e) }
+
+// StatusBody is GET /v1/status.
+type StatusBody struct {
+	Generation     string                           `json:"generation,omitempty"`
+	LoadedAt       string                           `json:"loaded_at,omitempty"`
+	Files          []string                         `json:"files"`
+	Hooks          map[engine.Stage][]decl.HookInfo `json:"hooks"`
+	RequiredHook   string                           `json:"required_hook,omitempty"`
+	Guards         []decl.GuardInfo                 `json:"guards"`
+	PolicyRevision string                           `json:"policy_revision,omitempty"`
+	LastReload     reload.Status                    `json:"last_reload"`
+}
+
+// Status describes the live generation and the last reload.
+func (s *Service) Status() StatusBody {
+	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]decl.HookInfo{}, Guards: []decl.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	g := s.cfg.Registry.Current()
+	if g == nil {
+		return body
+	}
+	body.Generation, body.LoadedAt, body.Files, body.PolicyRevision = g.ID, g.LoadedAt.Format("2006-01-02T15:04:05.000Z07:00"), g.Files, g.PolicyRevision
+	for _, st := range engine.Stages {
+		body.Hooks[st] = append([]decl.HookInfo{}, g.StageHooks(st)...)
+	}
+	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.Guards = append(body.Guards, g.Guards...)
+	return body
+}

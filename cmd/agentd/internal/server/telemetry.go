@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// telemetry holds the service's instruments. Every label is bounded: stages, outcomes,
+// statuses and decision reasons; never request ids, hook names or payloads.
+type telemetry struct {
+	calls       metric.Int64Counter
+	duration    metric.Float64Histogram
+	invocations metric.Int64Counter
+	operations  metric.Int64Counter
+}
+
+func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	m := mp.Meter("github.com/agentd-dev/agentd/server")
+	var t telemetry
+	var err error
+	if t.calls, err = m.Int64Counter("agentd.stage.calls", metric.WithDescription("stage calls by stage and outcome")); err != nil {
+		return nil, err
+	}
+	if t.duration, err = m.Float64Histogram("agentd.stage.duration", metric.WithUnit("s"),
+		metric.WithDescription("stage call latency, including hooks and state writes"),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)); err != nil {
+		return nil, err
+	}
+	if t.invocations, err = m.Int64Counter("agentd.hook.invocations", metric.WithDescription("hook invocations by stage, status and decision reason")); err != nil {
+		return nil, err
+	}
+	if t.operations, err = m.Int64Counter("agentd.operation.checks", metric.WithDescription("operation guard checks by operation and outcome")); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func (t *telemetry) operation(ctx context.Context, operation op.Operation, outcome string) {
+	t.operations.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", string(operation)), attribute.String("outcome", outcome)))
+}
+
+// observe records one finished stage call: metrics, and one decision log line.
+func (s *Service) observe(c *call, outcome string) {
+	ctx := context.WithoutCancel(c.ctx)
+	elapsed := time.Since(c.started)
+	stage := attribute.String("stage", string(c.stage))
+	s.tel.calls.Add(ctx, 1, metric.WithAttributes(stage, attribute.String("outcome", outcome)))
+	s.tel.duration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(stage))
+	invocations := c.trail.Invocations()
+	for _, inv := range invocations {
+		reason := ""
+		if inv.Decision != nil {
+			reason = inv.Decision.Reason
+		}
+		s.tel.invocations.Add(ctx, 1, metric.WithAttributes(stage,
+			attribute.String("status", string(inv.Status)), attribute.String("reason", reason)))
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", c.state.ID), slog.String("generation", c.gen.ID),
+		slog.String("stage", string(c.stage)), slog.String("outcome", outcome),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int("hooks", len(invocations)),
+	}
+	if s.cfg.LogPayloads {
+		attrs = append(attrs, slog.String("request", c.pctx.Request), slog.Any("metadata", c.pctx.Metadata))
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "stage decision", attrs...)
+}

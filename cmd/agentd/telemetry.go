@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// telemetry is the daemon's OpenTelemetry setup: metrics exported in Prometheus text at
+// /metrics, traces exported by OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_*
+// variables name an endpoint, and off otherwise.
+type telemetry struct {
+	meter    metric.MeterProvider
+	tracer   trace.TracerProvider
+	metrics  http.Handler
+	shutdown func(context.Context)
+}
+
+func setupTelemetry(ctx context.Context) (*telemetry, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, err
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "agentd"))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
+	t := &telemetry{meter: mp, tracer: tracenoop.NewTracerProvider(), metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	var shutdowns []func(context.Context) error
+	shutdowns = append(shutdowns, mp.Shutdown)
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		t.tracer = tp
+		shutdowns = append(shutdowns, tp.Shutdown)
+	}
+	t.shutdown = func(ctx context.Context) {
+		var errs []error
+		for _, fn := range shutdowns {
+			errs = append(errs, fn(ctx))
+		}
+		_ = errors.Join(errs...)
+	}
+	return t, nil
+}

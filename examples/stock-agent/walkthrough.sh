@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Drives a running agentd (see README.md) exactly as an orchestrator would: one request
+# whose plan passes the allow-list, one trade the allow-list rejects, a trade guard at
+# call time, PII redaction, the execution record, and a cached answer.
+# Needs curl and jq. AGENTD is the daemon's base URL.
+set -euo pipefail
+AGENTD=${AGENTD:-http://127.0.0.1:8181}
+AUTH=()
+if [[ -n "${AGENTD_TOKEN:-}" ]]; then AUTH=(-H "Authorization: Bearer $AGENTD_TOKEN"); fi
+run=$$
+
+# call METHOD PATH [BODY] -> prints "STATUS BODY"
+call() {
+  local out
+  out=$(curl -sS -X "$1" "${AUTH[@]}" -H 'Content-Type: application/json' -w '\n%{http_code}' \
+    ${3:+--data "$3"} "$AGENTD$2")
+  status=${out##*$'\n'}
+  body=${out%$'\n'*}
+}
+expect() { # expect STATUS JQ-FILTER DESCRIPTION
+  if [[ "$status" != "$1" ]] || ! jq -e "$2" <<<"$body" >/dev/null; then
+    echo "FAIL: $3 (HTTP $status)"; echo "$body"; exit 1
+  fi
+  echo "ok   $3"
+}
+
+echo "== 1. an allowed request: quote ACME for tenant acme"
+call POST /v1/hooks/before_planning '{"request_id":"quote-'$run'","request":"What is ACME trading at? (run '$run')","metadata":{"tenant":"acme"}}'
+expect 200 '.enrichments.rag_context == "Tenant: acme" and (.short_circuit == null)' "before_planning adds the tenant context"
+call POST /v1/hooks/after_planning '{"request_id":"quote-'$run'","plan":{"plan_id":"p1","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"quote ACME","metadata":{"capability":"stock_quote","parameters":{"symbol":"ACME"}}}]}}'
+expect 200 '.plan.steps[0].step_id == "step-1"' "after_planning allows stock_quote"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"quote-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}'
+expect 200 '.allowed == true' "the quote tool call passes the guards"
+call POST /v1/hooks/after_execution '{"request_id":"quote-'$run'","result":{"plan_id":"p1","success":true,"steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","capability":"stock_quote","success":true,"response":{"data":{"price":182.5,"currency":"USD"}}}]}}'
+expect 200 '.invocations[0].effects[0].effect_id == "audit"' "after_execution records the audit effect"
+call POST /v1/hooks/after_synthesis '{"request_id":"quote-'$run'","response":"ACME trades at 182.50 USD. Questions: ir@acme.example"}'
+expect 200 '.response == "ACME trades at 182.50 USD. Questions: [REDACTED]"' "after_synthesis redacts the e-mail address"
+call GET "/v1/executions/quote-$run"
+expect 200 '.status == "succeeded" and .final_response_source == "after_synthesis_hooks" and (.pipeline_hooks | length) == 6' "the execution record has every invocation"
+
+echo "== 2. the same question again is answered from the cache"
+call POST /v1/hooks/before_planning '{"request_id":"again-'$run'","request":"  what is acme trading at? (RUN '$run')","metadata":{"tenant":"acme"}}'
+expect 200 '.short_circuit.kind == "cache" and (.short_circuit.response | contains("[REDACTED]"))' "before_planning short-circuits from the cache"
+
+echo "== 3. a trade is rejected by the plan allow-list"
+call POST /v1/hooks/before_planning '{"request_id":"trade-'$run'","request":"Buy 100 ACME","metadata":{"tenant":"acme"}}'
+expect 200 '.short_circuit == null' "before_planning"
+call POST /v1/hooks/after_planning '{"request_id":"trade-'$run'","plan":{"plan_id":"p2","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"buy ACME","metadata":{"capability":"execute_trade","parameters":{"symbol":"ACME","amount":18250}}}]}}'
+expect 403 '.error.type == "required_after_planning" and .error.hook == "allowed-operations" and .error.violations[0].code == "capability_not_allowed" and .error.violations[0].step_id == "step-1"' "after_planning rejects execute_trade (403)"
+call GET "/v1/executions/trade-$run"
+expect 200 '.status == "failed" and ((.phases // []) | length) == 0' "the failed record keeps the hook evidence and no accepted plan"
+
+echo "== 4. a trade above the limit is denied at call time"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"trade-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"execute_trade","parameters":{"amount":25000}}}'
+expect 403 '.allowed == false and .denial.code == "trade_limit"' "the trade guard denies 25000"
+
+echo "== 5. operators see metrics"
+out=$(curl -sS "${AUTH[@]}" "$AGENTD/metrics")
+grep -q '^agentd_stage_calls_total' <<<"$out" || { echo "FAIL: metrics"; exit 1; }
+echo "ok   /metrics exports agentd_stage_calls_total"
+echo "walkthrough passed"
