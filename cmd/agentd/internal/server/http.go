@@ -28,8 +28,12 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		opts.MaxBody = 1 << 20
 	}
 	mux := http.NewServeMux()
+	route := func(method, path string, h http.Handler) {
+		mux.Handle(method+" "+path, h)
+		mux.Handle(path, methodNotAllowed(method))
+	}
 	post := func(path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
-		mux.Handle("POST "+path, s.endpoint(opts, h))
+		route(http.MethodPost, path, s.endpoint(opts, h))
 	}
 	post("/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
 	post("/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
@@ -49,11 +53,11 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		}
 		return resp, http.StatusOK, nil
 	})
-	mux.Handle("GET /v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	route(http.MethodGet, "/v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
 	}))
-	mux.Handle("GET /v1/status", s.endpoint(opts, func(context.Context, *http.Request) (any, int, *APIError) {
+	route(http.MethodGet, "/v1/status", s.endpoint(opts, func(context.Context, *http.Request) (any, int, *APIError) {
 		return s.Status(), http.StatusOK, nil
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -73,6 +77,14 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return s.recoverPanics(mux)
+}
+
+// methodNotAllowed answers a known path called with the wrong method.
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, apiError(http.StatusMethodNotAllowed, TypeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, allow))
+	})
 }
 
 // stage adapts a typed stage method to an endpoint: strict body decoding in, 200 out.

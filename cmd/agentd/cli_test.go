@@ -1,0 +1,109 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestCLI_CheckExample(t *testing.T) {
+	code, out, errOut := runCLI(t, "check", filepath.Join(repoRoot(t), "examples", "stock-agent"))
+	if code != exitOK {
+		t.Fatalf("check exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"generation g-", "before_planning: 2 hook(s)", "1. allowed-operations [rego] (required)", "required hook: allowed-operations", "guards (policy revision trade-limits-v1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCLI_CheckReportsEveryErrorWithPosition(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "hooks/a.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: a}\nhooks:\n  - name: one\n    stage: before_planning\n    when: \"has(plan.steps)\"\n    steps:\n      - enrich: {key: x, value: \"1\"}\n  - name: two\n    stgae: after_planning\n    stage: after_planning\n    steps:\n      - rego: {query: data.x}\n")
+	code, _, errOut := runCLI(t, "check", dir)
+	if code != exitFailed {
+		t.Fatalf("check exit %d, want 1: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"hooks/a.yaml:7:16: cel_undeclared_variable",
+		"hooks/a.yaml:11:5: unknown_key",
+		"^",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("check errors lack %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestCLI_UsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{{}, {"nope"}, {"check"}, {"check", "a", "b"}, {"test"}, {"eval", "--stage", "x"}, {"serve"}} {
+		if code, _, _ := runCLI(t, args...); code != exitUsage {
+			t.Errorf("agentd %v exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestCLI_TestExample(t *testing.T) {
+	code, out, errOut := runCLI(t, "test", filepath.Join(repoRoot(t), "examples", "stock-agent"))
+	if code != exitOK || !regexp.MustCompile(`(?m)^\d+ passed, 0 failed$`).MatchString(out) {
+		t.Fatalf("test exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+func TestCLI_TestReportsFailuresWithDiff(t *testing.T) {
+	dir := copyExample(t, "stock-agent")
+	writeFile(t, dir, "tests/wrong.yaml", "apiVersion: agentd.dev/v1\nkind: HookTests\ntests:\n  - name: wrong enrichment\n    stage: before_planning\n    given: {request: hi, metadata: {tenant: acme}}\n    expect: {enrichments: {rag_context: \"Tenant: beta\"}}\n")
+	code, out, _ := runCLI(t, "test", dir)
+	if code != exitFailed || !strings.Contains(out, "FAIL tests/wrong.yaml:4: wrong enrichment") ||
+		!strings.Contains(out, `want "Tenant: beta"`) || !strings.Contains(out, `got  "Tenant: acme"`) ||
+		!regexp.MustCompile(`(?m)^\d+ passed, 1 failed$`).MatchString(out) {
+		t.Fatalf("test exit %d:\n%s", code, out)
+	}
+}
+
+func TestCLI_Eval(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "plan.json")
+	writeFile(t, dir, "plan.json", `{"request_id":"e1","request":"buy","plan":`+tradePlan+`}`)
+	example := filepath.Join(repoRoot(t), "examples", "stock-agent")
+	code, out, _ := runCLI(t, "eval", "--config", example, "--stage", "after_planning", "--input", input)
+	if code != exitFailed || !strings.Contains(out, `"type": "required_after_planning"`) || !strings.Contains(out, `"code": "capability_not_allowed"`) {
+		t.Fatalf("eval of a trade plan: exit %d\n%s", code, out)
+	}
+	writeFile(t, dir, "plan.json", `{"request_id":"e2","request":"quote","plan":`+quotePlan+`}`)
+	if code, out, _ := runCLI(t, "eval", "--config", example, "--stage", "after_planning", "--input", input); code != exitOK || !strings.Contains(out, `"step_id": "step-1"`) {
+		t.Fatalf("eval of a quote plan: exit %d\n%s", code, out)
+	}
+}
+
+func TestCLI_Version(t *testing.T) {
+	code, out, _ := runCLI(t, "version")
+	if code != exitOK || !strings.Contains(out, "opa v1.22.3") || !strings.Contains(out, "cel-go v0.31.0") {
+		t.Fatalf("version exit %d:\n%s", code, out)
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyExample copies an example config directory (following its policies symlink).
+func copyExample(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("cp", "-rL", filepath.Join(repoRoot(t), "examples", name), dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy example: %v %s", err, out)
+	}
+	return dst
+}
