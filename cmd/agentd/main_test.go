@@ -53,7 +53,9 @@ type daemon struct {
 	url    string
 	cmd    *exec.Cmd
 	stderr *syncBuffer
-	waited chan error
+	// exited is closed once the process has exited; exitErr is then its Wait error.
+	exited  chan struct{}
+	exitErr error
 }
 
 type syncBuffer struct {
@@ -88,14 +90,17 @@ func freeAddr(t *testing.T) string {
 func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
-	d := &daemon{url: "http://" + addr, stderr: &syncBuffer{}, waited: make(chan error, 1)}
+	d := &daemon{url: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{"serve", "--config", config, "--addr", addr}, flags...)
 	d.cmd = exec.Command(binary, args...)
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.waited <- d.cmd.Wait() }()
+	go func() {
+		d.exitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(d.url + "/readyz")
@@ -106,8 +111,8 @@ func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 			}
 		}
 		select {
-		case err := <-d.waited:
-			t.Fatalf("agentd exited before ready: %v\n%s", err, d.stderr)
+		case <-d.exited:
+			t.Fatalf("agentd exited before ready: %v\n%s", d.exitErr, d.stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -122,14 +127,16 @@ func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 // stop sends SIGTERM and requires a clean exit.
 func (d *daemon) stop(t *testing.T) {
 	t.Helper()
-	if d.cmd.ProcessState != nil {
+	select {
+	case <-d.exited:
 		return
+	default:
 	}
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-d.waited:
-		if err != nil {
-			t.Errorf("agentd exited with %v after SIGTERM\n%s", err, d.stderr)
+	case <-d.exited:
+		if d.exitErr != nil {
+			t.Errorf("agentd exited with %v after SIGTERM\n%s", d.exitErr, d.stderr)
 		}
 	case <-time.After(30 * time.Second):
 		_ = d.cmd.Process.Kill()

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// boomHook panics when the request text is "boom".
+type boomHook struct{}
+
+func (boomHook) Name() string { return "boom" }
+func (boomHook) BeforePlanning(_ context.Context, pctx *engine.PipelineContext) (*engine.ShortCircuit, error) {
+	if pctx.Request == "boom" {
+		panic("kaboom")
+	}
+	return nil, nil
+}
+
+func newTestService(t *testing.T, hooks ...engine.Hook) (*Service, *record.Memory) {
+	t.Helper()
+	p, err := engine.New(hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := reload.NewRegistry(2)
+	registry.Swap(&decl.Generation{ID: "g-test", Pipeline: p})
+	records := record.NewMemory(record.Retention{})
+	svc, err := New(Config{Registry: registry, Requests: store.NewMemory(0), Records: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, records
+}
+
+func post(h http.Handler, path, body string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	return rec
+}
+
+func TestHandler_HookPanicIs500ForThatCallOnly(t *testing.T) {
+	svc, records := newTestService(t, boomHook{})
+	h := svc.Handler(HTTPOptions{})
+	rec := post(h, "/v1/hooks/before_planning", `{"request_id":"r1","request":"boom"}`)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"type":"internal"`) {
+		t.Fatalf("panic answered %d %s", rec.Code, rec.Body)
+	}
+	stored, err := records.Get(context.Background(), "r1")
+	if err != nil || stored.Status != engine.RecordFailed || stored.Error != "pipeline hook panic: kaboom" ||
+		len(stored.PipelineHooks) != 1 || stored.PipelineHooks[0].Decision.Action != engine.ActionPropagatePanic {
+		t.Fatalf("record after panic = %+v, %v", stored, err)
+	}
+	if rec := post(h, "/v1/hooks/before_planning", `{"request_id":"r2","request":"fine"}`); rec.Code != http.StatusOK {
+		t.Fatalf("next call answered %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestHandler_NotReadyWithoutGeneration(t *testing.T) {
+	svc, err := New(Config{Registry: reload.NewRegistry(1), Requests: store.NewMemory(0), Records: record.NewMemory(record.Retention{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.Handler(HTTPOptions{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz without a generation = %d", rec.Code)
+	}
+	if rec := post(h, "/v1/hooks/before_planning", `{"request_id":"r","request":"x"}`); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("stage call without a generation = %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestService_RequestStaysOnItsGeneration(t *testing.T) {
+	svc, records := newTestService(t)
+	ctx := context.Background()
+	text := "q"
+	if _, e := svc.BeforePlanning(ctx, &BeforePlanningRequest{RequestID: "r", Request: &text}); e != nil {
+		t.Fatal(e)
+	}
+	p, _ := engine.New(nil)
+	svc.cfg.Registry.Swap(&decl.Generation{ID: "g-next", Pipeline: p})
+	resp, e := svc.AfterSynthesis(ctx, &AfterSynthesisRequest{RequestID: "r", Response: &text})
+	if e != nil || resp.Generation != "g-test" {
+		t.Fatalf("after a swap the request ran on %v (%v), want g-test", resp, e)
+	}
+	rec, _ := records.Get(ctx, "r")
+	if rec.Generation != "g-test" {
+		t.Fatalf("record generation = %s", rec.Generation)
+	}
+}
