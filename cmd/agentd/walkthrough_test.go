@@ -10,7 +10,7 @@ import (
 // TestWalkthrough runs each example's walkthrough.sh, unchanged, against the real
 // binary serving that example, the way the examples' READMEs say.
 func TestWalkthrough(t *testing.T) {
-	for _, example := range []string{"stock-agent"} {
+	for _, example := range walkthroughExamples {
 		t.Run(example, func(t *testing.T) {
 			dir := filepath.Join(repoRoot(t), "examples", example)
 			d := startDaemon(t, dir)
