@@ -24,13 +24,22 @@ type Options struct {
 	// time (see MaxStringSize and MaxCollectionSize) and its actual cost at evaluation.
 	// 0 means DefaultCostLimit.
 	CostLimit uint64
+	// MaxIterations bounds the comprehension iterations of one evaluation: the sizes of
+	// all lists and maps that comprehensions (all, exists, exists_one, map, filter)
+	// range over, a nested comprehension counted every time it runs. cel-go's runtime
+	// cost tracking takes time quadratic in the iterations of one comprehension, so the
+	// cost limit alone lets an input far larger than the estimate assumed run for
+	// seconds or minutes; this limit keeps the worst case in the tens of milliseconds.
+	// Exceeding it is a cost_limit error. 0 means DefaultMaxIterations.
+	MaxIterations int
 }
 
 // Compiler turns expression sources into Programs. It holds one CEL environment per scope,
 // built once by NewCompiler; it is immutable and safe for concurrent use.
 type Compiler struct {
-	envs  map[Scope]*cel.Env
-	limit uint64
+	envs       map[Scope]*cel.Env
+	limit      uint64
+	iterations *iterationLimit
 }
 
 // NewCompiler builds the CEL environment of every scope.
@@ -39,6 +48,10 @@ func NewCompiler(opts Options) (*Compiler, error) {
 	if c.limit == 0 {
 		c.limit = DefaultCostLimit
 	}
+	if opts.MaxIterations <= 0 {
+		opts.MaxIterations = DefaultMaxIterations
+	}
+	c.iterations = newIterationLimit(opts.MaxIterations)
 	for _, row := range scopeTable {
 		envOpts := []cel.EnvOption{
 			ext.Strings(), ext.Lists(ext.ListsMaxRangeSize(MaxCollectionSize)), ext.Sets(),
@@ -97,7 +110,8 @@ func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error)
 		return nil, &Error{Kind: ErrKindCostLimit, Line: line, Column: col, Message: err.Error()}
 	}
 	prg, err := env.Program(checked, cel.CostLimit(c.limit),
-		cel.InterruptCheckFrequency(interruptCheckFrequency), cel.EvalOptions(cel.OptOptimize))
+		cel.InterruptCheckFrequency(interruptCheckFrequency), cel.EvalOptions(cel.OptOptimize),
+		cel.CustomDecoratorV2(c.iterations.decorator(rangeIDs(checked.NativeRep().Expr()))))
 	if err != nil {
 		line, col := startOf(src)
 		return nil, &Error{Kind: ErrKindTypeCheck, Line: line, Column: col, Message: err.Error()}

@@ -39,6 +39,8 @@ func (sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 	return &checker.SizeEstimate{Min: 1, Max: 1}
 }
 
-func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+func (sizeEstimator) EstimateCallCost(
+	string, string, *checker.AstNode, []checker.AstNode,
+) *checker.CallEstimate {
 	return nil
 }

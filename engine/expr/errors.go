@@ -11,13 +11,13 @@ import (
 // Error kinds: stable snake_case codes for Error.Kind. The first five are reported by
 // Compile, the last two by evaluation (ErrKindCostLimit by both).
 const (
-	ErrKindSyntax              = "syntax"
-	ErrKindTypeCheck           = "type_check"
-	ErrKindUndeclaredVariable  = "undeclared_variable"
-	ErrKindCostLimit           = "cost_limit"
-	ErrKindUnknownScope        = "unknown_scope"
-	ErrKindInterrupted         = "interrupted"
-	ErrKindEval                = "eval"
+	ErrKindSyntax             = "syntax"
+	ErrKindTypeCheck          = "type_check"
+	ErrKindUndeclaredVariable = "undeclared_variable"
+	ErrKindCostLimit          = "cost_limit"
+	ErrKindUnknownScope       = "unknown_scope"
+	ErrKindInterrupted        = "interrupted"
+	ErrKindEval               = "eval"
 )
 
 // Error is the one error type of this package, for compile and evaluation failures alike.
@@ -98,6 +98,8 @@ func startOf(src string) (line, col int) {
 func runtimeError(err error, limit uint64) *Error {
 	var cancelled interpreter.EvalCancelledError
 	switch {
+	case errors.As(err, &cancelled) && cancelled.Cause == iterationLimitExceeded:
+		return &Error{Kind: ErrKindCostLimit, Message: cancelled.Message, cause: err}
 	case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded:
 		return &Error{Kind: ErrKindCostLimit, cause: err,
 			Message: fmt.Sprintf("actual cost exceeded the limit %d", limit)}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -87,56 +89,96 @@ func TestEval_GuardAmount(t *testing.T) {
 }
 
 func TestEval_Errors(t *testing.T) {
-	big := make([]any, 20_000)
-	for i := range big {
-		big[i] = i
+	items := func(n int) map[string]any {
+		items := make([]any, n)
+		for i := range items {
+			items[i] = i
+		}
+		return map[string]any{"items": items}
 	}
 	tests := []struct {
-		name  string
-		src   string
-		want  Kind
-		limit uint64
-		vars  *Vars
-		kind  string
+		name     string
+		src      string
+		want     Kind
+		opts     Options
+		vars     *Vars
+		kind     string
+		contains string
 	}{
-		{name: "missing key", src: "metadata.region == 'eu'", kind: ErrKindEval},
+		{name: "missing key", src: "metadata.region == 'eu'", kind: ErrKindEval, contains: "no such key"},
 		{name: "dyn result is not a bool", src: "metadata.flag", vars: &Vars{Metadata: map[string]any{"flag": "yes"}},
-			kind: ErrKindEval},
+			kind: ErrKindEval, contains: "want bool"},
 		{name: "dyn result is not a string", src: "metadata.n", want: String,
-			vars: &Vars{Metadata: map[string]any{"n": 1}}, kind: ErrKindEval},
-		{name: "map key is not a string", src: "{1: 'a'}", want: Any, kind: ErrKindEval},
-		{name: "division by zero", src: "1 / size(request) > 0", kind: ErrKindEval},
-		// The estimate assumes at most MaxCollectionSize elements; larger input is stopped
-		// by the runtime limit.
-		{name: "runtime cost limit", src: "metadata.items.exists(x, x == -1)", limit: 20_000,
-			vars: &Vars{Metadata: map[string]any{"items": big}}, kind: ErrKindCostLimit},
+			vars: &Vars{Metadata: map[string]any{"n": 1}}, kind: ErrKindEval, contains: "want string"},
+		{name: "map key is not a string", src: "{1: 'a'}", want: Any, kind: ErrKindEval, contains: "not a string"},
+		{name: "division by zero", src: "1 / size(request) > 0", kind: ErrKindEval, contains: "division by zero"},
+		// The estimate assumes bounded inputs; larger ones are stopped by the runtime limits.
+		{name: "runtime cost limit on a string", src: "request.contains('needle')", opts: Options{CostLimit: 10_000},
+			vars: &Vars{Request: strings.Repeat("hay ", 50_000)}, kind: ErrKindCostLimit,
+			contains: "actual cost exceeded the limit 10000"},
+		{name: "runtime cost limit in a comprehension", src: "metadata.items.exists(x, x == -1)",
+			opts: Options{CostLimit: 7_000}, vars: &Vars{Metadata: items(3000)}, kind: ErrKindCostLimit,
+			contains: "actual cost exceeded the limit 7000"},
+		{name: "iteration limit", src: "metadata.items.exists(x, x == -1)", opts: Options{CostLimit: 1 << 40},
+			vars: &Vars{Metadata: items(DefaultMaxIterations + 1)}, kind: ErrKindCostLimit,
+			contains: "comprehensions exceeded 5000 iterations"},
+		{name: "iteration limit counts nested comprehensions", src: "metadata.items.all(x, metadata.items.all(y, y >= 0))",
+			opts: Options{CostLimit: 1 << 40, MaxIterations: 100}, vars: &Vars{Metadata: items(10)},
+			kind: ErrKindCostLimit, contains: "comprehensions exceeded 100 iterations"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := mustCompile(t, newCompiler(t, tt.limit), BeforePlanning, tt.src, tt.want)
-			_, err := p.Eval(context.Background(), tt.vars)
+			c, err := NewCompiler(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := mustCompile(t, c, BeforePlanning, tt.src, tt.want)
+			_, err = p.Eval(context.Background(), tt.vars)
 			e := wantErrorKind(t, err, tt.kind)
 			if e.Line != 0 || e.Column != 0 {
 				t.Errorf("runtime error has a position: %v", e)
+			}
+			if !strings.Contains(e.Message, tt.contains) {
+				t.Errorf("message = %q, want it to contain %q", e.Message, tt.contains)
 			}
 		})
 	}
 }
 
-func TestEval_ContextCancellationInterrupts(t *testing.T) {
-	items := make([]any, 100_000)
-	for i := range items {
-		items[i] = i
+func TestEval_IterationLimitAdmitsSmallerInputs(t *testing.T) {
+	c, err := NewCompiler(Options{CostLimit: 1 << 40, MaxIterations: 110})
+	if err != nil {
+		t.Fatal(err)
 	}
-	vars := &Vars{Metadata: map[string]any{"items": items}}
-	// A high limit: without interruption the evaluation would run every iteration.
-	p := mustCompile(t, newCompiler(t, 1<<40), BeforePlanning, "metadata.items.all(x, x >= 0)", Bool)
-	if ok, err := p.EvalBool(context.Background(), vars); err != nil || !ok {
+	p := mustCompile(t, c, BeforePlanning, "metadata.items.all(x, metadata.items.all(y, y >= 0))", Bool)
+	vars := &Vars{Metadata: map[string]any{"items": []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}}
+	for range 3 { // the count restarts with every evaluation
+		if ok, err := p.EvalBool(context.Background(), vars); err != nil || !ok {
+			t.Fatalf("10 + 10*10 iterations under a limit of 110: %v, %v", ok, err)
+		}
+	}
+}
+
+func TestEval_ContextCancellationInterrupts(t *testing.T) {
+	items := func(n int) *Vars {
+		items := make([]any, n)
+		for i := range items {
+			items[i] = i
+		}
+		return &Vars{Metadata: map[string]any{"items": items}}
+	}
+	// Limits so high that only the context can stop an evaluation over 100,000 items.
+	c, err := NewCompiler(Options{CostLimit: 1 << 40, MaxIterations: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustCompile(t, c, BeforePlanning, "metadata.items.all(x, x >= 0)", Bool)
+	if ok, err := p.EvalBool(context.Background(), items(100)); err != nil || !ok {
 		t.Fatalf("uncancelled: %v, %v", ok, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := p.EvalBool(ctx, vars)
+	_, err = p.EvalBool(ctx, items(100_000))
 	wantErrorKind(t, err, ErrKindInterrupted)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v does not wrap context.Canceled", err)
@@ -158,4 +200,25 @@ func TestEval_Now(t *testing.T) {
 	if again != first {
 		t.Errorf("now changed within one Vars: %v then %v", first, again)
 	}
+}
+
+// TestProgram_ConcurrentUse shares one Program between goroutines, each with its own Vars.
+func TestProgram_ConcurrentUse(t *testing.T) {
+	p := mustCompile(t, newCompiler(t, 0), AfterPlanning,
+		"plan.steps.exists(s, s.metadata.capability == 'execute_trade') && phase % 2 == 0", Bool)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			vars := &Vars{Plan: samplePlan()}
+			for i := range 50 {
+				vars.Phase = g + i
+				ok, err := p.EvalBool(context.Background(), vars)
+				if err != nil || ok != ((g+i)%2 == 0) {
+					t.Errorf("phase %d: %v, %v", g+i, ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -34,11 +34,12 @@ func (p *Program) Cost() uint64 { return p.cost }
 
 // Eval evaluates the program against vars and returns the result as a Go value: bool,
 // string, int64, uint64, float64, []byte, []any, map[string]any, time.Time, time.Duration
-// or nil. Evaluation stops with an *Error of kind cost_limit when the actual cost exceeds
-// the limit, and of kind interrupted when ctx is done (checked every 100 comprehension
-// iterations; expressions without comprehensions always finish). Any other failure, and a
-// result that is not of the program's output kind, is an *Error of kind eval. The caller
-// decides whether an error fails open or closed. A nil vars evaluates with empty values.
+// or nil, sharing no memory with vars. Evaluation stops with an *Error of kind cost_limit
+// when the actual cost exceeds the limit or comprehensions exceed the iteration limit, and
+// of kind interrupted when ctx is done (checked every 100 comprehension iterations;
+// expressions without comprehensions always finish). Any other failure, and a result that
+// is not of the program's output kind, is an *Error of kind eval. The caller decides
+// whether an error fails open or closed. A nil vars evaluates with empty values.
 func (p *Program) Eval(ctx context.Context, vars *Vars) (any, error) {
 	out, err := p.run(ctx, vars)
 	if err != nil {
@@ -92,6 +93,7 @@ func (p *Program) run(ctx context.Context, vars *Vars) (ref.Val, error) {
 	if vars == nil {
 		vars = &Vars{}
 	}
+	vars.iterations = 0
 	var (
 		out ref.Val
 		err error
@@ -108,5 +110,6 @@ func (p *Program) run(ctx context.Context, vars *Vars) (ref.Val, error) {
 }
 
 func wrongResult(out ref.Val, want Kind) *Error {
-	return &Error{Kind: ErrKindEval, Message: fmt.Sprintf("expression returned %s, want %s", out.Type().TypeName(), want)}
+	return &Error{Kind: ErrKindEval,
+		Message: fmt.Sprintf("expression returned %s, want %s", out.Type().TypeName(), want)}
 }

@@ -40,6 +40,7 @@ type Vars struct {
 
 	plan, step, result, call any
 	now                      ref.Val
+	iterations               int64 // comprehension iterations of the running evaluation
 }
 
 var _ interpreter.Activation = (*Vars)(nil)

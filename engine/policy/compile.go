@@ -120,9 +120,9 @@ func parseModules(modules []Module) ([]*ast.Module, Errors) {
 	return parsed, errs
 }
 
-// compileModules compiles the parsed modules, which correspond one to one to modules,
-// together. Type errors at the position of a
-// disabled built-in call are dropped: unsafeCalls has already reported them.
+// compileModules compiles the parsed modules (parsed[i] is modules[i]) together. Type
+// errors at the position of a disabled built-in call are dropped: unsafeCalls has
+// already reported them.
 func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[position]bool) (*ast.Compiler, Errors) {
 	byFile := make(map[string]*ast.Module, len(parsed))
 	for i, m := range parsed {

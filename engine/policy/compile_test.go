@@ -166,7 +166,7 @@ func TestCompileLibrary(t *testing.T) {
 }
 
 func TestBundleModulesAndPackages(t *testing.T) {
-	b := libraryBundle(t)
+	b := libraryBundle(t, Options{})
 	wantMods := []string{"agentd/guard/guard.rego", "agentd/lib/lib.rego", "agentd/plan/plan.rego"}
 	if got := b.Modules(); !slices.Equal(got, wantMods) {
 		t.Errorf("Modules() = %v, want %v", got, wantMods)

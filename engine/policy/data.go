@@ -171,7 +171,7 @@ func ruleDataConflicts(modules []*ast.Module, root *dataNode) Errors {
 	seen := map[string]bool{}
 	for _, mod := range modules {
 		for _, rule := range mod.Rules {
-			path, ok := stringPath(rule.Path())
+			path, ok := stringPath(rule.Ref().GroundPrefix())
 			if !ok || seen[strings.Join(path, "\x00")] {
 				continue
 			}

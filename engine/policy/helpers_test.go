@@ -51,9 +51,9 @@ func allowlistData() []DataFile {
 }
 
 // libraryBundle compiles the library (without its tests) with the demo allow-list.
-func libraryBundle(tb testing.TB) *Bundle {
+func libraryBundle(tb testing.TB, opts Options) *Bundle {
 	tb.Helper()
-	b, err := Compile(libraryModules(tb, false), allowlistData(), Options{})
+	b, err := Compile(libraryModules(tb, false), allowlistData(), opts)
 	if err != nil {
 		tb.Fatalf("Compile(library): %v", err)
 	}

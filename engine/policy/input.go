@@ -11,8 +11,9 @@ import (
 )
 
 // InputValue converts a JSON-shaped Go value (nil, bool, string, numbers, json.Number,
-// []any, map[string]any, ...) to a Rego value. Other types go through a JSON round trip,
-// so their json tags apply. Non-finite floats are an error, as they are in JSON.
+// []any, map[string]any, ...) to a Rego value. It follows encoding/json: nil slices and
+// maps become null, other types go through a JSON round trip so their json tags apply,
+// and non-finite floats are an error.
 func InputValue(v any) (ast.Value, error) {
 	return valueOf(v)
 }
@@ -25,6 +26,9 @@ func valueOf(v any) (ast.Value, error) {
 		}
 		return ast.InterfaceToValue(x)
 	case []any:
+		if x == nil {
+			return ast.NullValue, nil
+		}
 		terms := make([]*ast.Term, len(x))
 		for i, e := range x {
 			ev, err := valueOf(e)
@@ -35,6 +39,9 @@ func valueOf(v any) (ast.Value, error) {
 		}
 		return ast.NewArray(terms...), nil
 	case map[string]any:
+		if x == nil {
+			return ast.NullValue, nil
+		}
 		items := make([][2]*ast.Term, 0, len(x))
 		for k, e := range x {
 			ev, err := valueOf(e)
@@ -44,19 +51,46 @@ func valueOf(v any) (ast.Value, error) {
 			items = append(items, ast.Item(ast.InternedTerm(k), ast.NewTerm(ev)))
 		}
 		return ast.NewObject(items...), nil
-	default:
-		return ast.InterfaceToValue(v)
+	case []string:
+		if x == nil {
+			return ast.NullValue, nil
+		}
+	case map[string]string:
+		if x == nil {
+			return ast.NullValue, nil
+		}
 	}
+	return ast.InterfaceToValue(v)
 }
 
-// Input object keys, shared by every input built here.
+// Object keys, built once and shared by every input: Rego never mutates terms.
 var (
-	keyPlan        = ast.InternedTerm("plan")
-	keyPhase       = ast.InternedTerm("phase")
-	keyRequest     = ast.InternedTerm("request")
-	keyMetadata    = ast.InternedTerm("metadata")
-	keyEnrichments = ast.InternedTerm("enrichments")
-	keyCall        = ast.InternedTerm("call")
+	keyPlan        = ast.StringTerm("plan")
+	keyPhase       = ast.StringTerm("phase")
+	keyRequest     = ast.StringTerm("request")
+	keyMetadata    = ast.StringTerm("metadata")
+	keyEnrichments = ast.StringTerm("enrichments")
+	keyCall        = ast.StringTerm("call")
+
+	keyPlanID           = ast.StringTerm("plan_id")
+	keyOriginalRequest  = ast.StringTerm("original_request")
+	keyMode             = ast.StringTerm("mode")
+	keySteps            = ast.StringTerm("steps")
+	keyCreatedAt        = ast.StringTerm("created_at")
+	keyTerminal         = ast.StringTerm("terminal")
+	keyContinuationNote = ast.StringTerm("continuation_note")
+	keyPhaseNumber      = ast.StringTerm("phase_number")
+	keyNeedsUserInput   = ast.StringTerm("needs_user_input")
+	keyQuestion         = ast.StringTerm("question")
+	keyMissingFields    = ast.StringTerm("missing_fields")
+	keyPartialProgress  = ast.StringTerm("partial_progress")
+
+	keyStepID       = ast.StringTerm("step_id")
+	keyAgentName    = ast.StringTerm("agent_name")
+	keyNamespace    = ast.StringTerm("namespace")
+	keyInstruction  = ast.StringTerm("instruction")
+	keyDependsOn    = ast.StringTerm("depends_on")
+	keyImplicitDeps = ast.StringTerm("implicit_deps")
 )
 
 // PlanInput builds the after-planning input {plan, phase, request, metadata,
@@ -110,9 +144,6 @@ func CallInput(call map[string]any, request string, metadata, enrichments map[st
 
 // mapTerm converts a map, rendering nil as null.
 func mapTerm(m map[string]any) (*ast.Term, error) {
-	if m == nil {
-		return ast.NullTerm(), nil
-	}
 	v, err := valueOf(m)
 	if err != nil {
 		return nil, err
@@ -120,11 +151,8 @@ func mapTerm(m map[string]any) (*ast.Term, error) {
 	return ast.NewTerm(v), nil
 }
 
-// stringsTerm converts a string slice, rendering nil as null.
+// stringsTerm converts a string slice to an array.
 func stringsTerm(ss []string) *ast.Term {
-	if ss == nil {
-		return ast.NullTerm()
-	}
 	terms := make([]*ast.Term, len(ss))
 	for i, s := range ss {
 		terms[i] = ast.StringTerm(s)
@@ -135,17 +163,17 @@ func stringsTerm(ss []string) *ast.Term {
 // objectBuilder collects object items; add* methods apply encoding/json's omitempty.
 type objectBuilder struct{ items [][2]*ast.Term }
 
-func (b *objectBuilder) add(key string, v *ast.Term) {
-	b.items = append(b.items, ast.Item(ast.InternedTerm(key), v))
+func (b *objectBuilder) add(key, v *ast.Term) {
+	b.items = append(b.items, ast.Item(key, v))
 }
 
-func (b *objectBuilder) addString(key, s string, omitEmpty bool) {
+func (b *objectBuilder) addString(key *ast.Term, s string, omitEmpty bool) {
 	if !omitEmpty || s != "" {
 		b.add(key, ast.StringTerm(s))
 	}
 }
 
-func (b *objectBuilder) addStrings(key string, ss []string) {
+func (b *objectBuilder) addStrings(key *ast.Term, ss []string) {
 	if len(ss) > 0 {
 		b.add(key, stringsTerm(ss))
 	}
@@ -172,52 +200,59 @@ func planValue(p *engine.RoutingPlan) (*ast.Term, error) {
 		steps = ast.ArrayTerm(terms...)
 	}
 	b := objectBuilder{items: make([][2]*ast.Term, 0, 9)}
-	b.addString("plan_id", p.PlanID, false)
-	b.addString("original_request", p.OriginalRequest, false)
-	b.addString("mode", string(p.Mode), true)
-	b.add("steps", steps)
-	b.add("created_at", ast.StringTerm(created))
+	b.addString(keyPlanID, p.PlanID, false)
+	b.addString(keyOriginalRequest, p.OriginalRequest, false)
+	b.addString(keyMode, string(p.Mode), true)
+	b.add(keySteps, steps)
+	b.add(keyCreatedAt, ast.StringTerm(created))
 	if p.Terminal != nil {
-		b.add("terminal", ast.InternedTerm(*p.Terminal))
+		b.add(keyTerminal, ast.InternedTerm(*p.Terminal))
 	}
-	b.addString("continuation_note", p.ContinuationNote, true)
+	b.addString(keyContinuationNote, p.ContinuationNote, true)
 	if p.PhaseNumber != 0 {
-		b.add("phase_number", ast.InternedTerm(p.PhaseNumber))
+		b.add(keyPhaseNumber, ast.InternedTerm(p.PhaseNumber))
 	}
 	if n := p.NeedsUserInput; n != nil {
 		nb := objectBuilder{items: make([][2]*ast.Term, 0, 3)}
-		nb.addString("question", n.Question, false)
-		nb.addStrings("missing_fields", n.MissingFields)
-		nb.addString("partial_progress", n.PartialProgress, true)
-		b.add("needs_user_input", nb.term())
+		nb.addString(keyQuestion, n.Question, false)
+		nb.addStrings(keyMissingFields, n.MissingFields)
+		nb.addString(keyPartialProgress, n.PartialProgress, true)
+		b.add(keyNeedsUserInput, nb.term())
 	}
 	return b.term(), nil
 }
 
 func stepValue(s *engine.RoutingStep) (*ast.Term, error) {
 	b := objectBuilder{items: make([][2]*ast.Term, 0, 7)}
-	b.addString("step_id", s.StepID, false)
-	b.addString("agent_name", s.AgentName, false)
-	b.addString("namespace", s.Namespace, false)
-	b.addString("instruction", s.Instruction, false)
-	b.addStrings("depends_on", s.DependsOn)
-	b.addStrings("implicit_deps", s.ImplicitDeps)
+	b.addString(keyStepID, s.StepID, false)
+	b.addString(keyAgentName, s.AgentName, false)
+	b.addString(keyNamespace, s.Namespace, false)
+	b.addString(keyInstruction, s.Instruction, false)
+	b.addStrings(keyDependsOn, s.DependsOn)
+	b.addStrings(keyImplicitDeps, s.ImplicitDeps)
 	if len(s.Metadata) > 0 {
 		md, err := mapTerm(s.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
 		}
-		b.add("metadata", md)
+		b.add(keyMetadata, md)
 	}
 	return b.term(), nil
 }
 
-var errYearRange = errors.New("created_at: year outside of range [0,9999]")
+var (
+	errYearRange = errors.New("created_at: year outside of range [0,9999]")
+	errZoneRange = errors.New("created_at: timezone hour outside of range [0,23]")
+)
 
-// timeString renders t as time.Time.MarshalJSON does, without the quotes.
+// timeString renders t as time.Time.MarshalJSON does, without the quotes, and fails
+// where it fails.
 func timeString(t time.Time) (string, error) {
 	if y := t.Year(); y < 0 || y > 9999 {
 		return "", errYearRange
+	}
+	if _, off := t.Zone(); off <= -24*60*60 || off >= 24*60*60 {
+		return "", errZoneRange
 	}
 	return t.Format(time.RFC3339Nano), nil
 }

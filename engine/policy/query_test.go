@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 func TestPrepare(t *testing.T) {
-	b := libraryBundle(t)
+	b := libraryBundle(t, Options{})
 	tests := []struct {
 		query    string
 		wantKind string // "" means the query prepares
@@ -26,12 +26,13 @@ func TestPrepare(t *testing.T) {
 		{query: "data.agentd.plan.deny"},
 		{query: `data.agentd.plan["allow"]`},
 		{query: "data.agentd.allowlist"},
-		{query: "data.agentd.allowlist.demo-tools"},
+		{query: `data.agentd.allowlist["demo-tools"]`},
 		{query: "data.agentd.allowlist[\"demo-tools\"][\"stock-service\"]"},
 		{query: "data.agentd.plans", wantKind: KindUndefinedQuery, mention: "data.agentd.plan)"},
 		{query: "data.agentd.guards.deny", wantKind: KindUndefinedQuery, mention: "data.agentd.guard)"},
 		{query: "data.agentd.plan.denied", wantKind: KindUndefinedQuery, mention: "data.agentd.plan)"},
-		{query: "data.agentd.allowlist.other-tools", wantKind: KindUndefinedQuery},
+		{query: `data.agentd.allowlist["other-tools"]`, wantKind: KindUndefinedQuery},
+		{query: "data.agentd.allowlist.demo-tools", wantKind: KindInvalidQuery},
 		{query: "data.nothing", wantKind: KindUndefinedQuery, mention: "nearest package"},
 		{query: "input.plan", wantKind: KindInvalidQuery},
 		{query: "data.agentd[_]", wantKind: KindInvalidQuery},
@@ -146,11 +147,11 @@ func TestEvalCanceled(t *testing.T) {
 }
 
 func TestQueryConcurrentUse(t *testing.T) {
-	b := libraryBundle(t)
+	b := libraryBundle(t, Options{Timeout: 10 * time.Second}) // generous: -race is slow
 	q := mustPrepare(t, b, "data.agentd.plan")
-	inputs := []ast.Value{
-		planInput(t, plan(step("step-1", "stock_quote"))),
-		planInput(t, plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1"))),
+	plans := []*engine.RoutingPlan{
+		plan(step("step-1", "stock_quote")),
+		plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1")),
 	}
 	const goroutines, rounds = 8, 25
 	var wg sync.WaitGroup
@@ -159,7 +160,12 @@ func TestQueryConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range rounds {
 				want := (g + i) % 2
-				d, err := q.PlanDecision(context.Background(), inputs[want])
+				in, err := PlanInput(plans[want], 1, "req", nil, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				d, err := q.PlanDecision(context.Background(), in)
 				if err != nil {
 					errs <- err
 					return

@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+func TestLibraryPlanDecision(t *testing.T) {
+	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
+
+	d, err := q.PlanDecision(t.Context(), planInput(t, plan(step("step-1", "stock_quote"))))
+	if err != nil || !d.Allowed() || d.Plan != nil {
+		t.Fatalf("stock_quote: PlanDecision = %+v, %v; want allowed", d, err)
+	}
+
+	p := plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1"))
+	d, err = q.PlanDecision(t.Context(), planInput(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed() || len(d.Deny) != 1 {
+		t.Fatalf("execute_trade: Deny = %+v, want one violation", d.Deny)
+	}
+	if v := d.Deny[0]; v.Code != "capability_not_allowed" || v.StepID != "step-2" || v.Message == "" {
+		t.Errorf("violation = %+v, want capability_not_allowed on step-2", v)
+	}
+}
+
+func TestLibraryPlanDecisionNoPlan(t *testing.T) {
+	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
+	in, err := PlanInput(nil, 1, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := q.PlanDecision(t.Context(), in)
+	if err != nil || d.Allowed() || d.Deny[0].Code != "invalid_plan" {
+		t.Fatalf("PlanDecision(nil plan) = %+v, %v; want invalid_plan", d, err)
+	}
+}
+
+func TestLibraryGuardDecision(t *testing.T) {
+	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.guard")
+	call := func(amount any) ast.Value {
+		in, err := CallInput(map[string]any{
+			"operation": "tool_call", "request_id": "req-1", "step_id": "step-2",
+			"namespace": "demo-tools", "agent_name": "stock-service", "capability": "execute_trade",
+			"parameters": map[string]any{"symbol": "AAPL", "amount": amount},
+		}, "buy", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	if d, err := q.GuardDecision(t.Context(), call(500)); err != nil || !d.Allowed() {
+		t.Fatalf("amount 500: %+v, %v; want allowed", d, err)
+	}
+	d, err := q.GuardDecision(t.Context(), call(25000.5))
+	want := []Denial{{Code: "trade_limit", Reason: "trades above 10000 need approval"}}
+	if err != nil || !slices.Equal(d.Deny, want) {
+		t.Fatalf("amount 25000.5: %+v, %v; want %v", d, err, want)
+	}
+}
+
+func TestPlanDecisionUndefined(t *testing.T) {
+	b := mustCompile(t, Options{}, "p.rego", "package p\n\ndecision := {\"deny\": set()} if input.ready\n")
+	_, err := mustPrepare(t, b, "data.p.decision").PlanDecision(t.Context(), nil)
+	if !errors.Is(err, ErrUndefined) {
+		t.Fatalf("PlanDecision = %v, want ErrUndefined", err)
+	}
+}
+
+func TestPlanDecisionEntries(t *testing.T) {
+	b := mustCompile(t, Options{}, "p.rego", `package p
+
+deny contains "plain refusal"
+deny contains {"code": "b_code", "step_id": "step-2", "message": "m2"}
+deny contains {"code": "a_code", "step_id": "step-2", "message": "m1"}
+deny contains {"code": "too_many_steps", "message": "plan-level"}
+deny contains {"code": "bare"}
+
+plan := {
+	"plan_id": "rewritten",
+	"original_request": "r",
+	"steps": [{"step_id": "step-1", "agent_name": "a", "namespace": "n", "instruction": "i"}],
+	"created_at": "2025-03-01T12:30:00Z",
+	"terminal": false,
+}
+`)
+	d, err := mustPrepare(t, b, "data.p").PlanDecision(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Violation{
+		{Code: "bare"},
+		{Code: "denied", Message: "plain refusal"},
+		{Code: "too_many_steps", Message: "plan-level"},
+		{Code: "a_code", StepID: "step-2", Message: "m1"},
+		{Code: "b_code", StepID: "step-2", Message: "m2"},
+	}
+	if !slices.Equal(d.Deny, want) {
+		t.Errorf("Deny =\n %+v\nwant\n %+v", d.Deny, want)
+	}
+	if d.Plan == nil || d.Plan.PlanID != "rewritten" || len(d.Plan.Steps) != 1 || d.Plan.IsTerminal() ||
+		!d.Plan.CreatedAt.Equal(time.Date(2025, 3, 1, 12, 30, 0, 0, time.UTC)) {
+		t.Errorf("Plan = %+v, want the rewritten plan", d.Plan)
+	}
+}
+
+func TestPlanDecisionShapes(t *testing.T) {
+	tests := map[string]string{
+		"document_not_object": "decision := [1]",
+		"no_deny":             `decision := {"allow": true}`,
+		"deny_string":         `decision := {"deny": "no"}`,
+		"deny_object":         `decision := {"deny": {"code": "x"}}`,
+		"entry_number":        `decision := {"deny": {1}}`,
+		"entry_without_code":  `decision := {"deny": [{"message": "m"}]}`,
+		"code_not_string":     `decision := {"deny": [{"code": 7}]}`,
+		"step_id_not_string":  `decision := {"deny": [{"code": "c", "step_id": 1}]}`,
+		"message_not_string":  `decision := {"deny": [{"code": "c", "message": null}]}`,
+		"plan_not_object":     `decision := {"deny": set(), "plan": "p"}`,
+		"plan_bad_steps":      `decision := {"deny": set(), "plan": {"steps": "s"}}`,
+		"plan_bad_time":       `decision := {"deny": set(), "plan": {"created_at": "yesterday"}}`,
+	}
+	for name, rule := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := mustCompile(t, Options{}, "p.rego", "package p\n\n"+rule+"\n")
+			d, err := mustPrepare(t, b, "data.p.decision").PlanDecision(t.Context(), nil)
+			if !errors.Is(err, ErrShape) {
+				t.Fatalf("PlanDecision = %+v, %v; want ErrShape", d, err)
+			}
+		})
+	}
+}
+
+func TestGuardDecisionShapes(t *testing.T) {
+	tests := map[string]string{
+		"reason_not_string": `decision := {"deny": [{"code": "c", "reason": 1}]}`,
+		"entry_array":       `decision := {"deny": [["c"]]}`,
+		"deny_null":         `decision := {"deny": null}`,
+	}
+	for name, rule := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := mustCompile(t, Options{}, "p.rego", "package p\n\n"+rule+"\n")
+			_, err := mustPrepare(t, b, "data.p.decision").GuardDecision(t.Context(), nil)
+			if !errors.Is(err, ErrShape) {
+				t.Fatalf("GuardDecision = %v, want ErrShape", err)
+			}
+		})
+	}
+	b := mustCompile(t, Options{}, "p.rego", "package p\n\ndecision := {\"deny\": {\"no\", {\"code\": \"a\"}}}\n")
+	d, err := mustPrepare(t, b, "data.p.decision").GuardDecision(t.Context(), nil)
+	want := []Denial{{Code: "a"}, {Code: "denied", Reason: "no"}}
+	if err != nil || !slices.Equal(d.Deny, want) || d.Allowed() {
+		t.Fatalf("GuardDecision = %+v, %v; want %v", d, err, want)
+	}
+}
