@@ -300,6 +300,15 @@ func TestAfterPlanning_RequiredTimeoutFailsClosed(t *testing.T) {
 	}
 }
 
+func TestAfterPlanning_RequiredCannotSkip(t *testing.T) {
+	got, invs, err := runAfter(t, []engine.Hook{&requiredHook{*failWith("governed", threeStepPlan(), engine.ErrSkipped)}}, threeStepPlan())
+	if re, ok := engine.AsRequiredAfterPlanningError(err); got != nil || !ok || re.Reason != engine.ReasonHookError || !errors.Is(err, engine.ErrSkipped) {
+		t.Fatalf("AfterPlanning = %v, %v; want a hook_error rejection", got, err)
+	}
+	checkInvocation(t, invs[0], "governed", engine.StageAfterPlanning, 1, engine.InvocationFailed,
+		decision(engine.FailClosed, engine.ActionTerminate, engine.ReasonHookError), engine.ErrSkipped.Error())
+}
+
 func TestAfterPlanning_RequiredAcceptedDecision(t *testing.T) {
 	var returned *engine.RoutingPlan
 	hook := &requiredHook{planHook{name: "governed", fn: func(_ context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
@@ -381,16 +390,22 @@ func TestAfterPlanning_NilPlanIsInvalid(t *testing.T) {
 }
 
 func TestAfterPlanning_RunsOncePerPhaseBeforeExecution(t *testing.T) {
-	log := &eventLog{}
+	log, store := &eventLog{}, &putLog{}
 	var seen []*engine.RoutingPlan
 	hook := &planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
 		log.add("after_planning %d", plan.PhaseNumber)
 		seen = append(seen, plan)
+		for _, rev := range store.all() {
+			if len(rev.Phases) >= plan.PhaseNumber {
+				t.Errorf("phase %d was persisted before its after_planning hook ran", plan.PhaseNumber)
+			}
+		}
 		return plan, nil
 	}}
 	phase1 := threeStepPlan()
 	phase1.Terminal = new(bool)
 	l := recordingLifecycle(mustNew(t, []engine.Hook{hook}, engine.WithCatalog(testCatalog(t))), log, phase1, phaseTwoPlan())
+	l.Store = store
 	if _, err := l.Run(context.Background(), engine.Request{ID: "r", Text: "q"}); err != nil {
 		t.Fatal(err)
 	}

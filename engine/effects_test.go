@@ -392,6 +392,36 @@ func TestInvocation_RecordFields(t *testing.T) {
 	if !strings.HasSuffix(string(fields["started_at"]), `Z"`) {
 		t.Errorf("started_at %s is not encoded in UTC", fields["started_at"])
 	}
+	undecided := invs[0]
+	undecided.Decision = nil
+	if raw, _ := json.Marshal(undecided); strings.Contains(string(raw), `"decision"`) {
+		t.Errorf("an invocation without a decision encodes one: %s", raw)
+	}
+}
+
+func TestInvocation_JSONShape(t *testing.T) {
+	inv := engine.Invocation{
+		HookName: "governed", Phase: engine.StageAfterPlanning, Status: engine.InvocationFailed,
+		Sequence: 3, PlanPhase: 2, StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Duration: 1500,
+		Error: "denied",
+		Effects: []engine.Effect{{
+			EffectID: "e-1", SchemaVersion: 1, Name: "audit", Status: engine.EffectPartial, Summary: "1 of 2",
+			Data: json.RawMessage(`{"n":1}`), Error: "slow", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Duration: 7,
+		}},
+		Decision: &engine.DecisionRecord{FailurePolicy: engine.FailClosed, Action: engine.ActionTerminate, Reason: engine.ReasonHookError},
+	}
+	raw, err := json.Marshal(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"hook_name":"governed","phase":"after_planning","status":"failed","sequence":3,"plan_phase":2,` +
+		`"started_at":"2025-01-02T03:04:05.000000006Z","duration":1500,"error":"denied",` +
+		`"effects":[{"effect_id":"e-1","schema_version":1,"name":"audit","status":"partial","summary":"1 of 2",` +
+		`"data":{"n":1},"error":"slow","started_at":"2025-01-02T03:04:05Z","duration":7}],` +
+		`"decision":{"failure_policy":"fail_closed","action":"terminate","reason":"hook_error"}}`
+	if string(raw) != want {
+		t.Fatalf("JSON =\n%s\nwant\n%s", raw, want)
+	}
 }
 
 func TestInvocation_MissingDecisionOmittedOnReencode(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
 	"testing"
@@ -334,5 +335,46 @@ func TestPanic_NonErrorValueTextAndRecordingOff(t *testing.T) {
 	}
 	if got := catchPanic(func() { p.AfterSynthesis(context.Background(), newPctx(), "r", nil) }); got != 42 {
 		t.Fatalf("recording off: recovered %#v, want 42", got)
+	}
+}
+
+func TestSkipped_RecordedInEveryStageAndChangesNothing(t *testing.T) {
+	skip := fmt.Errorf("condition false: %w", engine.ErrSkipped)
+	ctx := context.Background()
+	logs := &logRecorder{}
+	p := mustNew(t, []engine.Hook{
+		&legacyHook{name: "before", fn: func(_ context.Context, pctx *engine.PipelineContext) (*engine.ShortCircuit, error) {
+			pctx.Enrichments["touched"] = true
+			return &engine.ShortCircuit{Response: "ignored"}, skip
+		}},
+		&planHook{name: "after", fn: func(_ context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
+			plan.Steps[0].Instruction = "ignored"
+			return plan, skip
+		}},
+		&executionHook{name: "exec", fn: func(context.Context, *engine.PipelineContext, *engine.ExecutionResult) error { return skip }},
+		&synthesisHook{name: "synth", fn: func(context.Context, *engine.PipelineContext, string) (string, error) { return "ignored", skip }},
+	}, engine.WithLogger(slog.New(logs)))
+	trail := engine.NewTrail()
+	if out, err := p.BeforePlanning(ctx, newPctx(), engine.NewGate(nil, false), trail); out != nil || err != nil {
+		t.Fatalf("BeforePlanning = %v, %v", out, err)
+	}
+	plan := threeStepPlan()
+	if got, err := p.AfterPlanning(ctx, newPctx(), plan, nil, trail); got != plan || err != nil {
+		t.Fatalf("AfterPlanning = %p, %v; want the same plan", got, err)
+	}
+	p.AfterExecution(ctx, newPctx(), &engine.ExecutionResult{}, trail)
+	if got := p.AfterSynthesis(ctx, newPctx(), "draft", trail); got != "draft" {
+		t.Fatalf("AfterSynthesis = %q", got)
+	}
+	skipped := decision(engine.FailOpen, engine.ActionContinue, engine.ReasonSkipped)
+	invs := trail.Invocations()
+	for i, stage := range engine.Stages {
+		checkInvocation(t, invs[i], invs[i].HookName, stage, 1, engine.InvocationSkipped, skipped, "")
+	}
+	if n := len(invs[0].Effects); n != 1 {
+		t.Fatalf("enrichment changes of a skipping hook: %d effects, want 1", n)
+	}
+	if got := logs.warnings(); len(got) != 0 {
+		t.Fatalf("a skip is not a failure, but warned for %v", got)
 	}
 }
