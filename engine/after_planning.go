@@ -73,7 +73,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 			inv.finish(status, decide(FailOpen, ActionContinue, reason), cause, nil)
 			return current, nil
 		}
-		inv.finish(InvocationFailed, decide(FailClosed, ActionTerminate, reason), cause, nil)
+		inv.finish(status, decide(FailClosed, ActionTerminate, reason), cause, nil)
 		return nil, &RequiredAfterPlanningError{Hook: e.name, Reason: reason, Cause: cause}
 	}
 

@@ -273,7 +273,11 @@ func TestAfterPlanning_RequiredRejectionFailsClosed(t *testing.T) {
 			if reason == engine.ReasonCloneFailed && tc.hook.calls != 0 {
 				t.Fatalf("hook called with an uncopyable plan")
 			}
-			checkInvocation(t, invs[1], "governed", engine.StageAfterPlanning, 2, engine.InvocationFailed,
+			status := engine.InvocationFailed
+			if reason == engine.ReasonCloneFailed {
+				status = engine.InvocationSkipped // the hook was never called
+			}
+			checkInvocation(t, invs[1], "governed", engine.StageAfterPlanning, 2, status,
 				decision(engine.FailClosed, engine.ActionTerminate, reason), causeText)
 		})
 	}

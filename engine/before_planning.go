@@ -54,8 +54,14 @@ func (p *Pipeline) BeforePlanning(ctx context.Context, pctx *PipelineContext, ga
 	if pctx.Enrichments == nil {
 		pctx.Enrichments = make(map[string]any)
 	}
+	// snap is the encoding of the enrichments before the next hook runs: each hook's
+	// after-snapshot is the next one's before-snapshot. Nil when not recording.
+	var snap enrichmentSnapshot
+	if trail != nil && len(p.before) > 0 {
+		snap = snapshotEnrichments(pctx.Enrichments)
+	}
 	for i := range p.before {
-		out, err := p.runBefore(ctx, &p.before[i], i+1, pctx, gate, trail)
+		out, err := p.runBefore(ctx, &p.before[i], i+1, pctx, gate, trail, &snap)
 		if out != nil || err != nil {
 			return out, err
 		}
@@ -63,17 +69,15 @@ func (p *Pipeline) BeforePlanning(ctx context.Context, pctx *PipelineContext, ga
 	return nil, nil
 }
 
-func (p *Pipeline) runBefore(ctx context.Context, e *beforeEntry, seq int, pctx *PipelineContext, gate Gate, trail *Trail) (out *ShortCircuitOutcome, err error) {
+func (p *Pipeline) runBefore(ctx context.Context, e *beforeEntry, seq int, pctx *PipelineContext, gate Gate, trail *Trail, snap *enrichmentSnapshot) (out *ShortCircuitOutcome, err error) {
 	inv := p.begin(ctx, e.entry, StageBeforePlanning, seq, 0, trail)
-	var snap enrichmentSnapshot
-	if trail != nil {
-		snap = snapshotEnrichments(pctx.Enrichments)
-	}
 	effects := func() []Effect {
-		if snap == nil {
+		if *snap == nil {
 			return nil
 		}
-		return snap.diff(pctx.Enrichments, inv.started)
+		var changes []Effect
+		changes, *snap = snap.diff(pctx.Enrichments, inv.started)
+		return changes
 	}
 	defer func() {
 		if r := recover(); r != nil {

@@ -7,15 +7,22 @@ import (
 )
 
 // CloneError reports a plan value that cannot be deep-copied: only JSON-shaped values
-// (objects, arrays, strings, numbers, booleans, null) can be.
+// (objects, arrays, strings, numbers, booleans, null) nested at most MaxCloneDepth
+// deep can be (a value that contains itself never can).
 type CloneError struct {
 	Path string
 	Type string
 }
 
 func (e *CloneError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("cannot copy plan: value at %s is nested more than %d deep", e.Path, MaxCloneDepth)
+	}
 	return fmt.Sprintf("cannot copy plan: value at %s has unsupported type %s", e.Path, e.Type)
 }
+
+// MaxCloneDepth bounds the nesting of values CloneValue copies.
+const MaxCloneDepth = 512
 
 // ClonePlan returns a deep copy of plan sharing no mutable memory with it.
 func ClonePlan(plan *RoutingPlan) (*RoutingPlan, error) {
@@ -47,7 +54,7 @@ func cloneStep(s *RoutingStep, i int) (RoutingStep, error) {
 	out.DependsOn = cloneSlice(s.DependsOn)
 	out.ImplicitDeps = cloneSlice(s.ImplicitDeps)
 	if s.Metadata != nil {
-		m, err := cloneValue(s.Metadata)
+		m, err := cloneValue(s.Metadata, 0)
 		if err != nil {
 			err.Path = fmt.Sprintf("steps[%d].metadata", i) + err.Path
 			return RoutingStep{}, err
@@ -59,7 +66,7 @@ func cloneStep(s *RoutingStep, i int) (RoutingStep, error) {
 
 // CloneValue deep-copies a JSON-shaped value.
 func CloneValue(v any) (any, error) {
-	c, err := cloneValue(v)
+	c, err := cloneValue(v, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +74,10 @@ func CloneValue(v any) (any, error) {
 }
 
 // cloneValue builds the error path on the way out, so success allocates no strings.
-func cloneValue(v any) (any, *CloneError) {
+func cloneValue(v any, depth int) (any, *CloneError) {
+	if depth > MaxCloneDepth {
+		return nil, &CloneError{}
+	}
 	switch t := v.(type) {
 	case nil, string, bool, float64, float32, int, int8, int16, int32, int64,
 		uint, uint8, uint16, uint32, uint64, json.Number, time.Time:
@@ -78,7 +88,7 @@ func cloneValue(v any) (any, *CloneError) {
 		}
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			c, err := cloneValue(e)
+			c, err := cloneValue(e, depth+1)
 			if err != nil {
 				err.Path = "." + k + err.Path
 				return nil, err
@@ -92,7 +102,7 @@ func cloneValue(v any) (any, *CloneError) {
 		}
 		out := make([]any, len(t))
 		for i, e := range t {
-			c, err := cloneValue(e)
+			c, err := cloneValue(e, depth+1)
 			if err != nil {
 				err.Path = fmt.Sprintf("[%d]", i) + err.Path
 				return nil, err

@@ -111,9 +111,15 @@ func snapshotEnrichments(m map[string]any) enrichmentSnapshot {
 	return snap
 }
 
-// encodeValue is json.Marshal that never fails: a value JSON cannot encode is recorded
-// as the JSON string of its fmt rendering.
-func encodeValue(v any) []byte {
+// encodeValue is json.Marshal that never fails nor panics: a value JSON cannot encode
+// (or whose MarshalJSON panics) is recorded as the JSON string of its fmt rendering, so
+// turning recording on never changes a request's outcome.
+func encodeValue(v any) (b []byte) {
+	defer func() {
+		if recover() != nil {
+			b, _ = json.Marshal(fmt.Sprintf("unencodable %T", v))
+		}
+	}()
 	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(fmt.Sprintf("%v", v))
@@ -129,10 +135,11 @@ type enrichmentChange struct {
 }
 
 // diff returns one planning_enrichment:<key> effect per added, updated or removed key
-// of now relative to the snapshot, in sorted key order.
-func (s enrichmentSnapshot) diff(now map[string]any, started time.Time) []Effect {
+// of now relative to the snapshot, in sorted key order, and the snapshot of now (the
+// next hook's starting point).
+func (s enrichmentSnapshot) diff(now map[string]any, started time.Time) ([]Effect, enrichmentSnapshot) {
 	keys := make([]string, 0, len(now)+len(s))
-	after := make(map[string][]byte, len(now))
+	after := make(enrichmentSnapshot, len(now))
 	for k, v := range now {
 		after[k] = encodeValue(v)
 		keys = append(keys, k)
@@ -170,5 +177,5 @@ func (s enrichmentSnapshot) diff(now map[string]any, started time.Time) []Effect
 			Duration:      time.Since(started),
 		})
 	}
-	return effects
+	return effects, after
 }

@@ -25,7 +25,8 @@ func (l *loader) compileGuards() (*op.Runner, []GuardInfo, string) {
 	var set op.Set
 	var infos []GuardInfo
 	var sites []guardSite
-	var revisionFrom *document
+	var revisionFrom *guardSite
+	failed := false
 	for _, d := range l.docs {
 		g := get(d.root, "guards")
 		if g == nil || !d.usable("guards") {
@@ -34,20 +35,27 @@ func (l *loader) compileGuards() (*op.Runner, []GuardInfo, string) {
 		rev := get(g, "policy_revision")
 		switch {
 		case revisionFrom == nil:
-			set.PolicyRevision, revisionFrom = rev.Value, &d
+			set.PolicyRevision, revisionFrom = rev.Value, &guardSite{d, rev}
 		case rev.Value != set.PolicyRevision:
+			failed = true
 			l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, rev, "guards.policy_revision",
-				"policy_revision %q differs from %q set in %s", rev.Value, set.PolicyRevision, revisionFrom.src.Name))
+				"policy_revision %q differs from %q set in %s", rev.Value, set.PolicyRevision, revisionFrom.d.src.Name))
 		}
 		for i, n := range get(g, "rules").Content {
 			guard, info := l.compileRule(d, n, "guards.rules["+strconv.Itoa(i)+"]", len(set.Guards))
 			if guard == nil {
+				failed = true
 				continue
 			}
 			set.Guards = append(set.Guards, *guard)
 			infos = append(infos, info)
 			sites = append(sites, guardSite{d, n})
 		}
+	}
+	if failed {
+		// The problems are reported; compiling what is left would only add follow-on
+		// errors (a revision without guards).
+		return nil, infos, set.PolicyRevision
 	}
 	runner, err := op.Compile(set, op.WithLogger(l.opts.Logger))
 	var ce *op.CompileError
@@ -56,17 +64,12 @@ func (l *loader) compileGuards() (*op.Runner, []GuardInfo, string) {
 	case errors.As(err, &ce) && ce.Index >= 0 && ce.Index < len(sites):
 		s := sites[ce.Index]
 		l.errs = append(l.errs, s.d.src.Errorf(diag.KindGuard, s.n, "guards", "%s", ce.Message))
+	case revisionFrom != nil:
+		l.errs = append(l.errs, revisionFrom.d.src.Errorf(diag.KindGuard, revisionFrom.n, "guards.policy_revision", "%v", err))
 	default:
-		l.errs = append(l.errs, &diag.Error{Kind: diag.KindGuard, File: fileOf(revisionFrom), Message: err.Error()})
+		l.errs = append(l.errs, &diag.Error{Kind: diag.KindGuard, Message: err.Error()})
 	}
 	return runner, infos, set.PolicyRevision
-}
-
-func fileOf(d *document) string {
-	if d == nil {
-		return ""
-	}
-	return d.src.Name
 }
 
 func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) (*op.Guard, GuardInfo) {
@@ -78,19 +81,8 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 	info := GuardInfo{Name: name, Operation: operation, File: d.src.Name, Line: n.Line}
 	c := l.context(d, "", name)
 	before := len(l.errs)
-	code, reason := get(n, "code"), get(n, "reason")
-	var fallback *op.Denial
-	if code != nil || reason != nil {
-		var err error
-		if fallback, err = op.NewDenial(scalar(code), scalar(reason)); err != nil {
-			at := code
-			if at == nil {
-				at = n
-			}
-			l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, at, field, "%v", err))
-		}
-		info.Code = scalar(code)
-	}
+	fallback := l.ruleDenial(d, n, field)
+	info.Code = scalar(get(n, "code"))
 	var check op.GuardFunc
 	if cond := get(n, "deny_if"); cond != nil {
 		info.Kind = "cel"
@@ -103,10 +95,50 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 			check = regoGuard(q, fallback)
 		}
 	}
+	if check == nil && len(l.errs) == before && !l.regoFailed {
+		l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, n, field, "a rule needs deny_if (with code and reason) or rego"))
+	}
 	if len(l.errs) > before || check == nil {
 		return nil, info
 	}
 	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check}, info
+}
+
+// ruleDenial validates the code and reason of rule n and returns them as a denial, nil
+// when the rule has neither or they are invalid (reported). A deny_if rule needs both; for
+// a rego rule they are optional defaults, so only the ones given are checked and an
+// absent reason stays empty.
+func (l *loader) ruleDenial(d document, n *yaml.Node, field string) *op.Denial {
+	code, reason := get(n, "code"), get(n, "reason")
+	if code == nil && reason == nil {
+		return nil
+	}
+	c, r := scalar(code), scalar(reason)
+	if get(n, "deny_if") == nil {
+		if code == nil {
+			c = "denied"
+		}
+		if reason == nil {
+			r = "denied"
+		}
+	}
+	den, err := op.NewDenial(c, r)
+	if err != nil {
+		at, sub := n, ""
+		var ide *op.InvalidDenialError
+		if errors.As(err, &ide) {
+			sub = ide.Field
+			if v := get(n, ide.Field); v != nil {
+				at = v
+			}
+		}
+		l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, at, joinField(field, sub), "%v", err))
+		return nil
+	}
+	if reason == nil {
+		den.Reason = ""
+	}
+	return den
 }
 
 func scalar(n *yaml.Node) string {

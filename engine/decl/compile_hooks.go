@@ -62,7 +62,10 @@ func (l *loader) compileHooks() ([]engine.Hook, []HookInfo) {
 // the required hook.
 func (l *loader) checkRequired(d document, n *yaml.Node, field string, stage engine.Stage, site hookSite, required **hookSite) bool {
 	req := get(n, "required")
-	isRequired := req != nil && req.Value == "true"
+	isRequired := false
+	if req != nil {
+		_ = req.Decode(&isRequired) // the schema checked it is a boolean: true, True or TRUE
+	}
 	fail := func(at *yaml.Node, format string, args ...any) {
 		l.errs = append(l.errs, d.src.Errorf(diag.KindRequiredHook, at, field, format, args...))
 	}
@@ -141,9 +144,43 @@ func (l *loader) compileCatalog() *engine.Catalog {
 	switch {
 	case errors.As(err, &ce) && ce.Index >= 0 && ce.Index < len(sites):
 		s := sites[ce.Index]
-		l.errs = append(l.errs, s.d.src.Errorf(diag.KindCatalog, s.n, "catalog", "%s", ce.Error()))
+		l.errs = append(l.errs, s.d.src.Errorf(diag.KindCatalog, catalogNode(s.n, ce), "catalog", "%s", ce.Error()))
 	case err != nil:
 		l.errs = append(l.errs, &diag.Error{Kind: diag.KindCatalog, Message: err.Error()})
 	}
 	return c
+}
+
+// catalogNode returns the node of catalog entry n that ce is about: the agent of a
+// duplicate agent, the second of two equal capability names or return fields, else n.
+func catalogNode(n *yaml.Node, ce *engine.CatalogError) *yaml.Node {
+	second := func(list *yaml.Node, value func(*yaml.Node) *yaml.Node) *yaml.Node {
+		seen := false
+		for _, item := range contentOf(list) {
+			if v := value(item); v != nil && v.Value == ce.Name {
+				if seen {
+					return v
+				}
+				seen = true
+			}
+		}
+		return nil
+	}
+	var at *yaml.Node
+	switch ce.Reason {
+	case "duplicate_agent":
+		at = get(n, "agent")
+	case "duplicate_capability":
+		at = second(get(n, "capabilities"), func(c *yaml.Node) *yaml.Node { return get(c, "name") })
+	case "duplicate_return_field":
+		for _, c := range contentOf(get(n, "capabilities")) {
+			if at = second(get(c, "returns"), func(r *yaml.Node) *yaml.Node { return r }); at != nil {
+				break
+			}
+		}
+	}
+	if at == nil {
+		return n
+	}
+	return at
 }

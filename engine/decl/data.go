@@ -61,10 +61,10 @@ func decodeDataFile(f file) (any, *diag.Error) {
 func jsonError(src *builtin.Source, err error) *diag.Error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	off := 0
+	off := len(bytes.TrimRight(src.Data, " \t\r\n")) // an unexpected end: just after the last token
 	switch {
 	case errors.As(err, &syn):
-		off = int(syn.Offset)
+		off = int(syn.Offset) - 1 // Offset counts the offending byte
 	case errors.As(err, &typ):
 		off = int(typ.Offset)
 	}

@@ -3,6 +3,7 @@ package decl
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -74,7 +75,7 @@ func readTree(dir, sub string, recursive bool, keep func(string) bool) ([]file, 
 		if os.IsNotExist(err) {
 			return nil, nil
 		}
-		return nil, diag.List{{Kind: diag.KindIO, File: sub, Message: err.Error()}}
+		return nil, diag.List{{Kind: diag.KindIO, File: sub, Message: ioMessage(err)}}
 	}
 	var files []file
 	var errs diag.List
@@ -83,7 +84,7 @@ func readTree(dir, sub string, recursive bool, keep func(string) bool) ([]file, 
 		name := path.Join(sub, filepath.ToSlash(rel))
 		switch {
 		case err != nil:
-			errs = append(errs, &diag.Error{Kind: diag.KindIO, File: name, Message: err.Error()})
+			errs = append(errs, &diag.Error{Kind: diag.KindIO, File: name, Message: ioMessage(err)})
 			return nil
 		case p == root:
 			return nil
@@ -102,17 +103,27 @@ func readTree(dir, sub string, recursive bool, keep func(string) bool) ([]file, 
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
-			errs = append(errs, &diag.Error{Kind: diag.KindIO, File: name, Message: err.Error()})
+			errs = append(errs, &diag.Error{Kind: diag.KindIO, File: name, Message: ioMessage(err)})
 			return nil
 		}
 		files = append(files, file{name: name, data: data})
 		return nil
 	})
 	if walkErr != nil {
-		errs = append(errs, &diag.Error{Kind: diag.KindIO, File: sub, Message: walkErr.Error()})
+		errs = append(errs, &diag.Error{Kind: diag.KindIO, File: sub, Message: ioMessage(walkErr)})
 	}
 	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.name, b.name) })
 	return files, errs
+}
+
+// ioMessage is err's text without the absolute path an *fs.PathError repeats: the
+// diagnostic's File names the file relative to the config directory.
+func ioMessage(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // generationID hashes the names and contents of every file a generation is built

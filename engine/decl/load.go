@@ -128,8 +128,18 @@ func (l *loader) compilePolicies(cf configFiles) {
 		return
 	}
 	for _, e := range perrs {
-		l.errs = append(l.errs, &diag.Error{Kind: e.Kind, File: e.File, Line: e.Line, Column: e.Column, Message: e.Message})
+		kind := e.Kind
+		if k, ok := policyKinds[kind]; ok {
+			kind = k
+		}
+		l.errs = append(l.errs, &diag.Error{Kind: kind, File: e.File, Line: e.Line, Column: e.Column, Message: e.Message})
 	}
+}
+
+// policyKinds maps the policy error kinds that have no diag kind of the same name.
+var policyKinds = map[string]string{
+	policy.KindDataInvalid:  diag.KindDataSyntax,
+	policy.KindInvalidQuery: diag.KindUndefinedQuery,
 }
 
 // context returns the action compile context of one hook.

@@ -41,7 +41,7 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 	}
 	switch key {
 	case "cel_cost_limit":
-		n, err := strconv.ParseUint(v.Value, 10, 64)
+		n, err := strconv.ParseUint(v.Value, 0, 64) // base 0: YAML also writes integers as 0x2710 or 10_000
 		if err != nil || n == 0 {
 			bad("cel_cost_limit must be a positive integer, got %q", v.Value)
 			return

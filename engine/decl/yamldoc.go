@@ -3,6 +3,7 @@ package decl
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -47,6 +48,7 @@ func parseDocument(src *builtin.Source, schema *jsonschema.Schema) (*yaml.Node, 
 	if err := root.Decode(&v); err != nil {
 		return nil, diag.List{yamlError(src, err)}, nil
 	}
+	resolveAliases(root)
 	var errs diag.List
 	broken := map[string]bool{}
 	for _, viol := range schemas.Validate(schema, v) {
@@ -101,6 +103,64 @@ func duplicateKeys(src *builtin.Source, n *yaml.Node, field string) diag.List {
 	return errs
 }
 
+// resolveAliases makes the tree under n read as the value yaml.v3 decodes: every alias
+// is replaced by the node it names and every merge key (<<) is expanded into its
+// mapping, explicit keys first, then the merged mappings' keys in order, the first of
+// each key winning. The compile steps read nodes, so they then see what the schema
+// validated. It must run only after n decoded without error, which rules out alias
+// cycles and excessive aliasing. Aliased nodes are shared, not copied: each node is
+// visited once, where it is defined, and errors point at the anchored definition.
+func resolveAliases(n *yaml.Node) {
+	for i, c := range n.Content {
+		if c.Kind != yaml.AliasNode {
+			resolveAliases(c)
+			continue
+		}
+		for c.Kind == yaml.AliasNode && c.Alias != nil {
+			c = c.Alias
+		}
+		n.Content[i] = c
+	}
+	if n.Kind == yaml.MappingNode {
+		expandMerges(n)
+	}
+}
+
+// expandMerges replaces the merge keys of mapping n, whose values are resolved
+// already, by the keys they merge.
+func expandMerges(n *yaml.Node) {
+	var merged []*yaml.Node
+	content := make([]*yaml.Node, 0, len(n.Content))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch {
+		case k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge":
+			content = append(content, k, v)
+		case v.Kind == yaml.SequenceNode:
+			merged = append(merged, v.Content...)
+		default:
+			merged = append(merged, v)
+		}
+	}
+	if merged == nil {
+		return
+	}
+	seen := map[string]bool{}
+	keyOf := func(k *yaml.Node) string { return k.ShortTag() + "\x00" + k.Value }
+	for i := 0; i < len(content); i += 2 {
+		seen[keyOf(content[i])] = true
+	}
+	for _, m := range merged {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if k := m.Content[i]; !seen[keyOf(k)] {
+				seen[keyOf(k)] = true
+				content = append(content, k, m.Content[i+1])
+			}
+		}
+	}
+	n.Content = content
+}
+
 func joinField(field, key string) string {
 	if field == "" {
 		return key
@@ -109,10 +169,11 @@ func joinField(field, key string) string {
 }
 
 // schemaError places a schema violation at the node its path names: the key itself for
-// an unexpected key, else the value.
+// an unexpected key (unknown_key, or schema for a known key a `false` subschema forbids
+// there, like rego beside deny_if), else the value.
 func schemaError(src *builtin.Source, root *yaml.Node, v schemas.Violation) *diag.Error {
 	kind := diag.KindSchema
-	if v.Keyword == "additionalProperties" || v.Keyword == "unevaluatedProperties" || v.Keyword == "false" {
+	if v.Keyword == "additionalProperties" || v.Keyword == "unevaluatedProperties" {
 		kind = diag.KindUnknownKey
 	}
 	node, key, field := root, (*yaml.Node)(nil), ""
@@ -128,11 +189,21 @@ func schemaError(src *builtin.Source, root *yaml.Node, v schemas.Violation) *dia
 		}
 		node, key = next, k
 	}
-	at := node
-	if kind == diag.KindUnknownKey && key != nil {
-		at = key
+	at, msg := node, v.Message
+	if (kind == diag.KindUnknownKey || v.Keyword == "false") && key != nil {
+		at = key // a key that is unknown, or known but not allowed here
 	}
-	return src.Errorf(kind, at, field, "%s", v.Message)
+	if kind == diag.KindUnknownKey && isStepKey(v.Path) {
+		kind = diag.KindUnknownAction
+		msg = fmt.Sprintf("unknown action %q (known: %s)", v.Path[4], strings.Join(builtin.Names(), ", "))
+	}
+	return src.Errorf(kind, at, field, "%s", msg)
+}
+
+// isStepKey reports whether a schema path names the action key of a hook step,
+// hooks/N/steps/M/<action>: the schema rejects an unknown action there.
+func isStepKey(path []string) bool {
+	return len(path) == 5 && path[0] == "hooks" && path[2] == "steps"
 }
 
 // child returns the value under seg of a mapping (and its key node) or a sequence.

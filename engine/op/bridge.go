@@ -3,7 +3,7 @@ package op
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -57,7 +57,8 @@ type bridge struct {
 	context.Context // a cancelCtx over base
 	base            base
 	cancel          context.CancelCauseFunc
-	err             atomic.Pointer[error]
+	mu              sync.Mutex
+	err             error // set once, just before cancel
 	stopParent      func() bool
 	stopDerived     func() bool
 }
@@ -101,7 +102,7 @@ func newBridge(parent, derived context.Context) *bridge {
 		return b
 	}
 	if parent.Done() != nil {
-		
+		b.stopParent = context.AfterFunc(parent, func() { b.cancelFrom(parent) })
 	}
 	if d := derived.Done(); d != nil && d != parent.Done() {
 		b.stopDerived = context.AfterFunc(derived, func() { b.cancelFrom(derived) })
@@ -115,10 +116,9 @@ func (b *bridge) Err() error {
 	if b.Context.Err() == nil {
 		return nil
 	}
-	if err := b.err.Load(); err != nil {
-		return *err
-	}
-	return context.Canceled
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
 }
 
 // cancelFrom cancels the bridge with src's error and cause, unless it already is.
@@ -130,8 +130,16 @@ func (b *bridge) cancelFrom(src context.Context) {
 	b.cancelWith(err, context.Cause(src))
 }
 
+// cancelWith cancels the bridge unless it already is; the first caller's err and
+// cause win, and err is recorded before the bridge's Done channel closes.
 func (b *bridge) cancelWith(err, cause error) {
-	if b.err.CompareAndSwap(nil, &err) {
+	b.mu.Lock()
+	first := b.err == nil
+	if first {
+		b.err = err
+	}
+	b.mu.Unlock()
+	if first {
 		b.cancel(cause)
 	}
 }

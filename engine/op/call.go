@@ -75,7 +75,7 @@ func (e *CallError) Error() string {
 }
 
 // MaxDepth bounds the nesting of parameters and metadata; it also stops Validate and
-// Clone from recursing forever on a map that contains itself.
+// Clone from recursing forever on a map or list that contains itself.
 const MaxDepth = 32
 
 var reasonDepth = "nested deeper than " + strconv.Itoa(MaxDepth) + " levels"
@@ -84,7 +84,7 @@ var reasonDepth = "nested deeper than " + strconv.Itoa(MaxDepth) + " levels"
 // *CallError: an unknown operation, an empty request_id, a tool_call without step_id,
 // agent_name or capability, an inference without model, a negative phase, a string
 // (including keys and values nested in parameters or metadata) that is not valid UTF-8,
-// or parameters/metadata nested deeper than 32 levels.
+// or maps and lists in parameters or metadata nested deeper than MaxDepth levels.
 func (c Call) Validate() error {
 	if !c.Operation.Known() {
 		return &CallError{Field: "operation", Reason: "unknown operation " + strconv.Quote(string(c.Operation))}
@@ -138,18 +138,12 @@ func checkValue(v any, depth int) (where, reason string) {
 		if !utf8.ValidString(t) {
 			return "", reasonUTF8
 		}
-		return "", ""
 	case map[string]any:
 		return checkMap(t, depth)
-	}
-	switch v.(type) {
-	case []any, []map[string]any, map[string]string, []string:
+	case []any:
 		if depth > MaxDepth {
 			return "", reasonDepth
 		}
-	}
-	switch t := v.(type) {
-	case []any:
 		for i, e := range t {
 			if w, r := checkValue(e, depth+1); r != "" {
 				return "[" + strconv.Itoa(i) + "]" + w, r

@@ -13,7 +13,7 @@
 //		finish(op.Result{Outcome: op.Denied, Err: err})
 //		return err
 //	}
-//	out, err := do(ctx)
+//	err = run(ctx) // the operation itself, with the context Start returned
 //	finish(op.Result{Outcome: outcomeOf(err), Err: err})
 //
 // Order. Begin callbacks run in registration order, each on its own copy of the Call and
@@ -37,5 +37,9 @@
 // was given; cancellation of that context, with its cause, still reaches the operation;
 // its deadline still applies, and the effective deadline is the earlier of the two. An
 // observer can add values or cancel sooner, never revive a canceled operation or remove
-// the runtime's deadline. Links to a detached context are released by finish.
+// the runtime's deadline. A detached context costs a bridge: it is canceled by
+// whichever side is canceled first, with that side's error and cause (contexts derived
+// from the bridge report context.Canceled with the same context.Cause), and finish
+// releases it, canceling it with cause ErrFinished. A context that shares the parent's
+// cancellation, such as a value child, needs no link and finish leaves it alone.
 package op

@@ -17,7 +17,7 @@ import (
 // WatchOptions configure Watch. The zero value is valid.
 type WatchOptions struct {
 	// Debounce is the quiet period that must follow the last change before a reload
-	// starts; 0 means 100ms.
+	// starts; zero or negative means 100ms.
 	Debounce time.Duration
 }
 
@@ -37,10 +37,12 @@ const defaultDebounce = 100 * time.Millisecond
 // watched. Hidden entries are not walked: the swap of ..data arrives as an event in
 // the directory itself. After every event the watched set is recomputed: symlinks are
 // resolved again, new folders are added, and folders that vanished or were replaced by
-// another one are dropped or watched afresh.
+// another one are dropped or watched afresh. A symlink swapped above the parent is not
+// seen; that layout needs a SIGHUP.
 //
 // When: every event but a bare attribute change (chmod) starts or restarts a quiet
-// period of opts.Debounce; when it ends, one r.Reload runs, never one per event.
+// period of opts.Debounce; when it ends, one r.Reload runs, never one per event (so
+// changes that never pause for a quiet period hold the reload back until they do).
 // Reload compiles aside and swaps in one store, or keeps the last good generation and
 // records the error, so a broken save never goes live and a later fix recovers. Watch
 // also reloads once, one quiet period after it started, so a change made between the
@@ -69,7 +71,7 @@ func Watch(ctx context.Context, r *Reloader, opts WatchOptions) error {
 	if err := w.Add(root); err != nil {
 		return fmt.Errorf("watch config directory %s: %w", dir, err)
 	}
-	t := &tree{w: w, dir: dir, watched: map[string]fs.FileInfo{}, logger: r.logger}
+	t := &tree{w: w, dir: dir, logger: r.logger, watched: map[string]fs.FileInfo{}, warned: map[string]bool{}}
 	t.sync(ctx)
 	r.logger.InfoContext(ctx, "watching config directory", "dir", dir, "folders", len(t.watched), "debounce", debounce)
 
@@ -121,6 +123,8 @@ type tree struct {
 	// matter: dir's own name and, when dir is a symlink, the name of its target.
 	parent string
 	names  map[string]bool
+	// warned holds the folders that could not be watched, each logged once.
+	warned map[string]bool
 }
 
 // relevant reports whether ev may change what the loader reads. Attribute changes do
@@ -156,11 +160,13 @@ func (t *tree) sync(ctx context.Context) {
 			continue
 		}
 		if err := t.w.Add(p); err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
+			if !errors.Is(err, fs.ErrNotExist) && !t.warned[p] {
+				t.warned[p] = true
 				t.logger.WarnContext(ctx, "config watch cannot watch a folder; its changes need a reload (SIGHUP)", "folder", p, "error", err)
 			}
 			continue
 		}
+		delete(t.warned, p)
 		t.watched[p] = fi
 	}
 }

@@ -1,0 +1,6 @@
+package agentd.plan
+
+deny contains msg if {
+	some step in input.plan.steps
+	msg := sprintf("step %s", [step.step_id]
+}

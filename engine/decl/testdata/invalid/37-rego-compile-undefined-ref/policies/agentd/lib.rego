@@ -1,0 +1,3 @@
+package agentd.lib
+
+permitted(step) if step.namespace == "demo-tools"

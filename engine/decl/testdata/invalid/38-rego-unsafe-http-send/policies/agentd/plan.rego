@@ -1,0 +1,6 @@
+package agentd.plan
+
+deny contains "remote_denied" if {
+	resp := http.send({"method": "GET", "url": "https://policy.internal/check"})
+	resp.status_code != 200
+}

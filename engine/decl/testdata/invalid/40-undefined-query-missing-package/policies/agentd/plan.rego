@@ -1,0 +1,3 @@
+package agentd.plan
+
+deny contains "empty_plan" if count(input.plan.steps) == 0

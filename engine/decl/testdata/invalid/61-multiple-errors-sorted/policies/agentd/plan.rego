@@ -1,0 +1,5 @@
+package agentd.plan
+
+deny contains msg if {
+	msg := undefined_thing
+}

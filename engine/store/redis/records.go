@@ -1,0 +1,117 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/record"
+)
+
+// putRecordScript is the revision-gated write of an execution record, one atomic step
+// in Redis: it writes only when no record is stored or the stored revision is lower,
+// and returns {1} when written, {0, stored revision} when stale. Revisions travel as
+// canonical decimal strings and compare exactly (Lua numbers are doubles).
+//
+//	KEYS[1] the record's hash (fields revision, record)
+//	ARGV[1] revision   ARGV[2] the record as JSON   ARGV[3] retention in ms, 0 keeps it
+var putRecordScript = goredis.NewScript(`
+local function less(a, b)
+  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
+  if na ~= nb then return na end
+  if na then a, b = b:sub(2), a:sub(2) end
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+local stored = redis.call('HGET', KEYS[1], 'revision')
+if stored and not less(stored, ARGV[1]) then
+  return {0, stored}
+end
+redis.call('HSET', KEYS[1], 'revision', ARGV[1], 'record', ARGV[2])
+if ARGV[3] == '0' then
+  redis.call('PERSIST', KEYS[1])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return {1}
+`)
+
+// Records is a Redis-backed engine.RecordStore sharing its Store's connection pool, key
+// prefix and timeout. A record lives in the hash <prefix>rec:<request id> with the
+// fields revision and record (JSON), and expires after the retention of its outcome
+// (record.Retention; zero keeps it until deleted).
+type Records struct {
+	s         *Store
+	retention record.Retention
+}
+
+// Records returns the execution record store on s's Redis.
+func (s *Store) Records(retention record.Retention) *Records {
+	return &Records{s: s, retention: retention}
+}
+
+// Put implements engine.RecordStore.
+func (r *Records) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode execution record: %w", err)
+	}
+	ttl := r.retention.Error
+	if rec.Status == engine.RecordSucceeded {
+		ttl = r.retention.Success
+	}
+	var ms int64
+	if ttl > 0 {
+		ms = millis(ttl)
+	}
+	key := r.s.key("rec:", rec.RequestID)
+	var res []any
+	err = r.s.do(ctx, r.s.timeout, "put record", key, func(ctx context.Context) error {
+		var err error
+		res, err = putRecordScript.Run(ctx, r.s.client, []string{key}, strconv.FormatInt(rec.Revision, 10), data, ms).Slice()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if written, _ := res[0].(int64); written == 1 {
+		return nil
+	}
+	stored := "?"
+	if len(res) > 1 {
+		stored = fmt.Sprint(res[1])
+	}
+	return fmt.Errorf("%w: request %q has revision %s, got %d", engine.ErrStaleRevision, rec.RequestID, stored, rec.Revision)
+}
+
+// Get implements engine.RecordStore.
+func (r *Records) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
+	key := r.s.key("rec:", requestID)
+	var data []byte
+	err := r.s.do(ctx, r.s.timeout, "get record", key, func(ctx context.Context) error {
+		var err error
+		data, err = r.s.client.HGet(ctx, key, "record").Bytes()
+		if errors.Is(err, goredis.Nil) {
+			data, err = nil, nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
+	}
+	var rec engine.ExecutionRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("decode execution record %q: %w", requestID, err)
+	}
+	return &rec, nil
+}
+
+var _ engine.RecordStore = (*Records)(nil)

@@ -1,0 +1,158 @@
+// Package redis keeps agentd's shared state in Redis, so that several agentd replicas
+// share request states, response-cache entries, rate-limit windows and execution
+// records. Store implements store.Requests, store.Cache and store.Limiter; Records
+// implements engine.RecordStore on the same connection pool. Both pass the conformance
+// suites the in-memory stores pass (storetest, recordtest).
+//
+// Failure policy: every operation runs under a short deadline of its own, and every
+// failure to reach Redis (refused, reset, timed out, an error reply) is wrapped with
+// store.ErrUnavailable, so the daemon answers 503 store_unavailable instead of deciding
+// without its state. The package starts no goroutine; the go-redis pool re-dials by
+// itself once Redis answers again, so an outage is never sticky.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix       = "agentd:"
+	DefaultTimeout      = time.Second
+	DefaultCacheTimeout = 250 * time.Millisecond
+)
+
+// Options tune a Store. Zero values take the defaults.
+type Options struct {
+	// Prefix starts every key the store writes; default "agentd:". Deployments that
+	// share one Redis database keep apart by prefix.
+	Prefix string
+	// Timeout bounds each request-state and execution-record operation; default 1s.
+	Timeout time.Duration
+	// CacheTimeout bounds each response-cache and rate-limit operation; default 250ms.
+	// Those serve optional hooks that fail open, so a slow Redis should cost them
+	// little time.
+	CacheTimeout time.Duration
+}
+
+// Store is a Redis-backed store.Requests, store.Cache and store.Limiter. It is safe for
+// concurrent use. Keys:
+//
+//	<prefix>req:<request id>    request state, JSON, expiring after the request TTL
+//	<prefix>cache:<cache key>   response-cache entry, JSON, expiring after its TTL
+//	<prefix>limit:<limit key>   rate-limit window counter, expiring with the window
+//	<prefix>rec:<request id>    execution record (see Records)
+type Store struct {
+	client       *goredis.Client
+	prefix       string
+	timeout      time.Duration
+	cacheTimeout time.Duration
+}
+
+// Open parses a redis:// (or rediss://, unix://) URL and returns a store on it without
+// connecting: the first operation dials. Besides the go-redis URL options (dial_timeout,
+// pool_size, ...), the query may set prefix, timeout and cache_timeout (Options), e.g.
+// redis://127.0.0.1:6379/0?prefix=team-a:&timeout=500ms.
+func Open(rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL: %w", err)
+	}
+	q := u.Query()
+	var opts Options
+	opts.Prefix = q.Get("prefix")
+	for name, dst := range map[string]*time.Duration{"timeout": &opts.Timeout, "cache_timeout": &opts.CacheTimeout} {
+		if v := q.Get(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("redis URL: %s must be a positive duration, got %q", name, v)
+			}
+			*dst = d
+		}
+	}
+	retries := q.Has("max_retries")
+	for _, name := range []string{"prefix", "timeout", "cache_timeout"} {
+		q.Del(name)
+	}
+	u.RawQuery = q.Encode()
+	ropts, err := goredis.ParseURL(u.String())
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if !retries {
+		// A retried script could apply twice (a rate-limit event counted twice); a failed
+		// operation is reported instead, and the next one dials afresh.
+		ropts.MaxRetries = -1
+	}
+	if ropts.DialTimeout == 0 {
+		ropts.DialTimeout = opts.Timeout
+	}
+	ropts.DialerRetries = 1
+	ropts.ContextTimeoutEnabled = true
+	ropts.DisableIdentity = true
+	ropts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return &Store{client: goredis.NewClient(ropts), prefix: opts.Prefix, timeout: opts.Timeout, cacheTimeout: opts.CacheTimeout}, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.CacheTimeout <= 0 {
+		o.CacheTimeout = DefaultCacheTimeout
+	}
+	return o
+}
+
+// Prefix is the prefix of every key of the store.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Ping checks that Redis answers within the store's timeout.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.do(ctx, s.timeout, "PING", "", func(ctx context.Context) error {
+		return s.client.Ping(ctx).Err()
+	})
+}
+
+// Close closes the connection pool; operations after Close fail.
+func (s *Store) Close() error { return s.client.Close() }
+
+// key is the Redis key of id in namespace ns ("req:", "cache:", ...).
+func (s *Store) key(ns, id string) string { return s.prefix + ns + id }
+
+// do runs fn under a deadline of timeout and maps its failure: the caller's own
+// cancellation is returned as is, anything else is wrapped with store.ErrUnavailable.
+func (s *Store) do(ctx context.Context, timeout time.Duration, op, id string, fn func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := fn(octx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("redis %s: %w", op, ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("no answer within %s", timeout)
+	}
+	if id != "" {
+		op += " " + strings.TrimPrefix(id, s.prefix)
+	}
+	return fmt.Errorf("%w: redis %s: %w", store.ErrUnavailable, op, err)
+}

@@ -1,0 +1,124 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// allowScript counts one event in a fixed window that starts with the window's first
+// event: INCR, and PEXPIRE on the first event, in one atomic step, so that every
+// replica counts into the same window. A counter found without an expiry (written by
+// something else) gets one, so that it can never block a key forever.
+//
+//	KEYS[1] the window's counter   ARGV[1] the window length in milliseconds
+var allowScript = goredis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+if n == 1 or redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return n
+`)
+
+// GetRequest implements store.Requests.
+func (s *Store) GetRequest(ctx context.Context, id string) (*store.RequestState, bool, error) {
+	data, ok, err := s.get(ctx, s.timeout, s.key("req:", id))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var st store.RequestState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
+	}
+	return &st, true, nil
+}
+
+// PutRequest implements store.Requests; ttl 0 means store.DefaultRequestTTL.
+func (s *Store) PutRequest(ctx context.Context, st *store.RequestState, ttl time.Duration) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode request state: %w", err)
+	}
+	if ttl <= 0 {
+		ttl = store.DefaultRequestTTL
+	}
+	return s.set(ctx, s.timeout, s.key("req:", st.ID), data, ttl)
+}
+
+// GetCache implements store.Cache.
+func (s *Store) GetCache(ctx context.Context, key string) (store.CacheEntry, bool, error) {
+	data, ok, err := s.get(ctx, s.cacheTimeout, s.key("cache:", key))
+	if err != nil || !ok {
+		return store.CacheEntry{}, false, err
+	}
+	var e store.CacheEntry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return store.CacheEntry{}, false, fmt.Errorf("decode cache entry: %w", err)
+	}
+	return e, true, nil
+}
+
+// PutCache implements store.Cache; ttl 0 means store.DefaultCacheTTL.
+func (s *Store) PutCache(ctx context.Context, key string, e store.CacheEntry, ttl time.Duration) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode cache entry: %w", err)
+	}
+	if ttl <= 0 {
+		ttl = store.DefaultCacheTTL
+	}
+	return s.set(ctx, s.cacheTimeout, s.key("cache:", key), data, ttl)
+}
+
+// Allow implements store.Limiter with fixed windows aligned to the first event; the
+// window is shared by every store on the same Redis and prefix.
+func (s *Store) Allow(ctx context.Context, key string, limit int, window time.Duration) (bool, error) {
+	k := s.key("limit:", key)
+	var n int64
+	err := s.do(ctx, s.cacheTimeout, "rate limit", k, func(ctx context.Context) error {
+		var err error
+		n, err = allowScript.Run(ctx, s.client, []string{k}, millis(window)).Int64()
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return n <= int64(limit), nil
+}
+
+// get reads a string key; ok is false when the key is absent or expired.
+func (s *Store) get(ctx context.Context, timeout time.Duration, key string) (data []byte, ok bool, err error) {
+	err = s.do(ctx, timeout, "GET", key, func(ctx context.Context) error {
+		var err error
+		data, err = s.client.Get(ctx, key).Bytes()
+		if errors.Is(err, goredis.Nil) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
+	return data, ok, err
+}
+
+func (s *Store) set(ctx context.Context, timeout time.Duration, key string, data []byte, ttl time.Duration) error {
+	return s.do(ctx, timeout, "SET", key, func(ctx context.Context) error {
+		return s.client.Set(ctx, key, data, time.Duration(millis(ttl))*time.Millisecond).Err()
+	})
+}
+
+// millis is d in whole milliseconds, at least 1.
+func millis(d time.Duration) int64 {
+	return max(d.Milliseconds(), 1)
+}
+
+var (
+	_ store.Requests = (*Store)(nil)
+	_ store.Cache    = (*Store)(nil)
+	_ store.Limiter  = (*Store)(nil)
+)
