@@ -15,16 +15,18 @@ func init() {
 		Name: "plan.remove_steps",
 		Summary: "Removes the steps for which a CEL condition over `step` is true. The rewritten plan is revalidated; " +
 			"removing a step that others depend on makes it invalid.",
-		Stages: afterPlanning,
-		Params: []Param{{Name: "where", Type: "CEL bool", Required: true, Doc: "condition over `step` (and the after_planning variables)"}},
+		Stages:      afterPlanning,
+		MutatesPlan: true,
+		Params:      []Param{{Name: "where", Type: "CEL bool", Required: true, Doc: "condition over `step` (and the after_planning variables)"}},
 		Compile: func(p *Params) Action {
 			return &removeSteps{where: p.ExprIn("where", expr.PlanStep, expr.Bool)}
 		},
 	})
 	register(&Spec{
-		Name:    "plan.set_metadata",
-		Summary: "Sets `metadata.<key>` of every step matching `where` (all steps when absent) to a CEL value.",
-		Stages:  afterPlanning,
+		Name:        "plan.set_metadata",
+		Summary:     "Sets `metadata.<key>` of every step matching `where` (all steps when absent) to a CEL value.",
+		Stages:      afterPlanning,
+		MutatesPlan: true,
 		Params: []Param{
 			{Name: "where", Type: "CEL bool", Doc: "condition over `step`; default every step"},
 			{Name: "key", Type: "string", Required: true, Doc: "metadata key to set"},
@@ -44,10 +46,9 @@ type removeSteps struct{ where *expr.Program }
 
 func (a *removeSteps) Run(ctx context.Context, s *State) error {
 	vars := s.Vars()
-	kept := s.Plan.Steps[:0]
+	kept := make([]engine.RoutingStep, 0, len(s.Plan.Steps))
 	for i := range s.Plan.Steps {
-		vars.Step = &s.Plan.Steps[i]
-		vars.Reset()
+		vars.SetStep(&s.Plan.Steps[i])
 		drop, err := a.where.EvalBool(ctx, vars)
 		if err != nil {
 			return fmt.Errorf("plan.remove_steps where: %w", err)
@@ -56,7 +57,7 @@ func (a *removeSteps) Run(ctx context.Context, s *State) error {
 			kept = append(kept, s.Plan.Steps[i])
 		}
 	}
-	vars.Step = nil
+	vars.SetStep(nil)
 	s.Plan.Steps = kept
 	s.PlanChanged()
 	return nil

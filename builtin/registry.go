@@ -15,6 +15,9 @@ type Spec struct {
 	Summary string
 	Stages  []engine.Stage
 	Params  []Param
+	// MutatesPlan is set for actions that change State.Plan in place; a hook without
+	// any is an engine.PlanReader and skips the engine's defensive plan copy.
+	MutatesPlan bool
 	// Compile turns validated params into an Action. It reports problems through p
 	// and may return nil when it did.
 	Compile func(p *Params) Action

@@ -36,8 +36,9 @@ func AsRequiredAfterPlanningError(err error) (*RequiredAfterPlanningError, bool)
 // validation). The plan's PhaseNumber (1 when unset) is recorded as PlanPhase and the
 // invocation sequence restarts at 1.
 //
-// Each hook gets a deep copy of the current plan; plan itself is never mutated. The
-// plan a hook returns is validated with ValidatePlan and, if valid, feeds the next hook.
+// Each hook gets a deep copy of the current plan (a PlanReader gets the plan itself);
+// plan itself is never mutated. The plan a hook returns is validated with ValidatePlan
+// and, if valid, feeds the next hook.
 // An optional hook whose copy fails, that errors, returns nil or returns an invalid
 // plan leaves the previous plan in place (fail open). Any such failure of the required
 // hook returns a *RequiredAfterPlanningError and no plan (fail closed): the caller must
@@ -77,9 +78,12 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 		return nil, &RequiredAfterPlanningError{Hook: e.name, Reason: reason, Cause: cause}
 	}
 
-	candidate, err := ClonePlan(current)
-	if err != nil {
-		return reject(InvocationSkipped, ReasonCloneFailed, err)
+	candidate := current
+	if !e.readOnly {
+		var err error
+		if candidate, err = ClonePlan(current); err != nil {
+			return reject(InvocationSkipped, ReasonCloneFailed, err)
+		}
 	}
 	next, err := callAfter(inv, policy, e.hook, pctx, candidate)
 	switch {
@@ -91,8 +95,10 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 	case next == nil:
 		return reject(InvocationFailed, ReasonInvalidType, ErrNoPlan)
 	}
-	if err := ValidatePlan(next, p.catalog, prior); err != nil {
-		return reject(InvocationFailed, ReasonInvalidPlan, err)
+	if next != current { // a PlanReader handing back the current plan changed nothing
+		if err := ValidatePlan(next, p.catalog, prior); err != nil {
+			return reject(InvocationFailed, ReasonInvalidPlan, err)
+		}
 	}
 	inv.finish(InvocationSucceeded, decide(policy, ActionContinue, ReasonAccepted), nil, nil)
 	return next, nil

@@ -35,6 +35,15 @@ type AfterPlanningHook interface {
 	AfterPlanning(ctx context.Context, pctx *PipelineContext, plan *RoutingPlan) (*RoutingPlan, error)
 }
 
+// PlanReader is implemented by an after_planning hook that may declare it never mutates
+// the plan it is given: it returns that same plan (accepted as it is) or a new one. For
+// such a hook the runner skips the defensive copy and, when the same plan comes back,
+// the revalidation of a plan that is already valid. A hook that reports true and then
+// mutates its input breaks the copy-on-write guarantee; report false when unsure.
+type PlanReader interface {
+	ReadsPlanOnly() bool
+}
+
 // RequiredAfterPlanningHook marks the single after_planning hook whose failure of any
 // kind stops the phase (fail closed). The same value must implement AfterPlanningHook
 // and be the last after_planning hook; New enforces both.

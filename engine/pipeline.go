@@ -105,6 +105,7 @@ type afterEntry struct {
 	entry
 	hook     AfterPlanningHook
 	required bool
+	readOnly bool
 }
 
 type executionEntry struct {
@@ -175,7 +176,8 @@ func (p *Pipeline) add(h Hook, name string) {
 	}
 	if a, ok := h.(AfterPlanningHook); ok {
 		_, required := h.(RequiredAfterPlanningHook)
-		p.after = append(p.after, afterEntry{entry: span(StageAfterPlanning), hook: a, required: required})
+		r, reader := h.(PlanReader)
+		p.after = append(p.after, afterEntry{entry: span(StageAfterPlanning), hook: a, required: required, readOnly: reader && r.ReadsPlanOnly()})
 	}
 	if e, ok := h.(AfterExecutionHook); ok {
 		p.execution = append(p.execution, executionEntry{entry: span(StageAfterExecution), hook: e})

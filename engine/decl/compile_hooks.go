@@ -91,7 +91,7 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 	name := get(n, "name").Value
 	c := l.context(d, stage, name)
 	before := len(l.errs)
-	h := &hook{name: name, timeout: l.settings.hookTimeout}
+	h := &hook{name: name, timeout: l.settings.hookTimeout, readsPlanOnly: true}
 	info := HookInfo{Name: name, Stage: stage, Required: required, File: d.src.Name, Line: n.Line}
 	if w := get(n, "when"); w != nil {
 		h.when = c.Expr(w, field+".when", expr.Scope(stage), expr.Bool)
@@ -109,6 +109,9 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 		h.steps = append(h.steps, action)
 		if len(step.Content) > 0 {
 			info.Steps = append(info.Steps, step.Content[0].Value)
+			if spec, ok := builtin.Lookup(step.Content[0].Value); ok && spec.MutatesPlan {
+				h.readsPlanOnly = false
+			}
 		}
 	}
 	if len(l.errs) > before {

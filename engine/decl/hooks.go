@@ -18,6 +18,8 @@ type hook struct {
 	when    *expr.Program
 	timeout time.Duration
 	steps   []builtin.Action
+	// readsPlanOnly is set when no step mutates the plan in place.
+	readsPlanOnly bool
 }
 
 func (h *hook) Name() string { return h.name }
@@ -71,6 +73,10 @@ func (h afterHook) AfterPlanning(ctx context.Context, pctx *engine.PipelineConte
 	}
 	return s.Plan, nil
 }
+
+// ReadsPlanOnly implements engine.PlanReader: true when no step changes the plan in
+// place (a rego decision's rewritten plan is a new value).
+func (h afterHook) ReadsPlanOnly() bool { return h.readsPlanOnly }
 
 type requiredHook struct{ afterHook }
 
