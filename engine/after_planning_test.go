@@ -506,3 +506,32 @@ func TestAfterPlanning_LaterPhaseRejectionKeepsEarlierPhases(t *testing.T) {
 		}
 	}
 }
+
+// readerHook is a required PlanReader: it declares it never mutates its input.
+type readerHook struct{ requiredHook }
+
+func (readerHook) ReadsPlanOnly() bool { return true }
+
+func TestAfterPlanning_PlanReaderGetsThePlanWithoutCopy(t *testing.T) {
+	plan := unclonablePlan() // a copy would fail: a PlanReader must not need one
+	reader := &readerHook{requiredHook{planHook{name: "governed"}}}
+	got, invs, err := runAfter(t, []engine.Hook{reader}, plan)
+	if err != nil || got != plan || reader.seen[0] != plan {
+		t.Fatalf("PlanReader: got %p (err %v), hook saw %p, want the caller's plan %p", got, err, reader.seen[0], plan)
+	}
+	if d := invs[0].Decision; invs[0].Status != engine.InvocationSucceeded || *d != decision(engine.FailClosed, engine.ActionContinue, engine.ReasonAccepted) {
+		t.Fatalf("invocation = %+v", invs[0])
+	}
+}
+
+func TestAfterPlanning_PlanReaderNewPlanIsStillValidated(t *testing.T) {
+	reader := &readerHook{requiredHook{planHook{name: "governed", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
+		next, _ := engine.ClonePlan(p)
+		next.Steps[0].AgentName = "bank"
+		return next, nil
+	}}}}
+	_, _, err := runAfter(t, []engine.Hook{reader}, threeStepPlan())
+	if re, ok := engine.AsRequiredAfterPlanningError(err); !ok || re.Reason != engine.ReasonInvalidPlan {
+		t.Fatalf("err = %v, want an invalid_plan rejection", err)
+	}
+}
