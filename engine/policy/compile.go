@@ -129,6 +129,7 @@ func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[positio
 		byFile[modules[i].File] = m
 	}
 	c := ast.NewCompiler().
+		SetErrorLimit(0). // every error; the loader caps the report it prints
 		WithCapabilities(capabilities()).
 		WithDefaultRegoVersion(ast.RegoV1).
 		WithUseTypeCheckAnnotations(true)
