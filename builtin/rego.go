@@ -27,7 +27,7 @@ func init() {
 			if q == nil {
 				return nil
 			}
-			return &regoPlan{query: q, name: n.Value}
+			return &regoPlan{query: q, name: n.Value, memo: q.NewPlanMemo(planMemoSize)}
 		},
 	})
 }
@@ -84,17 +84,20 @@ func AsPlanRejection(err error) (*PlanRejection, bool) {
 	return r, ok
 }
 
+// planMemoSize bounds the decisions one rego action keeps.
+const planMemoSize = 4096
+
+// regoPlan evaluates a plan-review query. When the bundle's policies are deterministic
+// it memoizes decisions by a hash of the input parts they read; the memo belongs to the
+// compiled action and so to one config generation.
 type regoPlan struct {
 	query *policy.Query
 	name  string
+	memo  *policy.PlanMemo
 }
 
 func (a *regoPlan) Run(ctx context.Context, s *State) error {
-	input, err := policy.PlanInput(s.Plan, max(s.Plan.PhaseNumber, 1), s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
-	if err != nil {
-		return fmt.Errorf("rego input: %w", err)
-	}
-	d, err := a.query.PlanDecision(ctx, input)
+	d, err := a.decide(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -102,7 +105,33 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 		return &PlanRejection{Query: a.name, Violations: d.Deny}
 	}
 	if d.Plan != nil {
-		s.Plan = d.Plan
+		if s.Plan, err = engine.ClonePlan(d.Plan); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// decide returns the decision for s, from the memo when it has it. Failures (timeouts,
+// evaluation errors) are never memoized.
+func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
+	phase := max(s.Plan.PhaseNumber, 1)
+	var key [32]byte
+	if a.memo != nil {
+		var err error
+		if key, err = a.memo.Key(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments); err == nil {
+			if d, ok := a.memo.Get(key); ok {
+				return d, nil
+			}
+		}
+	}
+	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	if err != nil {
+		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
+	}
+	d, err := a.query.PlanDecision(ctx, input)
+	if err == nil && a.memo != nil {
+		a.memo.Put(key, d)
+	}
+	return d, err
 }

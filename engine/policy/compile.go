@@ -45,6 +45,7 @@ type Bundle struct {
 	modules  []string
 	packages []string
 	timeout  time.Duration
+	use      inputUse
 }
 
 // Compile parses every module as Rego v1, compiles them together once with the network
@@ -80,6 +81,7 @@ func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
 		store:    inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
 		data:     root,
 		timeout:  cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
+		use:      analyzeInput(compiler),
 	}
 	for i, m := range parsed {
 		b.modules = append(b.modules, modules[i].File)

@@ -15,6 +15,7 @@ type Query struct {
 	query    string
 	prepared rego.PreparedEvalQuery
 	timeout  time.Duration
+	use      inputUse
 }
 
 // Prepare validates and prepares query, a ground data reference such as
@@ -43,7 +44,7 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
 	}
-	return &Query{query: ref.String(), prepared: prepared, timeout: b.timeout}, nil
+	return &Query{query: ref.String(), prepared: prepared, timeout: b.timeout, use: b.use}, nil
 }
 
 // String returns the query's data reference.

@@ -1,0 +1,164 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// inputUse is what a bundle's compiled policies read: the top-level input keys (or the
+// whole input) and whether any non-deterministic built-in (time, random, uuid, ...) is
+// called. It is computed once per bundle.
+type inputUse struct {
+	deterministic bool
+	whole         bool
+	keys          []string
+}
+
+// analyzeInput walks every compiled module. Any use of the input it cannot narrow to a
+// constant top-level key (a bare `input`, a variable key, a `with input` override)
+// counts as reading the whole input.
+func analyzeInput(c *ast.Compiler) inputUse {
+	use := inputUse{deterministic: true}
+	keys := map[string]bool{}
+	for _, m := range c.Modules {
+		ast.WalkRefs(m, func(ref ast.Ref) bool {
+			if !ref[0].Equal(ast.InputRootDocument) {
+				return false
+			}
+			if len(ref) < 2 {
+				use.whole = true
+				return false
+			}
+			key, ok := ref[1].Value.(ast.String)
+			if !ok {
+				use.whole = true
+				return false
+			}
+			keys[string(key)] = true
+			return false
+		})
+		ast.WalkWiths(m, func(w *ast.With) bool {
+			if ref, ok := w.Target.Value.(ast.Ref); ok && ref.HasPrefix(ast.InputRootRef) {
+				use.whole = true
+			}
+			return false
+		})
+		ast.WalkExprs(m, func(e *ast.Expr) bool {
+			if e.IsCall() && nondeterministic(e.Operator().String()) {
+				use.deterministic = false
+			}
+			return false
+		})
+		ast.WalkTerms(m, func(t *ast.Term) bool {
+			if call, ok := t.Value.(ast.Call); ok && len(call) > 0 && nondeterministic(call[0].String()) {
+				use.deterministic = false
+			}
+			return false
+		})
+	}
+	for k := range keys {
+		use.keys = append(use.keys, k)
+	}
+	slices.Sort(use.keys)
+	return use
+}
+
+func nondeterministic(name string) bool {
+	b, ok := ast.BuiltinMap[name]
+	return ok && b.Nondeterministic
+}
+
+// Memoizable reports whether decisions of q may be cached: every module of its bundle
+// is free of non-deterministic built-ins. Data is fixed per bundle, so a decision then
+// depends on the input alone.
+func (q *Query) Memoizable() bool { return q.use.deterministic }
+
+// PlanMemo caches the plan decisions of one deterministic query, keyed by a SHA-256 of
+// the canonical JSON of only the plan-review input parts the bundle's policies read
+// (for the stock allow-list: the plan alone, not the request text). A memo belongs to
+// one Query and so to one config generation. It holds at most size entries and is safe
+// for concurrent use.
+type PlanMemo struct {
+	use    inputUse
+	size   int
+	shards [16]memoShard
+}
+
+type memoShard struct {
+	mu      sync.Mutex
+	entries map[[32]byte]PlanDecision
+}
+
+// NewPlanMemo returns a memo for q's decisions, or nil when q is not Memoizable.
+func (q *Query) NewPlanMemo(size int) *PlanMemo {
+	if !q.use.deterministic {
+		return nil
+	}
+	m := &PlanMemo{use: q.use, size: max(size/16, 1)}
+	for i := range m.shards {
+		m.shards[i].entries = make(map[[32]byte]PlanDecision)
+	}
+	return m
+}
+
+// Key hashes the parts of a plan-review input (see PlanInput) that the policies read.
+func (m *PlanMemo) Key(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
+	h := sha256.New()
+	part := func(name string, v any) error {
+		if !m.use.whole && !slices.Contains(m.use.keys, name) {
+			return nil
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(data)))
+		h.Write([]byte(name))
+		h.Write(n[:])
+		h.Write(data)
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		v    any
+	}{{"plan", plan}, {"phase", phase}, {"request", request}, {"metadata", metadata}, {"enrichments", enrichments}} {
+		if err := part(p.name, p.v); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	return key, nil
+}
+
+// Get returns the decision stored under key. A decision's Plan is shared: callers must
+// copy it before changing it.
+func (m *PlanMemo) Get(key [32]byte) (PlanDecision, bool) {
+	s := &m.shards[key[0]%16]
+	s.mu.Lock()
+	d, ok := s.entries[key]
+	s.mu.Unlock()
+	return d, ok
+}
+
+// Put stores d under key, evicting an arbitrary entry of the shard when it is full.
+func (m *PlanMemo) Put(key [32]byte, d PlanDecision) {
+	s := &m.shards[key[0]%16]
+	s.mu.Lock()
+	if _, ok := s.entries[key]; !ok && len(s.entries) >= m.size {
+		for k := range s.entries {
+			delete(s.entries, k)
+			break
+		}
+	}
+	s.entries[key] = d
+	s.mu.Unlock()
+}
