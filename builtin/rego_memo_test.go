@@ -1,0 +1,125 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/policy"
+)
+
+// libraryQuery compiles the repository's policies with an allow-list and prepares
+// data.agentd.plan.
+func libraryQuery(t *testing.T, extra ...policy.Module) *policy.Query {
+	t.Helper()
+	var modules []policy.Module
+	root := filepath.Join("..", "policies")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".rego" || strings.HasSuffix(p, "_test.rego") {
+			return err
+		}
+		src, err := os.ReadFile(p)
+		modules = append(modules, policy.Module{File: p, Source: src})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"agentd": map[string]any{"allowlist": map[string]any{
+		"demo-tools": map[string]any{"stock-service": []any{"stock_quote", "news"}},
+		"docs":       map[string]any{"search": []any{"search"}},
+	}}}
+	b, err := policy.Compile(append(modules, extra...), []policy.DataFile{{File: "data.json", Value: data}}, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.Prepare("data.agentd.plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// randomPlan draws a plan from a small pool of identities, allowed and not, with some
+// malformed steps, so that plans repeat and decisions vary.
+func randomPlan(r *rand.Rand) *engine.RoutingPlan {
+	namespaces := []string{"demo-tools", "docs", "bank"}
+	agents := []string{"stock-service", "search", "vault"}
+	capabilities := []string{"stock_quote", "news", "search", "execute_trade", ""}
+	plan := &engine.RoutingPlan{PlanID: fmt.Sprintf("p%d", r.IntN(3))}
+	for i := range r.IntN(4) {
+		step := engine.RoutingStep{
+			StepID: fmt.Sprintf("step-%d", i+1), Namespace: namespaces[r.IntN(len(namespaces))],
+			AgentName: agents[r.IntN(len(agents))], Metadata: map[string]any{},
+		}
+		if c := capabilities[r.IntN(len(capabilities))]; c != "" {
+			step.Metadata["capability"] = c
+		}
+		plan.Steps = append(plan.Steps, step)
+	}
+	return plan
+}
+
+// TestRegoMemo_MatchesUnmemoizedEvaluation is the differential test of memoization:
+// on generated plans, the memoized action (first call and repeated calls) decides
+// exactly what unmemoized evaluation decides.
+func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
+	q := libraryQuery(t)
+	if !q.Memoizable() {
+		t.Fatal("the stock allow-list should be memoizable")
+	}
+	memoized := &regoPlan{query: q, name: "data.agentd.plan", memo: q.NewPlanMemo(64)}
+	plain := &regoPlan{query: q, name: "data.agentd.plan"}
+	r := rand.New(rand.NewPCG(1, 2))
+	hits := 0
+	for i := range 2000 {
+		plan := randomPlan(r)
+		request := fmt.Sprintf("request %d", r.IntN(5))
+		s := func() *State {
+			p, _ := engine.ClonePlan(plan)
+			return &State{Plan: p, Pctx: &engine.PipelineContext{Request: request, Metadata: map[string]any{}, Enrichments: map[string]any{}}}
+		}
+		key, _ := memoized.memo.Key(plan, max(plan.PhaseNumber, 1), request, map[string]any{}, map[string]any{})
+		if _, ok := memoized.memo.Get(key); ok {
+			hits++
+		}
+		want, wantErr := plain.decide(context.Background(), s())
+		got, gotErr := memoized.decide(context.Background(), s())
+		if (wantErr == nil) != (gotErr == nil) || !reflect.DeepEqual(want, got) {
+			t.Fatalf("plan %d %+v: memoized %+v (%v), unmemoized %+v (%v)", i, plan, got, gotErr, want, wantErr)
+		}
+	}
+	if hits == 0 {
+		t.Fatal("no decision came from the memo; the test proves nothing")
+	}
+	t.Logf("%d of 2000 decisions came from the memo", hits)
+}
+
+func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
+	q := libraryQuery(t)
+	m := q.NewPlanMemo(16)
+	plan := randomPlan(rand.New(rand.NewPCG(3, 4)))
+	plan.Steps = append(plan.Steps, engine.RoutingStep{StepID: "step-9", Namespace: "docs", AgentName: "search", Metadata: map[string]any{"capability": "search"}})
+	a, _ := m.Key(plan, 1, "first question", map[string]any{"tenant": "a"}, nil)
+	b, _ := m.Key(plan, 1, "second question", map[string]any{"tenant": "b"}, nil)
+	other, _ := engine.ClonePlan(plan)
+	other.Steps[len(other.Steps)-1].Metadata["capability"] = "execute_trade"
+	c, _ := m.Key(other, 1, "first question", map[string]any{"tenant": "a"}, nil)
+	if a != b || a == c {
+		t.Fatalf("keys: same plan, other request equal = %v (want true); other plan equal = %v (want false)", a == b, a == c)
+	}
+}
+
+func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {
+	clock := policy.Module{File: "clock.rego", Source: []byte("package agentd.clock\n\nnow := time.now_ns()\n")}
+	q := libraryQuery(t, clock)
+	if q.Memoizable() || q.NewPlanMemo(16) != nil {
+		t.Fatal("a bundle calling time.now_ns must not be memoized")
+	}
+}
