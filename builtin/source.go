@@ -3,6 +3,8 @@ package builtin
 import (
 	"bytes"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -34,12 +36,25 @@ func (s *Source) Pos(n *yaml.Node) diag.Pos {
 	return diag.Pos{Line: n.Line, Column: diag.ByteColumn(line, n.Column)}
 }
 
-// SnippetPos maps a position inside the text of scalar n (an embedded CEL expression)
-// to the file, accounting for quotes and block scalars.
+// SnippetPos maps a position inside the text of scalar n (an embedded CEL expression;
+// line and col as CEL reports them, col counting characters) to the file, accounting
+// for quotes and block scalars. A position past the end of the text maps to just after
+// its last character. Inside a quoted scalar whose escapes span lines the file line
+// cannot be recovered, so such positions map to the scalar's start.
 func (s *Source) SnippetPos(n *yaml.Node, line, col int) diag.Pos {
+	lines := strings.Split(strings.TrimRight(n.Value, "\n"), "\n")
+	if line > len(lines) {
+		line, col = len(lines), utf8.RuneCountInString(lines[len(lines)-1])+1
+	}
+	if line >= 1 && col >= 1 {
+		col = diag.ByteColumn([]byte(lines[line-1]), col)
+	}
 	p := s.Pos(n)
 	switch n.Style {
 	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if line > 1 {
+			return p
+		}
 		p.Column++
 	case yaml.LiteralStyle, yaml.FoldedStyle:
 		if start, indent, ok := diag.BlockScalar(s.Data, n.Line); ok {
