@@ -50,7 +50,15 @@ func BenchmarkEnrichWithWhen_Compiled(b *testing.B) {
 	}
 }
 
+// BenchmarkEnrichWithWhen_RawCEL is the baseline: the same expressions evaluated with
+// plain cel-go, without (plain) and with (cost_limit) the runtime cost limit agentd
+// must apply to expressions whose cost depends on input sizes.
 func BenchmarkEnrichWithWhen_RawCEL(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchRawCEL(b) })
+	b.Run("cost_limit", func(b *testing.B) { benchRawCEL(b, cel.CostLimit(1_000_000)) })
+}
+
+func benchRawCEL(b *testing.B, opts ...cel.ProgramOption) {
 	object := cel.MapType(cel.StringType, cel.DynType)
 	env, err := cel.NewEnv(
 		cel.Variable("request", cel.StringType),
@@ -66,7 +74,7 @@ func BenchmarkEnrichWithWhen_RawCEL(b *testing.B) {
 		if iss.Err() != nil {
 			b.Fatal(iss.Err())
 		}
-		prg, err := env.Program(ast)
+		prg, err := env.Program(ast, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // InstrumentationName is the OpenTelemetry scope of the engine's spans and metrics.
@@ -23,6 +24,8 @@ const (
 // bounded labels reason, kind and status. Hook names and sources are never labels.
 const MetricShortCircuitDecision = "pipeline.short_circuit.decision"
 
+// telemetry holds the pipeline's instruments. tracer is nil for a no-op provider, so
+// that an untraced pipeline does not even put a span in each hook's context.
 type telemetry struct {
 	tracer    trace.Tracer
 	decisions metric.Int64Counter
@@ -34,15 +37,26 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (telemetry, 
 	if err != nil {
 		return telemetry{}, err
 	}
-	return telemetry{tracer: tp.Tracer(InstrumentationName), decisions: counter}, nil
+	t := telemetry{decisions: counter}
+	if _, noop := tp.(tracenoop.TracerProvider); !noop {
+		t.tracer = tp.Tracer(InstrumentationName)
+	}
+	return t, nil
 }
 
+// start opens the span of hook e; the span is nil when tracing is off.
 func (t telemetry) start(ctx context.Context, e entry) (context.Context, trace.Span) {
+	if t.tracer == nil {
+		return ctx, nil
+	}
 	return t.tracer.Start(ctx, e.span)
 }
 
 // end stamps the decision on span, records err with its exact text and ends the span.
 func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
+	if span == nil {
+		return
+	}
 	if !span.IsRecording() {
 		span.End()
 		return

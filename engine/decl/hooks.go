@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
@@ -56,10 +57,26 @@ func (h *hook) run(ctx context.Context, s *builtin.State) error {
 	return nil
 }
 
+// statePool recycles States between invocations: a State belongs to one invocation
+// and no action keeps it, so each is zeroed and reused once its hook returned.
+var statePool = sync.Pool{New: func() any { return new(builtin.State) }}
+
+func newState(stage engine.Stage, pctx *engine.PipelineContext) *builtin.State {
+	s := statePool.Get().(*builtin.State)
+	s.Stage, s.Pctx = stage, pctx
+	return s
+}
+
+func releaseState(s *builtin.State) {
+	*s = builtin.State{}
+	statePool.Put(s)
+}
+
 type beforeHook struct{ *hook }
 
 func (h beforeHook) BeforePlanningDecision(ctx context.Context, pctx *engine.PipelineContext, _ engine.Gate) (*engine.ShortCircuitDecision, error) {
-	s := &builtin.State{Stage: engine.StageBeforePlanning, Pctx: pctx}
+	s := newState(engine.StageBeforePlanning, pctx)
+	defer releaseState(s)
 	err := h.run(ctx, s)
 	return s.Decision, err
 }
@@ -67,7 +84,9 @@ func (h beforeHook) BeforePlanningDecision(ctx context.Context, pctx *engine.Pip
 type afterHook struct{ *hook }
 
 func (h afterHook) AfterPlanning(ctx context.Context, pctx *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
-	s := &builtin.State{Stage: engine.StageAfterPlanning, Pctx: pctx, Plan: plan}
+	s := newState(engine.StageAfterPlanning, pctx)
+	defer releaseState(s)
+	s.Plan = plan
 	if err := h.run(ctx, s); err != nil {
 		return nil, err
 	}
@@ -85,13 +104,18 @@ func (requiredHook) RequireAfterPlanningSuccess() {}
 type executionHook struct{ *hook }
 
 func (h executionHook) AfterExecution(ctx context.Context, pctx *engine.PipelineContext, result *engine.ExecutionResult) error {
-	return h.run(ctx, &builtin.State{Stage: engine.StageAfterExecution, Pctx: pctx, Result: result})
+	s := newState(engine.StageAfterExecution, pctx)
+	defer releaseState(s)
+	s.Result = result
+	return h.run(ctx, s)
 }
 
 type synthesisHook struct{ *hook }
 
 func (h synthesisHook) AfterSynthesis(ctx context.Context, pctx *engine.PipelineContext, response string) (string, error) {
-	s := &builtin.State{Stage: engine.StageAfterSynthesis, Pctx: pctx, Response: response}
+	s := newState(engine.StageAfterSynthesis, pctx)
+	defer releaseState(s)
+	s.Response = response
 	if err := h.run(ctx, s); err != nil {
 		return "", err
 	}
