@@ -11,6 +11,7 @@ import (
 // the next hook runs; success is recorded as completed. A hook panic is recorded and
 // re-raised with its original value.
 func (p *Pipeline) AfterExecution(ctx context.Context, pctx *PipelineContext, result *ExecutionResult, trail *Trail) {
+	trail.reserve(len(p.execution))
 	for i := range p.execution {
 		e := &p.execution[i]
 		inv := p.begin(ctx, e.entry, StageAfterExecution, i+1, 0, trail)

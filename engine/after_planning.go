@@ -50,6 +50,7 @@ func (p *Pipeline) AfterPlanning(ctx context.Context, pctx *PipelineContext, pla
 	}
 	phase := max(plan.PhaseNumber, 1)
 	current := plan
+	trail.reserve(len(p.after))
 	for i := range p.after {
 		next, err := p.runAfter(ctx, &p.after[i], i+1, phase, pctx, current, prior, trail)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 // client, the rewrite only changes the stored final response; it cannot withdraw text
 // already delivered. Content that must never be shown belongs in before_planning.
 func (p *Pipeline) AfterSynthesis(ctx context.Context, pctx *PipelineContext, response string, trail *Trail) string {
+	trail.reserve(len(p.synthesis))
 	for i := range p.synthesis {
 		e := &p.synthesis[i]
 		inv := p.begin(ctx, e.entry, StageAfterSynthesis, i+1, 0, trail)

@@ -56,6 +56,7 @@ func (p *Pipeline) BeforePlanning(ctx context.Context, pctx *PipelineContext, ga
 	}
 	// snap is the encoding of the enrichments before the next hook runs: each hook's
 	// after-snapshot is the next one's before-snapshot. Nil when not recording.
+	trail.reserve(len(p.before))
 	var snap enrichmentSnapshot
 	if trail != nil && len(p.before) > 0 {
 		snap = snapshotEnrichments(pctx.Enrichments)

@@ -100,13 +100,43 @@ func RenderEnrichments(enrichments map[string]any) string {
 	return b.String()
 }
 
-// enrichmentSnapshot holds the JSON encoding of every enrichment before a hook ran.
-type enrichmentSnapshot map[string][]byte
+// enrichmentSnapshot holds the enrichments as they were before a hook ran. Immutable
+// scalars (strings, numbers, booleans, nil) are kept as they are and compared by value;
+// anything else is kept as its JSON encoding, so that in-place changes to a nested
+// value are seen too.
+type enrichmentSnapshot map[string]snapshotValue
+
+type snapshotValue struct {
+	scalar  any
+	encoded []byte // nil for a scalar
+}
+
+func snapshotOf(v any) snapshotValue {
+	switch v.(type) {
+	case nil, string, bool, int, int64, float64:
+		return snapshotValue{scalar: v}
+	}
+	return snapshotValue{encoded: encodeValue(v)}
+}
+
+func (v snapshotValue) equal(o snapshotValue) bool {
+	if v.encoded == nil || o.encoded == nil {
+		return v.encoded == nil && o.encoded == nil && v.scalar == o.scalar
+	}
+	return string(v.encoded) == string(o.encoded)
+}
+
+func (v snapshotValue) json() json.RawMessage {
+	if v.encoded != nil {
+		return v.encoded
+	}
+	return encodeValue(v.scalar)
+}
 
 func snapshotEnrichments(m map[string]any) enrichmentSnapshot {
 	snap := make(enrichmentSnapshot, len(m))
 	for k, v := range m {
-		snap[k] = encodeValue(v)
+		snap[k] = snapshotOf(v)
 	}
 	return snap
 }
@@ -136,34 +166,38 @@ type enrichmentChange struct {
 
 // diff returns one planning_enrichment:<key> effect per added, updated or removed key
 // of now relative to the snapshot, in sorted key order, and the snapshot of now (the
-// next hook's starting point).
+// next hook's starting point). Only changed values are encoded for the effect data.
 func (s enrichmentSnapshot) diff(now map[string]any, started time.Time) ([]Effect, enrichmentSnapshot) {
-	keys := make([]string, 0, len(now)+len(s))
 	after := make(enrichmentSnapshot, len(now))
+	var changed []string
 	for k, v := range now {
-		after[k] = encodeValue(v)
-		keys = append(keys, k)
+		a := snapshotOf(v)
+		after[k] = a
+		if b, had := s[k]; !had || !b.equal(a) {
+			changed = append(changed, k)
+		}
 	}
 	for k := range s {
 		if _, ok := now[k]; !ok {
-			keys = append(keys, k)
+			changed = append(changed, k)
 		}
 	}
-	slices.Sort(keys)
-	var effects []Effect
-	for _, k := range keys {
+	if len(changed) == 0 {
+		return nil, after
+	}
+	slices.Sort(changed)
+	effects := make([]Effect, 0, len(changed))
+	for _, k := range changed {
 		before, had := s[k]
 		now, has := after[k]
-		change := enrichmentChange{Key: k, Before: before, After: now}
+		change := enrichmentChange{Key: k}
 		switch {
 		case !had:
-			change.Operation = "added"
+			change.Operation, change.After = "added", now.json()
 		case !has:
-			change.Operation = "removed"
-		case string(before) != string(now):
-			change.Operation = "updated"
+			change.Operation, change.Before = "removed", before.json()
 		default:
-			continue
+			change.Operation, change.Before, change.After = "updated", before.json(), now.json()
 		}
 		data, _ := json.Marshal(change)
 		effects = append(effects, Effect{

@@ -109,6 +109,33 @@ func BenchmarkAfterPlanning_ThreeSteps_TwoOptionalOneRequired(b *testing.B) {
 	})
 }
 
+// readerPlan is passPlan declaring itself an engine.PlanReader, as declarative hooks
+// without plan.* steps do: no defensive copy, no revalidation of an unchanged plan.
+type readerPlan struct{ passPlan }
+
+func (readerPlan) ReadsPlanOnly() bool { return true }
+
+type readerRequired struct{ readerPlan }
+
+func (readerRequired) RequireAfterPlanningSuccess() {}
+
+func BenchmarkAfterPlanning_ThreeSteps_PlanReaders(b *testing.B) {
+	hooks := []engine.Hook{&readerPlan{passPlan{name: "first"}}, &readerPlan{passPlan{name: "second"}}, &readerRequired{readerPlan{passPlan{name: "governed"}}}}
+	p := mustNew(b, hooks, engine.WithCatalog(testCatalog(b)))
+	plan, pctx, ctx := threeStepPlan(), newPctx(), context.Background()
+	recordingModes(b, func(b *testing.B, newTrail func() *engine.Trail) {
+		b.ReportAllocs()
+		for b.Loop() {
+			trail := newTrail()
+			got, err := p.AfterPlanning(ctx, pctx, plan, nil, trail)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchPlanSink, benchTrailSink = got, trail
+		}
+	})
+}
+
 func BenchmarkBaseline_AfterPlanningTwoOptionalOneRequired(b *testing.B) {
 	hooks := twoOptionalOneRequired()
 	plan, pctx, ctx := threeStepPlan(), newPctx(), context.Background()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -62,6 +63,17 @@ func (t *Trail) Since(n int) []Invocation {
 		out[i] = copyInvocation(t.invocations[n+i])
 	}
 	return out
+}
+
+// reserve makes room for n more invocations, so a stage run grows the trail once.
+func (t *Trail) reserve(n int) {
+	if t == nil || n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	t.invocations = slices.Grow(t.invocations, n)
+	t.completed = slices.Grow(t.completed, n)
+	t.mu.Unlock()
 }
 
 func (t *Trail) open(inv Invocation) int {
