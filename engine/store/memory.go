@@ -19,17 +19,11 @@ const DefaultRequestTTL = 30 * time.Minute
 // the request states each hold at most maxEntries entries (expired ones are swept
 // first, then the ones closest to expiry are evicted).
 type Memory struct {
-	mu         sync.Mutex
-	cache      map[string]expiring[CacheEntry]
-	requests   map[string]expiring[[]byte]
-	windows    map[string]window
-	maxEntries int
-	now        func() time.Time
-}
-
-type expiring[T any] struct {
-	value   T
-	expires time.Time
+	mu       sync.Mutex
+	cache    *boundedMap[CacheEntry]
+	requests *boundedMap[[]byte]
+	windows  map[string]window
+	now      func() time.Time
 }
 
 type window struct {
@@ -48,8 +42,8 @@ func NewMemory(maxEntries int) *Memory {
 		maxEntries = 10_000
 	}
 	return &Memory{
-		cache: map[string]expiring[CacheEntry]{}, requests: map[string]expiring[[]byte]{},
-		windows: map[string]window{}, maxEntries: maxEntries, now: time.Now,
+		cache: newBoundedMap[CacheEntry](maxEntries), requests: newBoundedMap[[]byte](maxEntries),
+		windows: map[string]window{}, now: time.Now,
 	}
 }
 
@@ -60,13 +54,12 @@ func (m *Memory) GetCache(ctx context.Context, key string) (CacheEntry, bool, er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.cache[key]
-	if !ok || !m.now().Before(e.expires) {
+	e, ok := m.cache.get(key, m.now())
+	if !ok {
 		return CacheEntry{}, false, nil
 	}
-	out := e.value
-	out.CachedAgainst = maps.Clone(e.value.CachedAgainst)
-	return out, true, nil
+	e.CachedAgainst = maps.Clone(e.CachedAgainst)
+	return e, true, nil
 }
 
 // PutCache implements Cache.
@@ -81,30 +74,8 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	put(m.cache, key, e, now.Add(ttl), m.maxEntries, now)
+	m.cache.put(key, e, now.Add(ttl))
 	return nil
-}
-
-// put stores v under key, first making room when the map is full: expired entries
-// go, or else the entry closest to expiry.
-func put[T any](entries map[string]expiring[T], key string, v T, expires time.Time, max int, now time.Time) {
-	if _, exists := entries[key]; !exists && len(entries) >= max {
-		var victim string
-		var soonest time.Time
-		for k, e := range entries {
-			if !now.Before(e.expires) {
-				delete(entries, k)
-				continue
-			}
-			if victim == "" || e.expires.Before(soonest) {
-				victim, soonest = k, e.expires
-			}
-		}
-		if len(entries) >= max {
-			delete(entries, victim)
-		}
-	}
-	entries[key] = expiring[T]{value: v, expires: expires}
 }
 
 // GetRequest implements Requests. States are stored JSON-encoded, so callers never
@@ -114,13 +85,13 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*RequestState, bool
 		return nil, false, err
 	}
 	m.mu.Lock()
-	e, ok := m.requests[id]
+	data, ok := m.requests.get(id, m.now())
 	m.mu.Unlock()
-	if !ok || !m.now().Before(e.expires) {
+	if !ok {
 		return nil, false, nil
 	}
 	var s RequestState
-	if err := json.Unmarshal(e.value, &s); err != nil {
+	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, false, fmt.Errorf("decode request state: %w", err)
 	}
 	return &s, true, nil
@@ -140,8 +111,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *RequestState, ttl time.Durat
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	put(m.requests, s.ID, data, now.Add(ttl), m.maxEntries, now)
+	m.requests.put(s.ID, data, m.now().Add(ttl))
 	return nil
 }
 

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// BenchmarkHandler_AfterPlanning is one orchestrator call of plan review on the
+// stock-agent example through the whole HTTP handler (decode, state, policy, record,
+// encode), without the network.
+func BenchmarkHandler_AfterPlanning(b *testing.B) {
+	gen, err := decl.Load("../../../../examples/stock-agent", decl.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	registry := reload.NewRegistry(1)
+	registry.Swap(gen)
+	svc, err := New(Config{Registry: registry, Requests: store.NewMemory(0), Records: record.NewMemory(record.Retention{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := svc.Handler(HTTPOptions{})
+	plan := `{"plan_id":"p1","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"quote","metadata":{"capability":"stock_quote","parameters":{"symbol":"ACME"}}}]}`
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		body := `{"request_id":"r` + strconv.Itoa(i) + `","request":"quote ACME","plan":` + plan + `}`
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+}
