@@ -127,3 +127,58 @@ func (w *RecordWriter) Save(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CloneRecord returns a deep copy of rec sharing no mutable memory with it. Values a
+// plan or result holds that are not JSON-shaped fail with a *CloneError.
+func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
+	out := *rec
+	out.PipelineHooks = make([]Invocation, len(rec.PipelineHooks))
+	for i, inv := range rec.PipelineHooks {
+		out.PipelineHooks[i] = copyInvocation(inv)
+	}
+	if rec.Phases != nil {
+		out.Phases = make([]PhaseRecord, len(rec.Phases))
+		for i, ph := range rec.Phases {
+			plan, err := ClonePlan(ph.Plan)
+			if err != nil {
+				return nil, err
+			}
+			results, err := cloneResults(ph.Results)
+			if err != nil {
+				return nil, err
+			}
+			out.Phases[i] = PhaseRecord{Phase: ph.Phase, Plan: plan, Results: results}
+		}
+	}
+	if rec.Result != nil {
+		r := *rec.Result
+		steps, err := cloneResults(r.Steps)
+		if err != nil {
+			return nil, err
+		}
+		r.Steps = steps
+		out.Result = &r
+	}
+	return &out, nil
+}
+
+func cloneResults(in []StepResult) ([]StepResult, error) {
+	if in == nil {
+		return nil, nil
+	}
+	out := make([]StepResult, len(in))
+	for i, r := range in {
+		params, err := CloneValue(r.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		if r.Parameters != nil {
+			r.Parameters = params.(map[string]any)
+		}
+		if r.Response, err = CloneValue(r.Response); err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}

@@ -26,8 +26,9 @@ func (r Retention) ttl(status engine.RecordStatus) time.Duration {
 	return r.Error
 }
 
-// Memory is an in-process engine.RecordStore. Records are stored JSON-encoded, so a
-// caller can never alias stored state, exactly as with a remote store.
+// Memory is an in-process engine.RecordStore. Records are deep-copied in and out
+// (engine.CloneRecord; JSON-encoded when they hold values that are not JSON-shaped), so
+// a caller can never alias stored state, exactly as with a remote store.
 type Memory struct {
 	mu        sync.Mutex
 	records   map[string]memoryEntry
@@ -37,6 +38,7 @@ type Memory struct {
 
 type memoryEntry struct {
 	revision int64
+	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
 	data     []byte
 	expires  time.Time
 }
@@ -51,8 +53,10 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(rec)
-	if err != nil {
+	e := memoryEntry{revision: rec.Revision}
+	if c, err := engine.CloneRecord(rec); err == nil {
+		e.rec = c
+	} else if e.data, err = json.Marshal(rec); err != nil {
 		return fmt.Errorf("encode execution record: %w", err)
 	}
 	now := m.now()
@@ -61,7 +65,6 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if old, ok := m.live(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
-	e := memoryEntry{revision: rec.Revision, data: data}
 	if ttl := m.retention.ttl(rec.Status); ttl > 0 {
 		e.expires = now.Add(ttl)
 	}
@@ -80,6 +83,9 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 	m.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
+	}
+	if e.rec != nil {
+		return engine.CloneRecord(e.rec)
 	}
 	var rec engine.ExecutionRecord
 	if err := json.Unmarshal(e.data, &rec); err != nil {
