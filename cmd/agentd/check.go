@@ -15,23 +15,34 @@ import (
 )
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	_, gen, code := loadDirArg("check", args, stderr)
+	if gen == nil {
+		return code
+	}
+	printSummary(stdout, gen)
+	return exitOK
+}
+
+// loadDirArg parses the single DIR argument of command and compiles it. On failure it
+// prints the usage or every config error and returns a nil generation with the exit
+// code.
+func loadDirArg(command string, args []string, stderr io.Writer) (string, *decl.Generation, int) {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: agentd check DIR") }
+	fs.Usage = func() { fmt.Fprintf(stderr, "usage: agentd %s DIR\n", command) }
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		if err == nil {
 			fs.Usage()
 		}
-		return exitUsage
+		return "", nil, exitUsage
 	}
 	dir := fs.Arg(0)
 	gen, err := decl.Load(dir, decl.Options{})
 	if err != nil {
 		printLoadError(stderr, dir, err)
-		return exitFailed
+		return dir, nil, exitFailed
 	}
-	printSummary(stdout, gen)
-	return exitOK
+	return dir, gen, exitOK
 }
 
 // printLoadError renders config errors with their source lines.
