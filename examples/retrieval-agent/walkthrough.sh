@@ -8,30 +8,11 @@
 # address hooks/10-context.yaml points http.retrieve at, and stops it on exit.
 # Needs go, curl and jq. AGENTD is the daemon's base URL.
 set -euo pipefail
-AGENTD=${AGENTD:-http://127.0.0.1:8181}
+# shellcheck source=../lib/walkthrough.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/walkthrough.bash"
 KB_ADDR=127.0.0.1:18282 # must match the http.retrieve url in hooks/10-context.yaml
-AUTH=()
-if [[ -n "${AGENTD_TOKEN:-}" ]]; then AUTH=(-H "Authorization: Bearer $AGENTD_TOKEN"); fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 run="$(date +%s)-$$" # per-run id: request ids and users are fresh on every run
-
-# call METHOD PATH [BODY] -> sets status and body
-call() {
-  local out
-  out=$(curl -sS -X "$1" "${AUTH[@]}" -H 'Content-Type: application/json' -w '\n%{http_code}' \
-    ${3:+--data "$3"} "$AGENTD$2")
-  status=${out##*$'\n'}
-  body=${out%$'\n'*}
-}
-expect() { # expect STATUS JQ-FILTER DESCRIPTION
-  if [[ "$status" != "$1" ]] || ! jq -e "$2" <<<"$body" >/dev/null; then
-    echo "FAIL: $3 (HTTP $status)"; echo "$body"; exit 1
-  fi
-  echo "ok   $3"
-}
-show() { # show LABEL JQ-FILTER: prints a field of the last body, indented
-  echo "     $1: $(jq -c "$2" <<<"$body")"
-}
 
 echo "== 0. start the knowledge base on $KB_ADDR"
 tmp=$(mktemp -d)

@@ -4,25 +4,9 @@
 # call time, PII redaction, the execution record, and a cached answer.
 # Needs curl and jq. AGENTD is the daemon's base URL.
 set -euo pipefail
-AGENTD=${AGENTD:-http://127.0.0.1:8181}
-AUTH=()
-if [[ -n "${AGENTD_TOKEN:-}" ]]; then AUTH=(-H "Authorization: Bearer $AGENTD_TOKEN"); fi
+# shellcheck source=../lib/walkthrough.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/walkthrough.bash"
 run=$$
-
-# call METHOD PATH [BODY] -> prints "STATUS BODY"
-call() {
-  local out
-  out=$(curl -sS -X "$1" "${AUTH[@]}" -H 'Content-Type: application/json' -w '\n%{http_code}' \
-    ${3:+--data "$3"} "$AGENTD$2")
-  status=${out##*$'\n'}
-  body=${out%$'\n'*}
-}
-expect() { # expect STATUS JQ-FILTER DESCRIPTION
-  if [[ "$status" != "$1" ]] || ! jq -e "$2" <<<"$body" >/dev/null; then
-    echo "FAIL: $3 (HTTP $status)"; echo "$body"; exit 1
-  fi
-  echo "ok   $3"
-}
 
 echo "== 1. an allowed request: quote ACME for tenant acme"
 call POST /v1/hooks/before_planning '{"request_id":"quote-'$run'","request":"What is ACME trading at? (run '$run')","metadata":{"tenant":"acme"}}'
