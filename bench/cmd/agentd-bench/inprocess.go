@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/bench/internal/inproc"
+	"github.com/agentd-dev/agentd/bench/internal/prof"
+	"github.com/agentd-dev/agentd/bench/internal/report"
+)
+
+// planCases are the in-process plan reviews of section 1.
+var planCases = []inproc.PlanCase{
+	{Steps: 3, Size: fixture.Small}, {Steps: 3, Size: fixture.Large},
+	{Steps: 30, Size: fixture.Small}, {Steps: 30, Size: fixture.Large},
+}
+
+// inProcessGoal is the in-process goal: agentd's required hook costs at most
+// this many times raw OPA's evaluation.
+const inProcessGoal = 1.2
+
+// planReview measures section 1. Each case has three sides, interleaved: agentd
+// reviewing a plan with a new plan_id each operation (a memo miss every time, what an
+// orchestrator's traffic looks like), agentd reviewing the identical plan every
+// operation (a memo hit after the first), and raw OPA with a new plan_id each
+// operation. The goal is judged on the first.
+func (b *bench) planReview() error {
+	var worst float64
+	for i, c := range planCases {
+		var sides []inproc.Side
+		for _, fresh := range []bool{true, false} {
+			dir, err := os.MkdirTemp(b.tmp, "inproc-")
+			if err != nil {
+				return err
+			}
+			s, err := inproc.AgentdPlanReview(dir, b.policies, c, fresh)
+			if err != nil {
+				return fmt.Errorf("%v: %w", c, err)
+			}
+			sides = append(sides, s)
+		}
+		opa, err := inproc.OPAPlanReview(b.policies, c, true)
+		if err != nil {
+			return fmt.Errorf("%v: %w", c, err)
+		}
+		res, err := inproc.Compare(b.rounds, append(sides, opa)...)
+		if err != nil {
+			return err
+		}
+		miss, hit, ro := res[0], res[1], res[2]
+		worst = max(worst, miss.NsPerOp/ro.NsPerOp)
+		log.Printf("%v: agentd fresh %s %v, agentd identical %s %v, raw OPA %s %v", c,
+			report.NS(miss.NsPerOp), miss.Rounds, report.NS(hit.NsPerOp), hit.Rounds, report.NS(ro.NsPerOp), ro.Rounds)
+		what := fmt.Sprintf("In process: plan review, %d steps × %s-entry allow-list", c.Steps, report.Count(int64(c.Size.Entries())))
+		id := fmt.Sprintf("1%c", 'a'+i)
+		b.rows["1"] = append(b.rows["1"],
+			report.Row{ID: id, Figure: what + ", new plan_id per op (memo miss)",
+				Agentd: perOp(miss), Peer: perOp(ro) + " (raw OPA)", Ratio: ratios(miss, ro),
+				Goal: goal(miss.NsPerOp/ro.NsPerOp <= inProcessGoal, fmt.Sprintf("≤ %.1f×", inProcessGoal))},
+			report.Row{ID: id + "′", Figure: what + ", identical plan every op (memo hit)",
+				Agentd: perOp(hit), Peer: "same raw OPA figure", Ratio: ratios(hit, ro), Goal: "memo effect, not the goal"},
+		)
+		if c.Size == fixture.Large {
+			lb, err := inproc.Run(inproc.MemoHit(c))
+			if err != nil {
+				return err
+			}
+			ns := float64(lb.T.Nanoseconds()) / float64(lb.N)
+			b.extra = append(b.extra, report.Row{
+				ID:     fmt.Sprintf("m%d", c.Steps),
+				Figure: fmt.Sprintf("Lower bound of a memo hit, %d steps: hash of generation + read paths, one map lookup", c.Steps),
+				Agentd: fmt.Sprintf("%s/op · %d allocs/op", report.NS(ns), lb.AllocsPerOp()),
+				Peer:   perOp(hit) + " (row " + id + "′, agentd's memo hit)",
+				Ratio:  report.Ratio(ns, hit.NsPerOp),
+				Goal:   "room left in the hit path",
+			})
+		}
+	}
+	b.goals = append(b.goals, fmt.Sprintf("In process, agentd's required hook ≤ %.1f× raw OPA on plans it has not seen (rows 1a–1d): %s (worst case %.2f×). "+
+		"Rows 1a′–1d′ show the memo on an identical plan.", inProcessGoal, metOrNot(worst <= inProcessGoal), worst))
+	return nil
+}
+
+func ratios(a, b inproc.Result) string {
+	return report.Ratio(a.NsPerOp, b.NsPerOp) + " time, " + report.Ratio(float64(a.AllocsPerOp), float64(b.AllocsPerOp)) + " allocs"
+}
+
+func (b *bench) beforePlanning() error {
+	dir, err := os.MkdirTemp(b.tmp, "before-")
+	if err != nil {
+		return err
+	}
+	agentd, got, err := inproc.AgentdBeforePlanning(dir)
+	if err != nil {
+		return err
+	}
+	raw, want, err := inproc.RawCELBeforePlanning()
+	if err != nil {
+		return err
+	}
+	if err := inproc.SameEnrichments(got, want); err != nil {
+		return err
+	}
+	res, err := inproc.Compare(b.rounds, agentd, raw)
+	if err != nil {
+		return err
+	}
+	ra, rr := res[0], res[1]
+	b.rows["3"] = append(b.rows["3"], report.Row{
+		ID:     "3",
+		Figure: fmt.Sprintf("In process: before_planning, %d hooks (CEL when, enrich ×9, cache.lookup miss)", inproc.BeforeHooks),
+		Agentd: perOp(ra), Peer: perOp(rr) + " (raw cel-go)", Ratio: ratios(ra, rr), Goal: "none set",
+	})
+	return nil
+}
+
+// inProcessProfiles writes CPU and allocation profiles of the 3-step plan review
+// against the 5,000-entry allow-list with a new plan_id per operation (agentd's and raw
+// OPA's), and of the before_planning stage.
+func (b *bench) inProcessProfiles() error {
+	c := inproc.PlanCase{Steps: 3, Size: fixture.Large}
+	dir, err := os.MkdirTemp(b.tmp, "profile-")
+	if err != nil {
+		return err
+	}
+	agentd, err := inproc.AgentdPlanReview(dir, b.policies, c, true)
+	if err != nil {
+		return err
+	}
+	opa, err := inproc.OPAPlanReview(b.policies, c, true)
+	if err != nil {
+		return err
+	}
+	if dir, err = os.MkdirTemp(b.tmp, "profile-"); err != nil {
+		return err
+	}
+	before, _, err := inproc.AgentdBeforePlanning(dir)
+	if err != nil {
+		return err
+	}
+	type run struct {
+		side   inproc.Side
+		name   string
+		allocs bool
+		d      time.Duration
+		n      int
+	}
+	runs := []*run{
+		{side: agentd, name: "inproc-agentd.cpu.pprof", d: b.profile},
+		{side: agentd, name: "inproc-agentd.allocs.pprof", allocs: true, d: b.profile / 2},
+		{side: opa, name: "inproc-opa.cpu.pprof", d: b.profile},
+		{side: before, name: "inproc-before.cpu.pprof", d: b.profile / 2},
+		{side: before, name: "inproc-before.allocs.pprof", allocs: true, d: b.profile / 4},
+	}
+	for _, r := range runs {
+		path := filepath.Join(b.results, r.name)
+		if r.allocs {
+			r.n, err = prof.Allocs(path, r.d, r.side.Op)
+		} else {
+			r.n, err = prof.CPU(path, r.d, r.side.Op)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	path := func(i int) string { return filepath.Join(b.results, runs[i].name) }
+	about := "agentd in process, Pipeline.AfterPlanning, " + c.String() + ", new plan_id per op"
+	beforeAbout := fmt.Sprintf("agentd in process, Pipeline.BeforePlanning, %d hooks (row 3)", inproc.BeforeHooks)
+	return b.summarize(
+		profileSpec{title: "In process, agentd plan review — CPU", about: about, file: path(0), ops: runs[0].n, top: prof.TopOptions{Nodes: 20}},
+		profileSpec{title: "In process, agentd plan review — allocations (objects)", about: about + "; delta over the profiled loop",
+			file: path(1), ops: runs[1].n, top: prof.TopOptions{Nodes: 20, SampleIndex: "alloc_objects", Base: path(1) + ".base"}},
+		profileSpec{title: "In process, raw OPA plan review — CPU", about: "raw OPA PreparedEvalQuery.Eval with rego.EvalInput, " + c.String(),
+			file: path(2), ops: runs[2].n, top: prof.TopOptions{Nodes: 15}},
+		profileSpec{title: "In process, agentd before_planning — CPU", about: beforeAbout, file: path(3), ops: runs[3].n, top: prof.TopOptions{Nodes: 20}},
+		profileSpec{title: "In process, agentd before_planning — allocations (objects)", about: beforeAbout + "; delta over the profiled loop",
+			file: path(4), ops: runs[4].n, top: prof.TopOptions{Nodes: 20, SampleIndex: "alloc_objects", Base: path(4) + ".base"}},
+	)
+}
+
+// profileSpec names a profile to summarize: a breakdown by prof.Categories (per
+// operation when ops, the operations the profile covers, is known) and pprof's flat
+// top entries.
+type profileSpec struct {
+	title, about, file string
+	ops                int
+	top                prof.TopOptions
+	noBreakdown        bool
+}
+
+func (b *bench) summarize(specs ...profileSpec) error {
+	for _, s := range specs {
+		top, err := prof.Top(b.goBin, s.file, s.top)
+		if err != nil {
+			return err
+		}
+		var shares []prof.Share
+		if !s.noBreakdown {
+			if shares, err = prof.Breakdown(b.goBin, s.file, s.top.SampleIndex, s.top.Base); err != nil {
+				return err
+			}
+		}
+		b.profiles = append(b.profiles, profile{title: s.title, about: s.about, file: filepath.Base(s.file), top: top,
+			shares: shares, ops: s.ops, objects: s.top.SampleIndex != ""})
+	}
+	return nil
+}
+
+func perOp(r inproc.Result) string {
+	return fmt.Sprintf("%s/op · %s allocs/op", report.NS(r.NsPerOp), report.Count(r.AllocsPerOp))
+}
+
+func goal(met bool, target string) string {
+	return target + ": " + metOrNot(met)
+}
+
+func metOrNot(met bool) string {
+	if met {
+		return "**met**"
+	}
+	return "**not met**"
+}

@@ -1,0 +1,161 @@
+// Command agentd-bench is the driver of `make bench`: in one run it measures agentd
+// against raw OPA, `opa run --server` and raw cel-go, measures reload latency and
+// memory, writes CPU and allocation profiles, prints the markdown table and writes the
+// report to <results>/latest.md. See bench/README.md for what each row means.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/bench/internal/prof"
+	"github.com/agentd-dev/agentd/bench/internal/report"
+)
+
+// config holds the flags. Every count and duration is bounded, so a run is too.
+type config struct {
+	repo, agentd, opa, goBin, results string
+
+	rounds    int
+	benchtime time.Duration
+
+	concurrency, httpWarmup, httpRounds int
+	httpCases                           []httpCase
+
+	memRequests int
+	reloadEdits int
+	profile     time.Duration
+	timeout     time.Duration
+}
+
+func parseFlags() *config {
+	testing.Init() // testing.Benchmark reads -test.benchtime
+	c := &config{}
+	flag.StringVar(&c.repo, "repo", ".", "repository root (policies/, examples/, cmd/agentd)")
+	flag.StringVar(&c.agentd, "agentd", "bench/bin/agentd", "the agentd binary to serve with")
+	flag.StringVar(&c.opa, "opa", "", "the OPA binary (make bench passes `go tool -n opa`, the pinned tool)")
+	flag.StringVar(&c.goBin, "go", "go", "the go command, for building the profiling agentd and go tool pprof")
+	flag.StringVar(&c.results, "results", "bench/results", "where latest.md and the profiles go")
+	flag.IntVar(&c.rounds, "rounds", 3, "interleaved rounds of each in-process pair (the median is reported)")
+	flag.DurationVar(&c.benchtime, "benchtime", 400*time.Millisecond, "length of one in-process benchmark run")
+	flag.IntVar(&c.concurrency, "concurrency", 16, "load generator workers (and keep-alive connections)")
+	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
+	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
+	cases := flag.String("http-cases", "3:fresh:20000,3:same:20000,30:fresh:5000",
+		"HTTP cases, steps:fresh|same:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
+	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
+	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
+	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
+	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
+	flag.Parse()
+	if c.opa == "" {
+		log.Fatal("agentd-bench: -opa is required (make bench passes the pinned `go tool -n opa`)")
+	}
+	var err error
+	if c.httpCases, err = parseHTTPCases(*cases); err != nil {
+		log.Fatal(err)
+	}
+	if err := flag.Set("test.benchtime", c.benchtime.String()); err != nil {
+		log.Fatal(err)
+	}
+	return c
+}
+
+func main() {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("agentd-bench: ")
+	c := parseFlags()
+	if err := run(c); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// bench is one run: its settings, scratch directory and what it has gathered.
+type bench struct {
+	*config
+	ctx      context.Context
+	tmp      string
+	policies []fixture.File
+	rows     map[string][]report.Row // by section: "1" … "5"
+	extra    []report.Row
+	profiles []profile
+	notes    []string
+	goals    []string
+	seq      int // the next request sequence number: ids stay unique across loads
+}
+
+// profile is one summarized profile for the report.
+type profile struct {
+	title, about, file, top string
+	shares                  []prof.Share
+	ops                     int  // operations profiled, 0 when unknown
+	objects                 bool // an allocation profile (else CPU)
+}
+
+func run(c *config) error {
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "agentd-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.MkdirAll(c.results, 0o755); err != nil {
+		return err
+	}
+	policies, err := fixture.Policies(c.repo)
+	if err != nil {
+		return err
+	}
+	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{}}
+	machine := report.ReadMachine(c.repo)
+	log.Print(machine.Line())
+	loadBefore := report.LoadAverage()
+
+	pprofAgentd := filepath.Join(tmp, "agentd-pprof")
+	log.Print("building the profiling agentd (go build -overlay)")
+	if err := buildProfiling(c, pprofAgentd, tmp); err != nil {
+		return err
+	}
+	steps := []struct {
+		name string
+		fn   func() error
+	}{
+		{"in-process plan review", b.planReview},
+		{"before_planning", b.beforePlanning},
+		{"in-process profiles", b.inProcessProfiles},
+		{"reload", b.reload},
+		{"HTTP", b.http},
+		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
+		{"memory", b.memory},
+	}
+	for _, s := range steps {
+		t := time.Now()
+		log.Printf("== %s", s.name)
+		if err := s.fn(); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		log.Printf("== %s done in %v", s.name, time.Since(t).Round(time.Millisecond))
+	}
+	b.notes = append(b.notes, fmt.Sprintf("Load average (1, 5, 15 min) at the start of the run: %s; at the end: %s. "+
+		"On this 2-core machine anything above about 2 means other work competed with the benchmark.", loadBefore, report.LoadAverage()))
+	md := b.render(machine, time.Since(began))
+	out := filepath.Join(c.results, "latest.md")
+	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Println(report.Table(b.table()))
+	for _, g := range b.goals {
+		fmt.Println("- " + g)
+	}
+	fmt.Printf("\nwrote %s (driver wall time %v)\n", out, time.Since(began).Round(time.Second))
+	return nil
+}

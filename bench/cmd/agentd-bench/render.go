@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/internal/report"
+)
+
+// table returns every row, section by section.
+func (b *bench) table() []report.Row {
+	var rows []report.Row
+	for _, s := range []string{"1", "2", "3", "4", "5"} {
+		rows = append(rows, b.rows[s]...)
+	}
+	return rows
+}
+
+func (b *bench) render(m report.Machine, took time.Duration) string {
+	var w strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p("# agentd benchmark report\n\n")
+	p("Written by `make bench` (bench/cmd/agentd-bench) on %s; every figure below comes from this one run, "+
+		"which took %v (driver wall time, builds not included).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
+	p("%s\n\n%s\n\n", m.Line(), m.CommitLine())
+	p("The machine is shared and noisy: other work may have run beside the benchmark. In-process pairs are " +
+		"interleaved round by round and HTTP runs alternate between the two servers so that noise falls on both " +
+		"sides, and ratios are computed from figures of this run only; repeat runs can still differ by 10–20%%.\n\n")
+
+	p("## Results\n\n%s\n", report.Table(b.table()))
+	p("## Goals\n\n")
+	for _, g := range b.goals {
+		p("- %s\n", g)
+	}
+	p("\n## Projection (not agentd code)\n\n")
+	p("What a decision memo hit would cost at least: hashing the generation id and every input path " +
+		"`data.agentd.plan` can read, then one map lookup. Compare with row 1's agentd figure for the same plan.\n\n")
+	p("%s\n", report.Table(b.extra))
+	p("## Settings\n\n")
+	p("- In process: %d interleaved rounds per comparison, each side a `testing.Benchmark` of about %v per round, the order "+
+		"rotating; the median round is reported. agentd: a `decl.Load`ed generation (the required `rego: {query: data.agentd.plan}` "+
+		"hook over policies/ and the generated allow-list, no catalog), `Pipeline.AfterPlanning` with a nil trail. Raw OPA: "+
+		"`rego.New(Query, Module…, Store(inmem.NewFromObject(data))).PrepareForEval` once, `Eval(rego.EvalInput(input))` per op "+
+		"with the same input map agentd builds. A new plan_id per op stands for an orchestrator's traffic, where every plan is "+
+		"new; the identical plan every op shows agentd's decision memo (keyed by the plan-review input parts the policy reads).\n",
+		b.rounds, b.benchtime)
+	p("- HTTP: the in-repo load generator (bench/internal/load), %d workers over %d keep-alive connections; per run a tenth of "+
+		"the measured count as warm-up, then the measured requests; %d runs per server and case, alternating which server goes "+
+		"first (median reported). Both servers run throughout, on loopback. agentd `serve --log-level warn` with `rego_timeout: 5s`; "+
+		"`opa run --server --log-level error --skip-version-check`: neither writes a line per request. "+
+		"Every agentd request has a new request_id, as an orchestrator sends (one request per user request, after_planning "+
+		"once per phase; re-using an id would make each call a later phase of the same request, which plan validation "+
+		"rejects for repeated step ids). A new plan_id per request (in both servers' bodies) stands for real plans; the "+
+		"identical-plan case shows the memo.\n",
+		b.concurrency, b.concurrency, b.httpRounds)
+	p("- Load generator, agentd and OPA share the machine's %d cores.\n", m.Cores)
+	for _, n := range b.notes {
+		p("- %s\n", n)
+	}
+	p("\n## Profiles\n\nThe profiles are in bench/results/ (`go tool pprof -http=: bench/results/<file>`); the top entries:\n\n")
+	p("Each profile first as a breakdown (every sample goes to the first category, in table order, that matches " +
+		"any frame of its stack; per-operation figures divide by the operations the profile covered, estimated " +
+		"from the load for the HTTP ones), then pprof's flat top entries.\n\n")
+	for _, pr := range b.profiles {
+		p("### %s\n\n%s — `%s`\n\n%s\n```\n%s\n```\n\n", pr.title, pr.about, pr.file, breakdownTable(pr), pr.top)
+	}
+	return w.String()
+}
+
+// breakdownTable renders a profile's shares, per operation when the operation count
+// is known.
+func breakdownTable(pr profile) string {
+	if len(pr.shares) == 0 {
+		return ""
+	}
+	var w strings.Builder
+	unit := "CPU time"
+	if pr.objects {
+		unit = "allocated objects"
+	}
+	perOp := pr.ops > 0
+	fmt.Fprintf(&w, "| where | share of %s |", unit)
+	if perOp {
+		fmt.Fprintf(&w, " per op (%s ops) |", report.Count(int64(pr.ops)))
+	}
+	w.WriteString("\n|---|---:|")
+	if perOp {
+		w.WriteString("---:|")
+	}
+	w.WriteString("\n")
+	for _, s := range pr.shares {
+		if s.Fraction < 0.005 {
+			continue
+		}
+		fmt.Fprintf(&w, "| %s | %.1f%% |", s.Category, 100*s.Fraction)
+		if perOp {
+			v := s.Value / float64(pr.ops)
+			if pr.objects {
+				fmt.Fprintf(&w, " %.1f |", v)
+			} else {
+				fmt.Fprintf(&w, " %s |", report.NS(v))
+			}
+		}
+		w.WriteString("\n")
+	}
+	return w.String()
+}

@@ -1,0 +1,49 @@
+package inproc
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+)
+
+func TestPlanReviewSidesAllowEveryPlan(t *testing.T) {
+	policies, err := fixture.Policies(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []PlanCase{{3, fixture.Small}, {30, fixture.Large}} {
+		for _, fresh := range []bool{false, true} {
+			a, err := AgentdPlanReview(t.TempDir(), policies, c, fresh)
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			o, err := OPAPlanReview(policies, c, fresh)
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			for _, s := range []Side{a, o, a, o} {
+				if err := s.Op(); err != nil {
+					t.Errorf("%s: %v", s.Name, err)
+				}
+			}
+		}
+	}
+}
+
+func TestBeforePlanningSidesAgree(t *testing.T) {
+	_, got, err := AgentdBeforePlanning(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want, err := RawCELBeforePlanning()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SameEnrichments(got, want); err != nil {
+		t.Error(err)
+	}
+	if len(got) != 7 {
+		t.Errorf("enrichments = %v, want 7 keys", got)
+	}
+}

@@ -1,0 +1,129 @@
+package inproc
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/decl"
+)
+
+// PlanCase is one plan review: a plan of Steps steps against an allow-list of Size.
+type PlanCase struct {
+	Steps int
+	Size  fixture.Size
+}
+
+// planIDs returns a function that gives the plan a new plan_id per call when fresh, as
+// a planner gives every plan its own id; otherwise every operation reviews the
+// identical plan.
+func planIDs(fresh bool) func() (string, bool) {
+	n := 0
+	return func() (string, bool) {
+		if !fresh {
+			return "", false
+		}
+		n++
+		return "plan-" + strconv.Itoa(n), true
+	}
+}
+
+func variant(fresh bool) string {
+	if fresh {
+		return "fresh plan_id per op"
+	}
+	return "identical plan every op"
+}
+
+func (c PlanCase) String() string {
+	return fmt.Sprintf("%d-step plan, %d-entry allow-list", c.Steps, c.Size.Entries())
+}
+
+// AgentdPlanReview is agentd's side: a generation loaded by decl.Load from dir (written
+// here: the required `rego: {query: data.agentd.plan}` hook over policies and the
+// generated allow-list), its Pipeline.AfterPlanning called with a nil trail, as the
+// daemon calls it minus the HTTP, state and record layers. With fresh, each operation
+// reviews the plan under a new plan_id, which a decision memo has not seen.
+func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, fresh bool) (Side, error) {
+	if err := fixture.AgentdConfig(dir, policies, c.Size); err != nil {
+		return Side{}, err
+	}
+	gen, err := decl.Load(dir, decl.Options{})
+	if err != nil {
+		return Side{}, fmt.Errorf("decl.Load: %w", err)
+	}
+	ctx := engine.WithRequestInfo(context.Background(), engine.RequestInfo{
+		ID: "req-bench", Generation: gen.ID, Gate: engine.NewGate(nil, false),
+	})
+	pctx := &engine.PipelineContext{Request: fixture.Request, Metadata: fixture.Metadata(), Enrichments: map[string]any{}}
+	plan := fixture.Plan(c.Steps, c.Size)
+	if err := engine.ValidatePlan(plan, gen.Catalog, nil); err != nil {
+		return Side{}, err
+	}
+	nextID := planIDs(fresh)
+	return Side{Name: "agentd " + c.String() + ", " + variant(fresh), Op: func() error {
+		if id, ok := nextID(); ok {
+			plan.PlanID = id
+		}
+		got, err := gen.Pipeline.AfterPlanning(ctx, pctx, plan, nil, nil)
+		if err != nil {
+			return err
+		}
+		if len(got.Steps) != c.Steps {
+			return fmt.Errorf("accepted plan has %d steps, want %d", len(got.Steps), c.Steps)
+		}
+		return nil
+	}}, nil
+}
+
+// OPAPlanReview is raw OPA's side: rego.New with the same query, modules and data
+// (inmem.NewFromObject), prepared once; each operation is one Eval with
+// rego.EvalInput of the same input map the agentd side builds from the plan (with a
+// new plan_id per operation when fresh).
+func OPAPlanReview(policies []fixture.File, c PlanCase, fresh bool) (Side, error) {
+	opts := []func(*rego.Rego){rego.Query(fixture.Query)}
+	for _, f := range policies {
+		opts = append(opts, rego.Module(f.Name, string(f.Data)))
+	}
+	data := map[string]any{"agentd": map[string]any{"allowlist": fixture.AllowList(c.Size)}}
+	opts = append(opts, rego.Store(inmem.NewFromObject(data)))
+	ctx := context.Background()
+	prepared, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return Side{}, err
+	}
+	input, err := fixture.Input(fixture.Plan(c.Steps, c.Size))
+	if err != nil {
+		return Side{}, err
+	}
+	plan := input["plan"].(map[string]any)
+	nextID := planIDs(fresh)
+	return Side{Name: "raw OPA " + c.String() + ", " + variant(fresh), Op: func() error {
+		if id, ok := nextID(); ok {
+			plan["plan_id"] = id
+		}
+		rs, err := prepared.Eval(ctx, rego.EvalInput(input))
+		if err != nil {
+			return err
+		}
+		return checkAllowed(rs)
+	}}, nil
+}
+
+// checkAllowed checks that a data.agentd.plan result allows the plan.
+func checkAllowed(rs rego.ResultSet) error {
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return fmt.Errorf("decision is undefined: %v", rs)
+	}
+	doc, _ := rs[0].Expressions[0].Value.(map[string]any)
+	deny, ok := doc["deny"].([]any)
+	if !ok || len(deny) != 0 || doc["allow"] != true {
+		return fmt.Errorf("plan not allowed: %v", doc)
+	}
+	return nil
+}
