@@ -10,14 +10,21 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/expiring"
 )
 
-// Retention says how long records are kept, by outcome; zero keeps them until the
-// process ends. A running record is kept for the error retention.
+// Retention says how long records are kept, by outcome, and how many at most; zero
+// durations keep them until evicted. A running record is kept for the error retention.
 type Retention struct {
 	Success time.Duration
 	Error   time.Duration
+	// MaxRecords bounds the records an in-process store holds, the oldest written
+	// going first; 0 means DefaultMaxRecords.
+	MaxRecords int
 }
+
+// DefaultMaxRecords bounds Memory when Retention.MaxRecords is 0.
+const DefaultMaxRecords = 100_000
 
 func (r Retention) ttl(status engine.RecordStatus) time.Duration {
 	if status == engine.RecordSucceeded {
@@ -28,10 +35,11 @@ func (r Retention) ttl(status engine.RecordStatus) time.Duration {
 
 // Memory is an in-process engine.RecordStore. Records are deep-copied in and out
 // (engine.CloneRecord; JSON-encoded when they hold values that are not JSON-shaped), so
-// a caller can never alias stored state, exactly as with a remote store.
+// a caller can never alias stored state, exactly as with a remote store. It holds at
+// most Retention.MaxRecords records.
 type Memory struct {
 	mu        sync.Mutex
-	records   map[string]memoryEntry
+	records   *expiring.Map[memoryEntry]
 	retention Retention
 	now       func() time.Time
 }
@@ -40,12 +48,14 @@ type memoryEntry struct {
 	revision int64
 	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
 	data     []byte
-	expires  time.Time
 }
 
 // NewMemory returns an empty store with the given retention.
 func NewMemory(retention Retention) *Memory {
-	return &Memory{records: make(map[string]memoryEntry), retention: retention, now: time.Now}
+	if retention.MaxRecords <= 0 {
+		retention.MaxRecords = DefaultMaxRecords
+	}
+	return &Memory{records: expiring.New[memoryEntry](retention.MaxRecords), retention: retention, now: time.Now}
 }
 
 // Put implements engine.RecordStore.
@@ -60,16 +70,16 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 		return fmt.Errorf("encode execution record: %w", err)
 	}
 	now := m.now()
+	var expires time.Time
+	if ttl := m.retention.ttl(rec.Status); ttl > 0 {
+		expires = now.Add(ttl)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.live(rec.RequestID, now); ok && old.revision >= rec.Revision {
+	if old, ok := m.records.Get(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
-	if ttl := m.retention.ttl(rec.Status); ttl > 0 {
-		e.expires = now.Add(ttl)
-	}
-	m.records[rec.RequestID] = e
-	m.sweep(now)
+	m.records.Put(rec.RequestID, e, expires)
 	return nil
 }
 
@@ -79,7 +89,7 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 		return nil, err
 	}
 	m.mu.Lock()
-	e, ok := m.live(requestID, m.now())
+	e, ok := m.records.Get(requestID, m.now())
 	m.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
@@ -92,28 +102,6 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 		return nil, fmt.Errorf("decode execution record: %w", err)
 	}
 	return &rec, nil
-}
-
-func (m *Memory) live(id string, now time.Time) (memoryEntry, bool) {
-	e, ok := m.records[id]
-	if !ok || (!e.expires.IsZero() && !now.Before(e.expires)) {
-		return memoryEntry{}, false
-	}
-	return e, true
-}
-
-// sweep drops a bounded number of expired records per write, so memory stays bounded
-// without a background goroutine.
-func (m *Memory) sweep(now time.Time) {
-	n := 0
-	for id, e := range m.records {
-		if n++; n > 16 {
-			return
-		}
-		if !e.expires.IsZero() && !now.Before(e.expires) {
-			delete(m.records, id)
-		}
-	}
 }
 
 var _ engine.RecordStore = (*Memory)(nil)

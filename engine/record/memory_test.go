@@ -34,3 +34,22 @@ func TestMemory_RetentionByOutcome(t *testing.T) {
 		t.Fatalf("error record within its retention: %v", err)
 	}
 }
+
+func TestMemory_HoldsAtMostMaxRecords(t *testing.T) {
+	m := NewMemory(Retention{MaxRecords: 3})
+	ctx := context.Background()
+	for i := range 10 {
+		if err := m.Put(ctx, &engine.ExecutionRecord{RequestID: string(rune('a' + i)), Status: engine.RecordSucceeded, Revision: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.records.Len(); n != 3 {
+		t.Fatalf("store holds %d records, want 3", n)
+	}
+	if _, err := m.Get(ctx, "j"); err != nil {
+		t.Fatalf("newest record evicted: %v", err)
+	}
+	if _, err := m.Get(ctx, "a"); !errors.Is(err, engine.ErrRecordNotFound) {
+		t.Fatalf("oldest record kept: %v", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine/internal/expiring"
 )
 
 // DefaultCacheTTL applies when PutCache is given no ttl.
@@ -20,8 +22,8 @@ const DefaultRequestTTL = 30 * time.Minute
 // first, then the ones closest to expiry are evicted).
 type Memory struct {
 	mu       sync.Mutex
-	cache    *boundedMap[CacheEntry]
-	requests *boundedMap[[]byte]
+	cache    *expiring.Map[CacheEntry]
+	requests *expiring.Map[[]byte]
 	windows  map[string]window
 	now      func() time.Time
 }
@@ -42,7 +44,7 @@ func NewMemory(maxEntries int) *Memory {
 		maxEntries = 10_000
 	}
 	return &Memory{
-		cache: newBoundedMap[CacheEntry](maxEntries), requests: newBoundedMap[[]byte](maxEntries),
+		cache: expiring.New[CacheEntry](maxEntries), requests: expiring.New[[]byte](maxEntries),
 		windows: map[string]window{}, now: time.Now,
 	}
 }
@@ -54,7 +56,7 @@ func (m *Memory) GetCache(ctx context.Context, key string) (CacheEntry, bool, er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.cache.get(key, m.now())
+	e, ok := m.cache.Get(key, m.now())
 	if !ok {
 		return CacheEntry{}, false, nil
 	}
@@ -74,7 +76,7 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.cache.put(key, e, now.Add(ttl))
+	m.cache.Put(key, e, now.Add(ttl))
 	return nil
 }
 
@@ -85,7 +87,7 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*RequestState, bool
 		return nil, false, err
 	}
 	m.mu.Lock()
-	data, ok := m.requests.get(id, m.now())
+	data, ok := m.requests.Get(id, m.now())
 	m.mu.Unlock()
 	if !ok {
 		return nil, false, nil
@@ -111,7 +113,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *RequestState, ttl time.Durat
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.requests.put(s.ID, data, m.now().Add(ttl))
+	m.requests.Put(s.ID, data, m.now().Add(ttl))
 	return nil
 }
 

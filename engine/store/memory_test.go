@@ -15,7 +15,7 @@ func TestMemory_CacheIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(m.cache.entries); n != 3 {
+	if n := m.cache.Len(); n != 3 {
 		t.Fatalf("cache holds %d entries, want 3", n)
 	}
 	if _, ok, _ := m.GetCache(ctx, "9"); !ok {
