@@ -2,8 +2,6 @@ package policy
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
 	"slices"
 	"sync"
 
@@ -108,35 +106,41 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 	return m
 }
 
-// Key hashes the parts of a plan-review input (see PlanInput) that the policies read.
+// Key hashes the parts of a plan-review input (see PlanInput) that the policies read,
+// with an unambiguous canonical encoding and SHA-256.
 func (m *PlanMemo) Key(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
-	h := sha256.New()
-	part := func(name string, v any) error {
-		if !m.use.whole && !slices.Contains(m.use.keys, name) {
-			return nil
+	c := canonPool.Get().(*canon)
+	defer func() {
+		c.buf = c.buf[:0]
+		canonPool.Put(c)
+	}()
+	reads := func(key string) bool {
+		if m.use.whole || slices.Contains(m.use.keys, key) {
+			c.field(key)
+			return true
 		}
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(data)))
-		h.Write([]byte(name))
-		h.Write(n[:])
-		h.Write(data)
-		return nil
+		return false
 	}
-	for _, p := range []struct {
-		name string
-		v    any
-	}{{"plan", plan}, {"phase", phase}, {"request", request}, {"metadata", metadata}, {"enrichments", enrichments}} {
-		if err := part(p.name, p.v); err != nil {
-			return [32]byte{}, err
-		}
+	var err error
+	if reads("plan") {
+		err = c.plan(plan)
 	}
-	var key [32]byte
-	h.Sum(key[:0])
-	return key, nil
+	if err == nil && reads("phase") {
+		c.int(int64(phase))
+	}
+	if err == nil && reads("request") {
+		c.str(request)
+	}
+	if err == nil && reads("metadata") {
+		err = c.object(metadata)
+	}
+	if err == nil && reads("enrichments") {
+		err = c.object(enrichments)
+	}
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(c.buf), nil
 }
 
 // Get returns the decision stored under key. A decision's Plan is shared: callers must
