@@ -69,6 +69,17 @@ type call struct {
 	// fresh is set while the call opens the request: its first record write replaces
 	// any record a previous request with the same id left.
 	fresh bool
+	// invocations is the trail's snapshot once the stage ran (see recorded).
+	invocations []engine.Invocation
+}
+
+// recorded returns this call's invocations, copied from the trail once: the record,
+// the response and the telemetry share that read-only snapshot.
+func (c *call) recorded() []engine.Invocation {
+	if c.invocations == nil {
+		c.invocations = c.trail.Invocations()
+	}
+	return c.invocations
 }
 
 func storeError(err error) *APIError {
@@ -139,7 +150,7 @@ func (s *Service) commit(c *call, keep bool, fn func(rec *engine.ExecutionRecord
 			return storeError(err)
 		}
 	}
-	invocations := c.trail.Invocations()
+	invocations := c.recorded()
 	offset := -1
 	err := s.updateRecord(ctx, c, func(rec *engine.ExecutionRecord) {
 		offset = len(rec.PipelineHooks)

@@ -47,7 +47,7 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 		if apiErr := s.commit(c, true, finish); apiErr != nil {
 			return apiErr
 		}
-		resp.Invocations = c.trail.Invocations()
+		resp.Invocations = c.recorded()
 		s.observe(c, outcomeOf(out != nil, "short_circuit", "continue"))
 		return nil
 	})
@@ -94,7 +94,7 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 		}); apiErr != nil {
 			return apiErr
 		}
-		resp = &AfterPlanningResponse{RequestID: c.state.ID, Generation: c.gen.ID, Plan: accepted, Invocations: c.trail.Invocations()}
+		resp = &AfterPlanningResponse{RequestID: c.state.ID, Generation: c.gen.ID, Plan: accepted, Invocations: c.recorded()}
 		s.observe(c, "accepted")
 		return nil
 	})
@@ -145,7 +145,7 @@ func (s *Service) AfterExecution(ctx context.Context, req *AfterExecutionRequest
 		}); apiErr != nil {
 			return apiErr
 		}
-		resp = &AfterExecutionResponse{RequestID: c.state.ID, Generation: c.gen.ID, Invocations: c.trail.Invocations()}
+		resp = &AfterExecutionResponse{RequestID: c.state.ID, Generation: c.gen.ID, Invocations: c.recorded()}
 		s.observe(c, "completed")
 		return nil
 	})
@@ -188,7 +188,7 @@ func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest
 		}); apiErr != nil {
 			return apiErr
 		}
-		resp = &AfterSynthesisResponse{RequestID: c.state.ID, Generation: c.gen.ID, Response: final, Invocations: c.trail.Invocations()}
+		resp = &AfterSynthesisResponse{RequestID: c.state.ID, Generation: c.gen.ID, Response: final, Invocations: c.recorded()}
 		s.observe(c, "completed")
 		return nil
 	})

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +20,40 @@ type telemetry struct {
 	duration    metric.Float64Histogram
 	invocations metric.Int64Counter
 	operations  metric.Int64Counter
+	sets        attrSets
+}
+
+// attrSets memoizes the attribute sets of the bounded label combinations, so recording
+// a measurement allocates nothing once a combination has been seen.
+type attrSets struct {
+	mu   sync.RWMutex
+	sets map[attrKey]metric.MeasurementOption
+}
+
+type attrKey struct{ k1, v1, k2, v2, k3, v3 string }
+
+func (a *attrSets) get(k attrKey) metric.MeasurementOption {
+	a.mu.RLock()
+	o, ok := a.sets[k]
+	a.mu.RUnlock()
+	if ok {
+		return o
+	}
+	kvs := []attribute.KeyValue{attribute.String(k.k1, k.v1)}
+	if k.k2 != "" {
+		kvs = append(kvs, attribute.String(k.k2, k.v2))
+	}
+	if k.k3 != "" {
+		kvs = append(kvs, attribute.String(k.k3, k.v3))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	a.mu.Lock()
+	if a.sets == nil {
+		a.sets = map[attrKey]metric.MeasurementOption{}
+	}
+	a.sets[k] = o
+	a.mu.Unlock()
+	return o
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -46,24 +81,27 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 }
 
 func (t *telemetry) operation(ctx context.Context, operation op.Operation, outcome string) {
-	t.operations.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", string(operation)), attribute.String("outcome", outcome)))
+	t.operations.Add(ctx, 1, t.sets.get(attrKey{k1: "operation", v1: string(operation), k2: "outcome", v2: outcome}))
 }
 
 // observe records one finished stage call: metrics, and one decision log line.
 func (s *Service) observe(c *call, outcome string) {
 	ctx := context.WithoutCancel(c.ctx)
 	elapsed := time.Since(c.started)
-	stage := attribute.String("stage", string(c.stage))
-	s.tel.calls.Add(ctx, 1, metric.WithAttributes(stage, attribute.String("outcome", outcome)))
-	s.tel.duration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(stage))
-	invocations := c.trail.Invocations()
+	stage := string(c.stage)
+	sets := &s.tel.sets
+	s.tel.calls.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "outcome", v2: outcome}))
+	s.tel.duration.Record(ctx, elapsed.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
+	invocations := c.recorded()
 	for _, inv := range invocations {
 		reason := ""
 		if inv.Decision != nil {
 			reason = inv.Decision.Reason
 		}
-		s.tel.invocations.Add(ctx, 1, metric.WithAttributes(stage,
-			attribute.String("status", string(inv.Status)), attribute.String("reason", reason)))
+		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}))
+	}
+	if !s.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
+		return
 	}
 	attrs := []slog.Attr{
 		slog.String("request_id", c.state.ID), slog.String("generation", c.gen.ID),
