@@ -24,7 +24,7 @@ type Retention struct {
 }
 
 // DefaultMaxRecords bounds Memory when Retention.MaxRecords is 0.
-const DefaultMaxRecords = 100_000
+const DefaultMaxRecords = 10_000
 
 func (r Retention) ttl(status engine.RecordStatus) time.Duration {
 	if status == engine.RecordSucceeded {
