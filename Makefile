@@ -3,8 +3,14 @@ GO ?= go
 RACE_PKGS := ./engine/... ./cmd/...
 OTHER_PKGS := ./builtin/... ./schemas/...
 EXAMPLE ?= examples/stock-agent
+# Every fuzz target, as package:Func; `make fuzz` runs each for FUZZTIME, `make test` for
+# TEST_FUZZTIME.
+FUZZ_TARGETS := ./engine/decl:FuzzLoad ./engine:FuzzValidatePlan ./engine/ref:FuzzScan \
+	./engine/expr:FuzzCompile ./engine/op:FuzzCallValidate ./cmd/agentd/internal/server:FuzzAPIBodies
+FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 5s
 
-.PHONY: build run test test-race test-go test-policies bench lint fmt
+.PHONY: build run test test-race test-go test-policies fuzz bench lint fmt
 
 ## build: the agentd binary in bin/.
 build:
@@ -14,8 +20,13 @@ build:
 run:
 	$(GO) run ./cmd/agentd serve --config $(EXAMPLE)
 
-## test: every Go test (race detector on the concurrent packages) and the Rego policy tests.
-test: test-race test-go test-policies
+## test: every Go test (race detector on the concurrent packages), the Rego policy tests and
+## a short run of every fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
+## a private redis-server started for the run (scripts/redis.sh), or skip without one.
+test:
+	@fuzzcache=$$(mktemp -d) && trap 'rm -rf "$$fuzzcache"' EXIT && \
+		./scripts/redis.sh with $(MAKE) --no-print-directory test-race test-go test-policies fuzz \
+			FUZZTIME=$(TEST_FUZZTIME) FUZZCACHE="$$fuzzcache"
 
 test-race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
@@ -26,9 +37,22 @@ test-go:
 test-policies:
 	$(GO) tool opa test policies/
 
+## fuzz: every fuzz target for FUZZTIME (default 10s) each. The generated corpus grows in
+## the Go build cache, or in FUZZCACHE when set (make test uses a fresh one, so that its
+## few seconds go to new inputs rather than to replaying an ever larger corpus).
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" \
+			$(if $(FUZZCACHE),-args -test.fuzzcachedir="$(FUZZCACHE)") || exit 1; \
+	done
+
 ## bench: the side-by-side benchmark report.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) build -o bench/bin/agentd ./cmd/agentd
+	$(GO) build -o bench/bin/agentd-bench ./bench/cmd/agentd-bench
+	$(GO) tool opa version >/dev/null
+	bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -opa "$$($(GO) tool -n opa)" -results bench/results
 
 ## lint: gofmt, go vet and staticcheck.
 lint:

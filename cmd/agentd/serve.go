@@ -17,10 +17,12 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/decl"
 	"github.com/agentd-dev/agentd/engine/record"
 	"github.com/agentd-dev/agentd/engine/reload"
 	"github.com/agentd-dev/agentd/engine/store"
+	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
 )
 
 type serveFlags struct {
@@ -41,7 +43,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token every route but /healthz and /readyz requires")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (with --tls-cert)")
-	fs.StringVar(&f.store, "store", "memory", "state and record store: memory")
+	fs.StringVar(&f.store, "store", "memory", "where request states, cache entries, rate limits and records live: memory, or redis://host:port/db[?prefix=agentd:&timeout=1s&cache_timeout=250ms] shared by replicas")
 	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
@@ -59,8 +61,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		fmt.Fprintln(stderr, "agentd serve: --tls-cert and --tls-key go together")
 		return nil, errUsage
-	case f.store != "memory":
-		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory)\n", f.store)
+	case f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
+		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
 		return nil, errUsage
 	}
 	return &f, nil
@@ -95,10 +97,14 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	}
 	defer tel.shutdown(context.WithoutCancel(ctx))
 
-	mem := store.NewMemory(0)
+	stores, err := openStores(ctx, f, logger)
+	if err != nil {
+		return err
+	}
+	defer stores.close()
 	registry := reload.NewRegistry(8)
 	reloader, err := reload.NewReloader(f.config, decl.Options{
-		Services:       builtin.Services{Cache: mem, Limiter: mem, Logger: logger},
+		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
 	}, registry, logger, tel.meter)
 	if err != nil {
@@ -108,9 +114,8 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
 	}
 	svc, err := server.New(server.Config{
-		Registry: registry, Requests: mem,
-		Records: record.NewMemory(record.Retention{Success: f.successRetention, Error: f.errorRetention}),
-		Logger:  logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
+		Registry: registry, Requests: stores.requests, Records: stores.records,
+		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
 	})
 	if err != nil {
 		return err
@@ -159,6 +164,35 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	}
 	logger.Info("agentd stopped")
 	return nil
+}
+
+// stores are the state and record stores the daemon runs on.
+type stores struct {
+	requests store.Requests
+	cache    store.Cache
+	limiter  store.Limiter
+	records  engine.RecordStore
+	close    func()
+}
+
+// openStores opens the --store backend: in-process memory, or Redis shared by
+// replicas. Redis need not be up: the daemon serves, calls that need state answer 503
+// store_unavailable, and the store reconnects by itself when Redis returns.
+func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
+	retention := record.Retention{Success: f.successRetention, Error: f.errorRetention}
+	if f.store == "memory" {
+		mem := store.NewMemory(0)
+		return &stores{requests: mem, cache: mem, limiter: mem, records: record.NewMemory(retention), close: func() {}}, nil
+	}
+	redisstore.SetLogger(logger)
+	rs, err := redisstore.Open(f.store)
+	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	if err := rs.Ping(ctx); err != nil {
+		logger.Warn("redis store not reachable yet; calls that need state answer 503 until it is", "error", err.Error())
+	}
+	return &stores{requests: rs, cache: rs, limiter: rs, records: rs.Records(retention), close: func() { _ = rs.Close() }}, nil
 }
 
 // reloadOnHangup forces a reload on every SIGHUP until ctx is done.

@@ -12,9 +12,11 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -25,25 +27,12 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// Defaults of Options.
+// Defaults of the URL options prefix, timeout and cache_timeout.
 const (
 	DefaultPrefix       = "agentd:"
 	DefaultTimeout      = time.Second
 	DefaultCacheTimeout = 250 * time.Millisecond
 )
-
-// Options tune a Store. Zero values take the defaults.
-type Options struct {
-	// Prefix starts every key the store writes; default "agentd:". Deployments that
-	// share one Redis database keep apart by prefix.
-	Prefix string
-	// Timeout bounds each request-state and execution-record operation; default 1s.
-	Timeout time.Duration
-	// CacheTimeout bounds each response-cache and rate-limit operation; default 250ms.
-	// Those serve optional hooks that fail open, so a slow Redis should cost them
-	// little time.
-	CacheTimeout time.Duration
-}
 
 // Store is a Redis-backed store.Requests, store.Cache and store.Limiter. It is safe for
 // concurrent use. Keys:
@@ -53,25 +42,32 @@ type Options struct {
 //	<prefix>limit:<limit key>   rate-limit window counter, expiring with the window
 //	<prefix>rec:<request id>    execution record (see Records)
 type Store struct {
-	client       *goredis.Client
-	prefix       string
-	timeout      time.Duration
+	client *goredis.Client
+	// prefix starts every key; deployments sharing one Redis database keep apart by it.
+	prefix string
+	// timeout bounds each request-state and execution-record operation.
+	timeout time.Duration
+	// cacheTimeout bounds each response-cache and rate-limit operation. Those serve
+	// optional hooks that fail open, so a slow Redis should cost them little time.
 	cacheTimeout time.Duration
 }
 
 // Open parses a redis:// (or rediss://, unix://) URL and returns a store on it without
 // connecting: the first operation dials. Besides the go-redis URL options (dial_timeout,
-// pool_size, ...), the query may set prefix, timeout and cache_timeout (Options), e.g.
-// redis://127.0.0.1:6379/0?prefix=team-a:&timeout=500ms.
+// pool_size, ...), the query may set prefix (default "agentd:"), timeout (state and
+// records, default 1s) and cache_timeout (response cache and rate limits, default
+// 250ms), e.g. redis://127.0.0.1:6379/0?prefix=team-a:&timeout=500ms.
 func Open(rawURL string) (*Store, error) {
 	u, err := url.Parse(rawURL)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // without the URL, which may hold a password
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redis URL: %w", err)
 	}
 	q := u.Query()
-	var opts Options
-	opts.Prefix = q.Get("prefix")
-	for name, dst := range map[string]*time.Duration{"timeout": &opts.Timeout, "cache_timeout": &opts.CacheTimeout} {
+	s := &Store{prefix: cmp.Or(q.Get("prefix"), DefaultPrefix), timeout: DefaultTimeout, cacheTimeout: DefaultCacheTimeout}
+	for name, dst := range map[string]*time.Duration{"timeout": &s.timeout, "cache_timeout": &s.cacheTimeout} {
 		if v := q.Get(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -89,33 +85,21 @@ func Open(rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
 	if !retries {
-		// A retried script could apply twice (a rate-limit event counted twice); a failed
-		// operation is reported instead, and the next one dials afresh.
+		// A retried script could apply twice (an event counted twice, a record write
+		// reported stale); a failed operation is reported instead, and the next one
+		// dials afresh.
 		ropts.MaxRetries = -1
 	}
 	if ropts.DialTimeout == 0 {
-		ropts.DialTimeout = opts.Timeout
+		ropts.DialTimeout = s.timeout
 	}
 	ropts.DialerRetries = 1
 	ropts.ContextTimeoutEnabled = true
 	ropts.DisableIdentity = true
 	ropts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	return &Store{client: goredis.NewClient(ropts), prefix: opts.Prefix, timeout: opts.Timeout, cacheTimeout: opts.CacheTimeout}, nil
-}
-
-func (o Options) withDefaults() Options {
-	if o.Prefix == "" {
-		o.Prefix = DefaultPrefix
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.CacheTimeout <= 0 {
-		o.CacheTimeout = DefaultCacheTimeout
-	}
-	return o
+	s.client = goredis.NewClient(ropts)
+	return s, nil
 }
 
 // Prefix is the prefix of every key of the store.
@@ -154,5 +138,28 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, op, id string, fn
 	if id != "" {
 		op += " " + strings.TrimPrefix(id, s.prefix)
 	}
-	return fmt.Errorf("%w: redis %s: %w", store.ErrUnavailable, op, err)
+	return &unavailableError{op: op, err: err}
+}
+
+// unavailableError is a failure to reach Redis: it is store.ErrUnavailable and wraps
+// the cause.
+type unavailableError struct {
+	op  string
+	err error
+}
+
+func (e *unavailableError) Error() string   { return "redis " + e.op + ": " + e.err.Error() }
+func (e *unavailableError) Unwrap() []error { return []error{store.ErrUnavailable, e.err} }
+
+// SetLogger sends the messages of the go-redis client library (dial failures and the
+// like; process-wide) to logger at debug level: the store's callers already see and
+// report every failure as an error.
+func SetLogger(logger *slog.Logger) {
+	goredis.SetLogger(slogAdapter{logger})
+}
+
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Printf(ctx context.Context, format string, v ...any) {
+	a.l.DebugContext(ctx, strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), "component", "go-redis")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -232,7 +233,9 @@ func assertUnavailable(t *testing.T, s *redis.Store, within time.Duration) {
 		"GetCache":   func() error { _, _, err := s.GetCache(ctx, "k"); return err },
 		"PutCache":   func() error { return s.PutCache(ctx, "k", store.CacheEntry{}, time.Minute) },
 		"Allow":      func() error { _, err := s.Allow(ctx, "k", 1, time.Minute); return err },
-		"Record.Put": func() error { return s.Records(record.Retention{}).Put(ctx, &engine.ExecutionRecord{RequestID: "r", Revision: 1}) },
+		"Record.Put": func() error {
+			return s.Records(record.Retention{}).Put(ctx, &engine.ExecutionRecord{RequestID: "r", Revision: 1})
+		},
 		"Record.Get": func() error { _, err := s.Records(record.Retention{}).Get(ctx, "r"); return err },
 		"Ping":       func() error { return s.Ping(ctx) },
 	}
@@ -311,6 +314,36 @@ func TestStore_RecoversWhenRedisReturns(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no recovery within 10s of Redis returning: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The store starts no goroutine of its own, and the client's dial probe ends with
+// Close: nothing outlives the store.
+func TestStore_CloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := redis.Open("redis://" + addr + "/0?pool_size=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // enough refused dials to start go-redis' background dial probe
+		_, _, _ = s.GetRequest(context.Background(), "r")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before Open, %d 5s after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

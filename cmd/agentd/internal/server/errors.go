@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error types of the API. Clients match on type, never on message.
@@ -64,16 +66,28 @@ func (e *APIError) with(k string, v any) *APIError {
 }
 
 // decodeBody decodes exactly one JSON object from r into v, strictly: unknown fields,
-// wrong types, trailing data and bodies over limit bytes are typed 4xx errors naming
-// the offending field where there is one.
+// wrong types, trailing data, invalid UTF-8 and bodies over limit bytes are typed 4xx
+// errors naming the offending field where there is one.
 func decodeBody(r io.Reader, limit int64, v any) *APIError {
 	lr := &io.LimitedReader{R: r, N: limit + 1}
-	dec := json.NewDecoder(lr)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	data, err := io.ReadAll(lr)
 	if lr.N <= 0 {
 		return apiError(http.StatusRequestEntityTooLarge, TypeBodyTooLarge, "request body exceeds %d bytes", limit).with("limit", limit)
 	}
+	if err != nil {
+		return apiError(http.StatusBadRequest, TypeInvalidJSON, "read request body: %v", err)
+	}
+	if !utf8.Valid(data) {
+		// encoding/json would silently replace the bad bytes; JSON text is UTF-8.
+		offset := 0
+		for r, n := utf8.DecodeRune(data); r != utf8.RuneError || n > 1; r, n = utf8.DecodeRune(data[offset:]) {
+			offset += n
+		}
+		return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body is not valid UTF-8 at byte %d", offset).with("offset", offset)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
 	if err == nil {
 		if dec.More() {
 			return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body holds more than one JSON value")

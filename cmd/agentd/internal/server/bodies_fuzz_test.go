@@ -1,0 +1,120 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// fuzzRoutes are the API routes that take a body, indexed by the fuzzer's route byte.
+var fuzzRoutes = []string{
+	"/v1/hooks/before_planning",
+	"/v1/hooks/after_planning",
+	"/v1/hooks/after_execution",
+	"/v1/hooks/after_synthesis",
+	"/v1/operations/check",
+}
+
+// fuzzBodies is one of each request body type, for decodeBody on its own.
+func fuzzBodies() []any {
+	return []any{&BeforePlanningRequest{}, &AfterPlanningRequest{}, &AfterExecutionRequest{}, &AfterSynthesisRequest{}, &OperationCheckRequest{}}
+}
+
+// allowed5xx are the server errors the API documents: a stage that cannot reach its
+// state store or has no live generation (503), a hook that broke its contract (500).
+var allowed5xx = map[int][]string{
+	http.StatusServiceUnavailable:  {TypeStoreUnavailable, TypeNotReady},
+	http.StatusInternalServerError: {TypeHookContract},
+}
+
+// FuzzAPIBodies sends arbitrary bodies to every stage of an in-process Service running
+// the stock-agent example: decodeBody must refuse bad bodies with a typed 4xx, and no
+// body may panic or produce an undocumented 5xx or an untyped error.
+func FuzzAPIBodies(f *testing.F) {
+	plan := `{"plan_id":"p1","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"quote","metadata":{"capability":"stock_quote","parameters":{"symbol":"ACME"}}}]}`
+	for _, seed := range []struct {
+		route uint8
+		body  string
+	}{
+		{0, `{"request_id":"r","request":"What is ACME?","metadata":{"tenant":"acme"},"cache_vary":{"locale":"en"}}`},
+		{0, `{"request_id":"r","request":"x","cache_read_disabled":true}`},
+		{0, `{"request_id":5,"request":"x"}`},
+		{0, `{"request_id":"r","request":"x","metadata":{"n":1e400}}`},
+		{0, "{\"request_id\":\"r\",\"request\":\"caf\xe9\"}"},
+		{0, `{"request_id":"r","request":"x","metadata":` + strings.Repeat(`{"a":`, 64) + `1` + strings.Repeat(`}`, 64) + `}`},
+		{1, `{"request_id":"r","plan":` + plan + `}`},
+		{1, `{"request_id":"r2","request":"buy","phase":2,"plan":{"plan_id":"p2","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":5}}}]}}`},
+		{1, `{"request_id":"r3","plan":{"steps":[{"step_id":"a","agent_name":"ghost","namespace":"x","depends_on":["b"]}]}}`},
+		{1, `{"request_id":"r","phase":123456789012345678901234567890,"plan":{}}`},
+		{2, `{"request_id":"r","result":{"plan_id":"p1","success":true,"steps":[{"step_id":"step-1","success":true,"response":{"price":42}}]}}`},
+		{2, `{"request_id":"r","result":{"steps":"no"}}`},
+		{3, `{"request_id":"r","response":"mail jane@example.com or call 555-123-4567"}`},
+		{3, `{"request_id":"r","response":null}`},
+		{4, `{"operation":"tool_call","call":{"request_id":"r","step_id":"s","agent_name":"stock-service","namespace":"demo-tools","capability":"execute_trade","parameters":{"amount":20000}}}`},
+		{4, `{"operation":"inference","call":{"request_id":"r","model":"m","phase":-1}}`},
+		{4, `{"operation":"turn","call":{"request_id":"r","request":"hi","metadata":{"a":[1,{"b":null}]}}}`},
+		{0, ``},
+		{1, `[]`},
+		{2, `null`},
+	} {
+		f.Add(seed.route, []byte(seed.body))
+	}
+	gen, err := decl.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), decl.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	registry := reload.NewRegistry(1)
+	registry.Swap(gen)
+	svc, err := New(Config{
+		Registry: registry, Requests: store.NewMemory(1000),
+		Records: record.NewMemory(record.Retention{Success: time.Second, Error: time.Second}),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	const limit = 64 << 10
+	h := svc.Handler(HTTPOptions{MaxBody: limit})
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		for _, v := range fuzzBodies() {
+			if e := decodeBody(bytes.NewReader(body), limit, v); e != nil && (e.Status < 400 || e.Status > 499 || e.Type == "" || e.Message == "") {
+				t.Fatalf("decodeBody(%T) = %d %q %q", v, e.Status, e.Type, e.Message)
+			}
+		}
+		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		var answer struct {
+			Error *struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
+			t.Fatalf("%s answered %d with non-JSON %q", path, rec.Code, rec.Body)
+		}
+		if rec.Code/100 == 2 {
+			return
+		}
+		if rec.Code != http.StatusForbidden && (answer.Error == nil || answer.Error.Type == "" || answer.Error.Message == "") {
+			t.Fatalf("%s answered %d without a typed error: %s", path, rec.Code, rec.Body)
+		}
+		if rec.Code >= 500 {
+			for _, typ := range allowed5xx[rec.Code] {
+				if answer.Error.Type == typ {
+					return
+				}
+			}
+			t.Fatalf("%s answered undocumented %d %s for body %q", path, rec.Code, rec.Body, body)
+		}
+	})
+}
