@@ -30,6 +30,7 @@ type serveFlags struct {
 	watch, logPayloads                                        bool
 	debounce, successRetention, errorRetention, drain         time.Duration
 	maxBody                                                   int64
+	maxRecords                                                int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -47,6 +48,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
+	fs.IntVar(&f.maxRecords, "max-records", record.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -179,7 +181,7 @@ type stores struct {
 // replicas. Redis need not be up: the daemon serves, calls that need state answer 503
 // store_unavailable, and the store reconnects by itself when Redis returns.
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
-	retention := record.Retention{Success: f.successRetention, Error: f.errorRetention}
+	retention := record.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
 	if f.store == "memory" {
 		mem := store.NewMemory(0)
 		return &stores{requests: mem, cache: mem, limiter: mem, records: record.NewMemory(retention), close: func() {}}, nil
