@@ -46,7 +46,6 @@ type allStages struct {
 	name     string
 	calls    map[engine.Stage]*atomic.Int32
 	reject   func(plan *engine.RoutingPlan) error
-	required bool
 }
 
 func newAllStages(name string) *allStages {

@@ -102,7 +102,7 @@ func runRego(ctx context.Context, dir string) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load policies for testing: %w", err)
 	}
-	ch, err := tester.NewRunner().SetStore(store).SetTimeout(10*time.Second).Run(ctx, modules)
+	ch, err := tester.NewRunner().SetStore(store).SetTimeout(10*time.Second).SetModules(modules).RunTests(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("run policy tests: %w", err)
 	}
