@@ -43,9 +43,9 @@ func (s *countingSynthesizer) Synthesize(_ context.Context, _ *engine.PipelineCo
 
 // allStages takes part in every stage and counts its calls per stage.
 type allStages struct {
-	name     string
-	calls    map[engine.Stage]*atomic.Int32
-	reject   func(plan *engine.RoutingPlan) error
+	name   string
+	calls  map[engine.Stage]*atomic.Int32
+	reject func(plan *engine.RoutingPlan) error
 }
 
 func newAllStages(name string) *allStages {
