@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/policy"
@@ -107,12 +108,14 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	plan := randomPlan(rand.New(rand.NewPCG(3, 4)))
 	plan.Steps = append(plan.Steps, engine.RoutingStep{StepID: "step-9", Namespace: "docs", AgentName: "search", Metadata: map[string]any{"capability": "search"}})
 	a, _ := m.Key(plan, 1, "first question", map[string]any{"tenant": "a"}, nil)
-	b, _ := m.Key(plan, 1, "second question", map[string]any{"tenant": "b"}, nil)
+	renamed, _ := engine.ClonePlan(plan)
+	renamed.PlanID, renamed.CreatedAt = "another-plan", renamed.CreatedAt.Add(time.Hour)
+	b, _ := m.Key(renamed, 2, "second question", map[string]any{"tenant": "b"}, nil)
 	other, _ := engine.ClonePlan(plan)
 	other.Steps[len(other.Steps)-1].Metadata["capability"] = "execute_trade"
 	c, _ := m.Key(other, 1, "first question", map[string]any{"tenant": "a"}, nil)
 	if a != b || a == c {
-		t.Fatalf("keys: same plan, other request equal = %v (want true); other plan equal = %v (want false)", a == b, a == c)
+		t.Fatalf("keys: same steps, other plan id and request equal = %v (want true); other steps equal = %v (want false)", a == b, a == c)
 	}
 }
 

@@ -58,14 +58,10 @@ func (c *canon) int(n int64) {
 // field writes an object member: key then value.
 func (c *canon) field(key string) { c.str(key) }
 
-// optional writes s, or tagAbsent when empty (omitempty fields are absent in the input).
+// optional writes member key with text s.
 func (c *canon) optional(key, s string) {
 	c.field(key)
-	if s == "" {
-		c.tag(tagAbsent)
-		return
-	}
-	c.str(s)
+	c.text(s)
 }
 
 func (c *canon) strings(key string, ss []string) {
@@ -162,44 +158,86 @@ func (c *canon) object(m map[string]any) error {
 	return nil
 }
 
-// plan writes a RoutingPlan member by member, as PlanInput presents it to Rego.
+// planFields are the members of a RoutingPlan as PlanInput presents them to Rego.
+var planFields = []string{"plan_id", "original_request", "mode", "created_at", "terminal",
+	"continuation_note", "phase_number", "needs_user_input", "steps"}
+
+// plan writes a RoutingPlan member by member.
 func (c *canon) plan(p *engine.RoutingPlan) error {
 	if p == nil {
 		c.tag(tagNull)
 		return nil
 	}
 	c.tag(tagObject)
-	c.optional("plan_id", p.PlanID)
-	c.optional("original_request", p.OriginalRequest)
-	c.optional("mode", string(p.Mode))
-	c.field("created_at")
-	c.str(p.CreatedAt.Format(time.RFC3339Nano))
-	c.field("terminal")
-	switch {
-	case p.Terminal == nil:
+	for _, f := range planFields {
+		c.field(f)
+		if err := c.planField(p, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planField writes member f of p (absent for a name RoutingPlan does not have, as Rego
+// would find nothing there).
+func (c *canon) planField(p *engine.RoutingPlan, f string) error {
+	if p == nil {
 		c.tag(tagAbsent)
-	case *p.Terminal:
-		c.tag(tagTrue)
+		return nil
+	}
+	switch f {
+	case "plan_id":
+		c.text(p.PlanID)
+	case "original_request":
+		c.text(p.OriginalRequest)
+	case "mode":
+		c.text(string(p.Mode))
+	case "created_at":
+		c.str(p.CreatedAt.Format(time.RFC3339Nano))
+	case "terminal":
+		switch {
+		case p.Terminal == nil:
+			c.tag(tagAbsent)
+		case *p.Terminal:
+			c.tag(tagTrue)
+		default:
+			c.tag(tagFalse)
+		}
+	case "continuation_note":
+		c.text(p.ContinuationNote)
+	case "phase_number":
+		c.int(int64(p.PhaseNumber))
+	case "needs_user_input":
+		if n := p.NeedsUserInput; n == nil {
+			c.tag(tagAbsent)
+		} else {
+			c.tag(tagObject)
+			c.optional("question", n.Question)
+			c.strings("missing_fields", n.MissingFields)
+			c.optional("partial_progress", n.PartialProgress)
+		}
+	case "steps":
+		return c.steps(p.Steps)
 	default:
-		c.tag(tagFalse)
-	}
-	c.optional("continuation_note", p.ContinuationNote)
-	c.field("phase_number")
-	c.int(int64(p.PhaseNumber))
-	c.field("needs_user_input")
-	if n := p.NeedsUserInput; n == nil {
 		c.tag(tagAbsent)
-	} else {
-		c.tag(tagObject)
-		c.optional("question", n.Question)
-		c.strings("missing_fields", n.MissingFields)
-		c.optional("partial_progress", n.PartialProgress)
 	}
-	c.field("steps")
+	return nil
+}
+
+// text writes s, or tagAbsent when empty (omitempty members are absent in the input).
+func (c *canon) text(s string) {
+	if s == "" {
+		c.tag(tagAbsent)
+		return
+	}
+	c.str(s)
+}
+
+func (c *canon) steps(steps []engine.RoutingStep) error {
 	c.tag(tagArray)
-	c.length(len(p.Steps))
-	for i := range p.Steps {
-		s := &p.Steps[i]
+	c.length(len(steps))
+	for i := range steps {
+		s := &steps[i]
 		c.tag(tagObject)
 		c.optional("step_id", s.StepID)
 		c.optional("agent_name", s.AgentName)

@@ -10,21 +10,25 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 )
 
-// inputUse is what a bundle's compiled policies read: the top-level input keys (or the
-// whole input) and whether any non-deterministic built-in (time, random, uuid, ...) is
-// called. It is computed once per bundle.
+// inputUse is what a bundle's compiled policies read: the whole input, or the top-level
+// input keys read whole and the members of input.plan read on their own (a policy that
+// only looks at input.plan.steps does not depend on plan_id), and whether any
+// non-deterministic built-in (time, random, uuid, ...) is called. It is computed once
+// per bundle.
 type inputUse struct {
 	deterministic bool
 	whole         bool
 	keys          []string
+	planFields    []string
 }
 
-// analyzeInput walks every compiled module. Any use of the input it cannot narrow to a
-// constant top-level key (a bare `input`, a variable key, a `with input` override)
-// counts as reading the whole input.
+// analyzeInput walks every compiled module. A reference reads everything under its
+// constant prefix; any use of the input it cannot narrow to a constant top-level key (a
+// bare `input`, a variable key, a `with input` override) counts as reading the whole
+// input.
 func analyzeInput(c *ast.Compiler) inputUse {
 	use := inputUse{deterministic: true}
-	keys := map[string]bool{}
+	keys, planFields := map[string]bool{}, map[string]bool{}
 	for _, m := range c.Modules {
 		ast.WalkRefs(m, func(ref ast.Ref) bool {
 			if !ref[0].Equal(ast.InputRootDocument) {
@@ -39,7 +43,11 @@ func analyzeInput(c *ast.Compiler) inputUse {
 				use.whole = true
 				return false
 			}
-			keys[string(key)] = true
+			if field, ok := refString(ref, 2); ok && key == "plan" {
+				planFields[field] = true
+			} else {
+				keys[string(key)] = true
+			}
 			return false
 		})
 		ast.WalkWiths(m, func(w *ast.With) bool {
@@ -61,11 +69,28 @@ func analyzeInput(c *ast.Compiler) inputUse {
 			return false
 		})
 	}
-	for k := range keys {
-		use.keys = append(use.keys, k)
+	use.keys = sortedKeys(keys)
+	if !keys["plan"] {
+		use.planFields = sortedKeys(planFields)
 	}
-	slices.Sort(use.keys)
 	return use
+}
+
+func refString(ref ast.Ref, i int) (string, bool) {
+	if i >= len(ref) {
+		return "", false
+	}
+	s, ok := ref[i].Value.(ast.String)
+	return string(s), ok
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func nondeterministic(name string) bool {
@@ -79,8 +104,8 @@ func nondeterministic(name string) bool {
 func (q *Query) Memoizable() bool { return q.use.deterministic }
 
 // PlanMemo caches the plan decisions of one deterministic query, keyed by a SHA-256 of
-// the canonical JSON of only the plan-review input parts the bundle's policies read
-// (for the stock allow-list: the plan alone, not the request text). A memo belongs to
+// a canonical encoding of only the plan-review input parts the bundle's policies read
+// (for the stock allow-list: the plan's steps, not its id, nor the request text). A memo belongs to
 // one Query and so to one config generation. It holds at most size entries and is safe
 // for concurrent use.
 type PlanMemo struct {
@@ -124,6 +149,12 @@ func (m *PlanMemo) Key(plan *engine.RoutingPlan, phase int, request string, meta
 	var err error
 	if reads("plan") {
 		err = c.plan(plan)
+	}
+	for _, f := range m.use.planFields {
+		if err == nil && !m.use.whole {
+			c.field("plan." + f)
+			err = c.planField(plan, f)
+		}
 	}
 	if err == nil && reads("phase") {
 		c.int(int64(phase))

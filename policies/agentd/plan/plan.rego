@@ -9,9 +9,12 @@
 #           never show up in the decision document.
 #
 # Fail closed: a missing or non-object allow-list denies every step with
-# namespace_not_allowed, and an input without a plan object (or with a
-# non-array steps field) is denied with invalid_plan. A null or absent steps
-# field is an empty plan.
+# namespace_not_allowed, and an input without input.plan.steps (no plan, a plan
+# that is not an object, no steps member) or with steps that are neither an
+# array nor null is denied with invalid_plan. Null steps are an empty plan.
+#
+# The policy reads input.plan.steps and nothing else of the input, so agentd's
+# decision memo keys on the steps alone: a new plan_id does not defeat it.
 package agentd.plan
 
 import data.agentd.lib
@@ -26,31 +29,27 @@ violations := [v |
 	v := entry[3]
 ]
 
-deny contains lib.plan_violation("invalid_plan", "input.plan must be an object") if {
-	not input.plan
-}
-
-deny contains lib.plan_violation("invalid_plan", "input.plan must be an object") if {
-	p := input.plan
-	not is_object(p)
+deny contains lib.plan_violation("invalid_plan", "input.plan.steps must be present") if {
+	not _has_steps
 }
 
 deny contains lib.plan_violation("invalid_plan", msg) if {
-	is_object(input.plan)
-	not _steps(input.plan)
-	msg := sprintf("plan %q: steps must be an array", [lib.str_field(input.plan, "plan_id")])
+	steps := input.plan.steps
+	not is_array(steps)
+	steps != null
+	msg := sprintf("input.plan.steps must be an array, not %s", [type_name(steps)])
 }
 
 deny contains lib.plan_violation("too_many_steps", msg) if {
 	limit := data.agentd.limits.max_steps
 	is_number(limit)
-	n := count(_steps(input.plan))
+	n := count(_steps)
 	n > limit
-	msg := sprintf("plan %q has %d steps; at most %v are allowed", [lib.str_field(input.plan, "plan_id"), n, limit])
+	msg := sprintf("the plan has %d steps; at most %v are allowed", [n, limit])
 }
 
 deny contains lib.violation("missing_capability", id, msg) if {
-	some step in _steps(input.plan)
+	some step in _steps
 	not lib.step_capability(step)
 	id := lib.str_field(step, "step_id")
 	msg := sprintf("step %q (%s/%s): metadata.capability must be a non-empty string", [
@@ -61,7 +60,7 @@ deny contains lib.violation("missing_capability", id, msg) if {
 }
 
 deny contains lib.violation("namespace_not_allowed", id, msg) if {
-	some step in _steps(input.plan)
+	some step in _steps
 	ns := lib.str_field(step, "namespace")
 	not _agents(ns)
 	id := lib.str_field(step, "step_id")
@@ -69,7 +68,7 @@ deny contains lib.violation("namespace_not_allowed", id, msg) if {
 }
 
 deny contains lib.violation("agent_not_allowed", id, msg) if {
-	some step in _steps(input.plan)
+	some step in _steps
 	ns := lib.str_field(step, "namespace")
 	_agents(ns)
 	agent := lib.str_field(step, "agent_name")
@@ -79,7 +78,7 @@ deny contains lib.violation("agent_not_allowed", id, msg) if {
 }
 
 deny contains lib.violation("capability_not_allowed", id, msg) if {
-	some step in _steps(input.plan)
+	some step in _steps
 	ns := lib.str_field(step, "namespace")
 	agent := lib.str_field(step, "agent_name")
 	allowed := _capabilities(ns, agent)
@@ -114,11 +113,14 @@ _allowlist_note(_) := "" if {
 	is_object(data.agentd.allowlist)
 } else := " (no allow-list is configured at data.agentd.allowlist)"
 
-# _steps(plan) is plan.steps as an array; [] when steps is absent or null;
-# undefined when steps has any other type.
-_steps(plan) := plan.steps if {
-	is_array(plan.steps)
+# _steps is input.plan.steps as an array; [] when it is null; undefined otherwise.
+_steps := input.plan.steps if {
+	is_array(input.plan.steps)
 } else := [] if {
-	is_object(plan)
-	object.get(plan, "steps", null) == null
+	input.plan.steps == null
+}
+
+# _has_steps is true when input.plan.steps is defined (null and false included).
+_has_steps if {
+	_ = input.plan.steps
 }

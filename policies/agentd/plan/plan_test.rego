@@ -94,9 +94,13 @@ test_empty_plan_allowed if {
 	plan.allow with input as plan_input([]) with data.agentd.allowlist as allowlist
 }
 
-test_null_or_absent_steps_is_an_empty_plan if {
+test_null_steps_is_an_empty_plan if {
 	plan.allow with input as {"plan": {"plan_id": "p", "steps": null}} with data.agentd.allowlist as allowlist
-	plan.allow with input as {"plan": {"plan_id": "p"}} with data.agentd.allowlist as allowlist
+}
+
+test_absent_steps_is_invalid if {
+	vs := plan.violations with input as {"plan": {"plan_id": "p"}} with data.agentd.allowlist as allowlist
+	codes(vs) == {["", "invalid_plan"]}
 }
 
 test_multi_step_plan_with_one_bad_step if {
@@ -171,7 +175,7 @@ test_missing_plan_is_invalid if {
 test_non_array_steps_is_invalid if {
 	vs := plan.violations with input as {"plan": {"plan_id": "p", "steps": {"a": 1}}} with data.agentd.allowlist as allowlist
 	codes(vs) == {["", "invalid_plan"]}
-	contains(vs[0].message, "\"p\"")
+	contains(vs[0].message, "not object")
 }
 
 test_violations_sorted_by_step_id_then_code if {
