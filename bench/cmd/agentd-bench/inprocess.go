@@ -24,7 +24,7 @@ var planCases = []inproc.PlanCase{
 const inProcessGoal = 1.2
 
 // planReview measures section 1. Each case has three sides, interleaved: agentd
-// reviewing a plan with a new plan_id each operation (a memo miss every time, what an
+// reviewing a plan with a new plan (plan_id and step instructions) each operation (a memo miss every time, what an
 // orchestrator's traffic looks like), agentd reviewing the identical plan every
 // operation (a memo hit after the first), and raw OPA with a new plan_id each
 // operation. The goal is judged on the first.
@@ -58,7 +58,7 @@ func (b *bench) planReview() error {
 		what := fmt.Sprintf("In process: plan review, %d steps × %s-entry allow-list", c.Steps, report.Count(int64(c.Size.Entries())))
 		id := fmt.Sprintf("1%c", 'a'+i)
 		b.rows["1"] = append(b.rows["1"],
-			report.Row{ID: id, Figure: what + ", new plan_id per op (memo miss)",
+			report.Row{ID: id, Figure: what + ", new plan per op (memo miss)",
 				Agentd: perOp(miss), Peer: perOp(ro) + " (raw OPA)", Ratio: ratios(miss, ro),
 				Goal: goal(miss.NsPerOp/ro.NsPerOp <= inProcessGoal, fmt.Sprintf("≤ %.1f×", inProcessGoal))},
 			report.Row{ID: id + "′", Figure: what + ", identical plan every op (memo hit)",
@@ -168,7 +168,7 @@ func (b *bench) inProcessProfiles() error {
 		}
 	}
 	path := func(i int) string { return filepath.Join(b.results, runs[i].name) }
-	about := "agentd in process, Pipeline.AfterPlanning, " + c.String() + ", new plan_id per op"
+	about := "agentd in process, Pipeline.AfterPlanning, " + c.String() + ", new plan per op"
 	beforeAbout := fmt.Sprintf("agentd in process, Pipeline.BeforePlanning, %d hooks (row 3)", inproc.BeforeHooks)
 	return b.summarize(
 		profileSpec{title: "In process, agentd plan review — CPU", about: about, file: path(0), ops: runs[0].n, top: prof.TopOptions{Nodes: 20}},

@@ -42,7 +42,7 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"rotating; the median round is reported. agentd: a `decl.Load`ed generation (the required `rego: {query: data.agentd.plan}` "+
 		"hook over policies/ and the generated allow-list, no catalog), `Pipeline.AfterPlanning` with a nil trail. Raw OPA: "+
 		"`rego.New(Query, Module…, Store(inmem.NewFromObject(data))).PrepareForEval` once, `Eval(rego.EvalInput(input))` per op "+
-		"with the same input map agentd builds. A new plan_id per op stands for an orchestrator's traffic, where every plan is "+
+		"with the same input map agentd builds. A new plan (plan_id and step instructions) per op stands for an orchestrator's traffic, where every plan is "+
 		"new; the identical plan every op shows agentd's decision memo (keyed by the plan-review input parts the policy reads).\n",
 		b.rounds, b.benchtime)
 	p("- HTTP: the in-repo load generator (bench/internal/load), %d workers over %d keep-alive connections; per run a tenth of "+
@@ -51,7 +51,7 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"`opa run --server --log-level error --skip-version-check`: neither writes a line per request. "+
 		"Every agentd request has a new request_id, as an orchestrator sends (one request per user request, after_planning "+
 		"once per phase; re-using an id would make each call a later phase of the same request, which plan validation "+
-		"rejects for repeated step ids). A new plan_id per request (in both servers' bodies) stands for real plans; the "+
+		"rejects for repeated step ids). A new plan (plan_id and step instructions) per request, in both servers' bodies, stands for real plans; the "+
 		"identical-plan case shows the memo.\n",
 		b.concurrency, b.concurrency, b.httpRounds)
 	p("- Load generator, agentd and OPA share the machine's %d cores.\n", m.Cores)

@@ -54,7 +54,7 @@ func (b *bench) opaSpec(name, addr, policies, data string, extra ...string) proc
 }
 
 // httpCase is one HTTP comparison: a plan of steps steps against the 5,000-entry
-// allow-list, requests measured requests per run, with a new plan_id per request or the
+// allow-list, requests measured requests per run, with a new plan (plan_id and step instructions) per request or the
 // identical plan in every request.
 type httpCase struct {
 	steps, requests int
@@ -64,7 +64,7 @@ type httpCase struct {
 func (c httpCase) String() string {
 	v := "identical plan every request (memo hit)"
 	if c.fresh {
-		v = "new plan_id per request"
+		v = "new plan (plan_id and step instructions) per request"
 	}
 	return fmt.Sprintf("%d steps × 5,000 entries, %s", c.steps, v)
 }

@@ -20,8 +20,9 @@ type PlanCase struct {
 }
 
 // planIDs returns a function that gives the plan a new plan_id per call when fresh, as
-// a planner gives every plan its own id; otherwise every operation reviews the
-// identical plan.
+// a planner gives every plan its own id (the callers also give every step a new
+// instruction, as a planner writes them, so that no two plans are alike); otherwise
+// every operation reviews the identical plan.
 func planIDs(fresh bool) func() (string, bool) {
 	n := 0
 	return func() (string, bool) {
@@ -35,7 +36,7 @@ func planIDs(fresh bool) func() (string, bool) {
 
 func variant(fresh bool) string {
 	if fresh {
-		return "fresh plan_id per op"
+		return "new plan (plan_id and step instructions) per op"
 	}
 	return "identical plan every op"
 }
@@ -69,6 +70,9 @@ func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, fresh boo
 	return Side{Name: "agentd " + c.String() + ", " + variant(fresh), Op: func() error {
 		if id, ok := nextID(); ok {
 			plan.PlanID = id
+			for i := range plan.Steps {
+				plan.Steps[i].Instruction = id + " step " + strconv.Itoa(i+1)
+			}
 		}
 		got, err := gen.Pipeline.AfterPlanning(ctx, pctx, plan, nil, nil)
 		if err != nil {
@@ -106,6 +110,9 @@ func OPAPlanReview(policies []fixture.File, c PlanCase, fresh bool) (Side, error
 	return Side{Name: "raw OPA " + c.String() + ", " + variant(fresh), Op: func() error {
 		if id, ok := nextID(); ok {
 			plan["plan_id"] = id
+			for i, step := range plan["steps"].([]any) {
+				step.(map[string]any)["instruction"] = id + " step " + strconv.Itoa(i+1)
+			}
 		}
 		rs, err := prepared.Eval(ctx, rego.EvalInput(input))
 		if err != nil {
