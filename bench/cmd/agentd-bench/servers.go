@@ -54,18 +54,22 @@ func (b *bench) opaSpec(name, addr, policies, data string, extra ...string) proc
 }
 
 // httpCase is one HTTP comparison: a plan of steps steps against the 5,000-entry
-// allow-list, requests measured requests per run, with a new plan (plan_id and step instructions) per request or the
-// identical plan in every request.
+// allow-list, requests measured requests per run, with a new plan (plan_id and step
+// instructions) per request ("fresh"), a new plan_id over the same steps ("replan"), or
+// the identical plan in every request ("same").
 type httpCase struct {
 	steps, requests int
-	fresh           bool
+	kind            string
 }
 
+func (c httpCase) fresh() bool { return c.kind == "fresh" }
+
 func (c httpCase) String() string {
-	v := "identical plan every request (memo hit)"
-	if c.fresh {
-		v = "new plan (plan_id and step instructions) per request"
-	}
+	v := map[string]string{
+		"fresh":  "new plan (plan_id and step instructions) per request",
+		"replan": "new plan_id over the same steps per request (memo hit: the policy reads only the steps)",
+		"same":   "identical plan every request (memo hit)",
+	}[c.kind]
 	return fmt.Sprintf("%d steps × 5,000 entries, %s", c.steps, v)
 }
 
@@ -73,15 +77,15 @@ func parseHTTPCases(spec string) ([]httpCase, error) {
 	var out []httpCase
 	for _, item := range strings.Split(spec, ",") {
 		parts := strings.Split(strings.TrimSpace(item), ":")
-		if len(parts) != 3 || (parts[1] != "fresh" && parts[1] != "same") {
-			return nil, fmt.Errorf("bad HTTP case %q: want steps:fresh|same:requests", item)
+		if len(parts) != 3 || (parts[1] != "fresh" && parts[1] != "replan" && parts[1] != "same") {
+			return nil, fmt.Errorf("bad HTTP case %q: want steps:fresh|replan|same:requests", item)
 		}
 		steps, err1 := strconv.Atoi(parts[0])
 		requests, err2 := strconv.Atoi(parts[2])
 		if err1 != nil || err2 != nil || steps <= 0 || requests <= 0 {
 			return nil, fmt.Errorf("bad HTTP case %q", item)
 		}
-		out = append(out, httpCase{steps: steps, requests: requests, fresh: parts[1] == "fresh"})
+		out = append(out, httpCase{steps: steps, requests: requests, kind: parts[1]})
 	}
 	return out, nil
 }
@@ -138,7 +142,7 @@ func (b *bench) startPair(tag, bin string, env []string, opaExtra ...string) (*s
 // data API, with the same plan, varied alike.
 func (s *servers) targets(tag string, c httpCase) (agentd, opa load.Target, err error) {
 	plan := fixture.Plan(c.steps, fixture.Large)
-	v := fixture.Variation{FreshPlan: c.fresh}
+	v := fixture.Variation{FreshPlan: c.kind != "same", SameSteps: c.kind == "replan"}
 	ab, err := fixture.AgentdBody(plan, tag, v)
 	if err != nil {
 		return load.Target{}, load.Target{}, err
@@ -200,7 +204,7 @@ func (b *bench) http() error {
 		cpuA, cpuO := medianOf(ca), medianOf(co)
 		ratio := a.Throughput / o.Throughput
 		g := "memo effect, not the goal"
-		if c.fresh {
+		if c.fresh() {
 			g = goal(ratio >= httpGoal, fmt.Sprintf("≥ %.0f×", httpGoal))
 			if worst < 0 || ratio < worst {
 				worst = ratio
