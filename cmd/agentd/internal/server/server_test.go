@@ -2,10 +2,15 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/decl"
@@ -97,4 +102,47 @@ func TestService_RequestStaysOnItsGeneration(t *testing.T) {
 	if rec.Generation != "g-test" {
 		t.Fatalf("record generation = %s", rec.Generation)
 	}
+}
+
+// downRequests is a request store whose backend is unreachable.
+type downRequests struct{}
+
+func (downRequests) GetRequest(context.Context, string) (*store.RequestState, bool, error) {
+	return nil, false, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+}
+func (downRequests) PutRequest(context.Context, *store.RequestState, time.Duration) error {
+	return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+}
+
+func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
+	p, _ := engine.New(nil)
+	registry := reload.NewRegistry(1)
+	registry.Swap(&decl.Generation{ID: "g-test", Pipeline: p})
+	reader := sdkmetric.NewManualReader()
+	svc, err := New(Config{Registry: registry, Requests: downRequests{}, Records: record.NewMemory(record.Retention{}),
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := post(svc.Handler(HTTPOptions{}), "/v1/hooks/after_execution", `{"request_id":"r","result":{"plan_id":"p","steps":[],"success":true}}`)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"type":"store_unavailable"`) {
+		t.Fatalf("answer = %d %s", rec.Code, rec.Body)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "agentd.stage.calls" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				if v, _ := dp.Attributes.Value("outcome"); v.AsString() == TypeStoreUnavailable && dp.Value == 1 {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("no agentd.stage.calls{outcome=store_unavailable} in %+v", rm)
 }

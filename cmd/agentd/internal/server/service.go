@@ -89,6 +89,14 @@ func storeError(err error) *APIError {
 // begin loads the request's state, or opens it (from text and metadata, on the live
 // generation) when it is unknown or fresh is set.
 func (s *Service) begin(ctx context.Context, stage engine.Stage, id string, fresh bool, text *string, metadata map[string]any) (*call, *APIError) {
+	c, e := s.open(ctx, stage, id, fresh, text, metadata)
+	if e != nil {
+		s.refused(ctx, stage, id, e)
+	}
+	return c, e
+}
+
+func (s *Service) open(ctx context.Context, stage engine.Stage, id string, fresh bool, text *string, metadata map[string]any) (*call, *APIError) {
 	if id == "" {
 		return nil, missing("request_id")
 	}
@@ -147,7 +155,9 @@ func (s *Service) commit(c *call, keep bool, fn func(rec *engine.ExecutionRecord
 	if keep {
 		c.state.Enrichments = c.pctx.Enrichments
 		if err := s.cfg.Requests.PutRequest(ctx, c.state, s.cfg.RequestTTL); err != nil {
-			return storeError(err)
+			e := storeError(err)
+			s.refused(ctx, c.stage, c.state.ID, e)
+			return e
 		}
 	}
 	invocations := c.recorded()
@@ -160,7 +170,9 @@ func (s *Service) commit(c *call, keep bool, fn func(rec *engine.ExecutionRecord
 		}
 	})
 	if err != nil {
-		return storeError(err)
+		e := storeError(err)
+		s.refused(ctx, c.stage, c.state.ID, e)
+		return e
 	}
 	c.trail.OnLateEffect(func() {
 		late := c.trail.Invocations()

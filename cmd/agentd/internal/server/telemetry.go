@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
@@ -112,4 +113,15 @@ func (s *Service) observe(c *call, outcome string) {
 		attrs = append(attrs, slog.String("request", c.pctx.Request), slog.Any("metadata", c.pctx.Metadata))
 	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "stage decision", attrs...)
+}
+
+// refused records a stage call answered with an error before or instead of a decision
+// (a missing field, no live generation, a retired generation, an unavailable store):
+// the stage-call counter with the error type as outcome, and one warn line.
+func (s *Service) refused(ctx context.Context, stage engine.Stage, id string, e *APIError) {
+	ctx = context.WithoutCancel(ctx)
+	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: e.Type}))
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stage refused",
+		slog.String("request_id", id), slog.String("stage", string(stage)),
+		slog.String("error_type", e.Type), slog.String("error", e.Message))
 }
