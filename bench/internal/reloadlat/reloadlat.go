@@ -1,7 +1,6 @@
-// Package reloadlat measures reload write-to-live latency the way engine/reload's
-// AGENTD_RELOAD_LATENCY test does: a config of 50 hooks and 20 Rego modules, watched by
-// reload.Watch with the default debounce, edited 50 times; each edit is timed from the
-// file write until the registry's live generation changes.
+// Package reloadlat measures reload write-to-live latency: a config of 50 hooks and 20
+// Rego modules, watched by reload.Watch with the default debounce, edited 50 times; each
+// edit is timed from the file write until the registry's live generation changes.
 package reloadlat
 
 import (
