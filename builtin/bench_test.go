@@ -18,8 +18,9 @@ import (
 // The benchmarks come in pairs run in one process: _Compiled drives a decl-loaded
 // pipeline stage with recording off, _Raw does the same evaluation with the plain
 // library, so compiled/raw is the price of the engine around the expression or policy.
-// The Rego pair gives every iteration its own plan_id, so no decision memo can answer
-// from an earlier iteration: both sides evaluate the policy every time.
+// The Rego pair gives every iteration a new plan (its own plan_id and step
+// instructions), so no decision memo can answer from an earlier iteration: both sides
+// evaluate the policy every time.
 
 const (
 	benchWhen  = `has(metadata.tenant)`
@@ -127,6 +128,9 @@ func BenchmarkRequiredRego_Compiled(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		plan.PlanID = "plan-" + strconv.Itoa(i)
+		for j := range plan.Steps {
+			plan.Steps[j].Instruction = plan.PlanID
+		}
 		got, err := gen.Pipeline.AfterPlanning(ctx, pctx, plan, nil, nil)
 		if err != nil || len(got.Steps) != 3 {
 			b.Fatalf("AfterPlanning = %v, %v", got, err)
@@ -165,6 +169,9 @@ func BenchmarkRequiredRego_RawOPA(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		planMap["plan_id"] = "plan-" + strconv.Itoa(i)
+		for _, step := range planMap["steps"].([]any) {
+			step.(map[string]any)["instruction"] = planMap["plan_id"]
+		}
 		rs, err := prepared.Eval(ctx, rego.EvalInput(input))
 		if err != nil {
 			b.Fatal(err)
