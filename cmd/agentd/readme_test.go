@@ -92,3 +92,37 @@ func TestREADME_EmbeddingSnippetIsTheExample(t *testing.T) {
 		}
 	}
 }
+
+// TestREADME_YAMLSnippetsWork compiles the README's HookSet snippet (with the stock
+// example's policies and data) and runs its HookTests snippet against the stock example.
+func TestREADME_YAMLSnippetsWork(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hookSet, hookTests string
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
+		switch {
+		case strings.Contains(m[1], "kind: HookSet"):
+			hookSet = m[1]
+		case strings.Contains(m[1], "kind: HookTests"):
+			hookTests = m[1]
+		}
+	}
+	if hookSet == "" || hookTests == "" {
+		t.Fatal("README lacks a HookSet or a HookTests snippet")
+	}
+	dir := copyExample(t, "stock-agent")
+	if err := os.RemoveAll(filepath.Join(dir, "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "hooks/readme.yaml", hookSet)
+	if code, _, errOut := runCLI(t, "check", dir); code != exitOK {
+		t.Fatalf("README HookSet snippet does not compile:\n%s", errOut)
+	}
+	dir = copyExample(t, "stock-agent")
+	writeFile(t, dir, "tests/readme.yaml", hookTests)
+	if code, out, errOut := runCLI(t, "test", dir); code != exitOK {
+		t.Fatalf("README HookTests snippet fails:\n%s%s", out, errOut)
+	}
+}
