@@ -89,10 +89,17 @@ func freeAddr(t *testing.T) string {
 // The daemon is stopped with SIGTERM at cleanup, which must exit 0.
 func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, nil, config, flags...)
+}
+
+// startDaemonEnv is startDaemon with extra environment variables (KEY=value).
+func startDaemonEnv(t *testing.T, env []string, config string, flags ...string) *daemon {
+	t.Helper()
 	addr := freeAddr(t)
 	d := &daemon{url: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	args := append([]string{"serve", "--config", config, "--addr", addr}, flags...)
 	d.cmd = exec.Command(binary, args...)
+	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
