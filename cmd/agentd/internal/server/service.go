@@ -71,6 +71,8 @@ type call struct {
 	fresh bool
 	// invocations is the trail's snapshot once the stage ran (see recorded).
 	invocations []engine.Invocation
+	// response is the after_synthesis answer, logged only with payload logging on.
+	response string
 }
 
 // recorded returns this call's invocations, copied from the trail once: the record,

@@ -189,6 +189,7 @@ func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest
 			return apiErr
 		}
 		resp = &AfterSynthesisResponse{RequestID: c.state.ID, Generation: c.gen.ID, Response: final, Invocations: c.recorded()}
+		c.response = final
 		s.observe(c, "completed")
 		return nil
 	})

@@ -111,6 +111,9 @@ func (s *Service) observe(c *call, outcome string) {
 	}
 	if s.cfg.LogPayloads {
 		attrs = append(attrs, slog.String("request", c.pctx.Request), slog.Any("metadata", c.pctx.Metadata))
+		if c.response != "" {
+			attrs = append(attrs, slog.String("response", c.response))
+		}
 	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "stage decision", attrs...)
 }
