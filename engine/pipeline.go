@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -88,6 +89,7 @@ type Pipeline struct {
 	catalog   *Catalog
 	tel       telemetry
 	logger    *slog.Logger
+	names     map[Stage][]string // hook names per stage, in run order
 }
 
 type entry struct {
@@ -137,7 +139,7 @@ func New(hooks []Hook, opts ...Option) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{hooks: append([]Hook(nil), hooks...), catalog: o.catalog, tel: tel, logger: o.logger}
+	p := &Pipeline{hooks: append([]Hook(nil), hooks...), catalog: o.catalog, tel: tel, logger: o.logger, names: map[Stage][]string{}}
 	if err := p.index(); err != nil {
 		return nil, err
 	}
@@ -168,7 +170,10 @@ func (p *Pipeline) index() error {
 }
 
 func (p *Pipeline) add(h Hook, name string) {
-	span := func(s Stage) entry { return entry{name: name, span: "pipeline.hook." + string(s) + "." + name} }
+	span := func(s Stage) entry {
+		p.names[s] = append(p.names[s], name)
+		return entry{name: name, span: "pipeline.hook." + string(s) + "." + name}
+	}
 	d, isDecision := h.(BeforePlanningDecisionHook)
 	l, isLegacy := h.(BeforePlanningHook)
 	if isDecision || isLegacy {
@@ -195,27 +200,7 @@ func (p *Pipeline) Catalog() *Catalog { return p.catalog }
 
 // StageHooks returns the names of the hooks taking part in stage, in run order.
 func (p *Pipeline) StageHooks(stage Stage) []string {
-	var names []string
-	collect := func(e entry) { names = append(names, e.name) }
-	switch stage {
-	case StageBeforePlanning:
-		for _, e := range p.before {
-			collect(e.entry)
-		}
-	case StageAfterPlanning:
-		for _, e := range p.after {
-			collect(e.entry)
-		}
-	case StageAfterExecution:
-		for _, e := range p.execution {
-			collect(e.entry)
-		}
-	case StageAfterSynthesis:
-		for _, e := range p.synthesis {
-			collect(e.entry)
-		}
-	}
-	return names
+	return slices.Clone(p.names[stage])
 }
 
 // RequiredHook returns the name of the required after-planning hook, if any.

@@ -3,7 +3,6 @@ package reload
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -106,7 +105,3 @@ func (r *Reloader) render(err error) string {
 	})
 	return b.String()
 }
-
-// ErrNoGeneration is returned by callers that need a live generation before the first
-// successful load.
-var ErrNoGeneration = errors.New("no config generation is live")
