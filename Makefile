@@ -6,7 +6,8 @@ EXAMPLE ?= examples/stock-agent
 # Every fuzz target, as package:Func; `make fuzz` runs each for FUZZTIME, `make test` for
 # TEST_FUZZTIME.
 FUZZ_TARGETS := ./engine/decl:FuzzLoad ./engine:FuzzValidatePlan ./engine/ref:FuzzScan \
-	./engine/expr:FuzzCompile ./engine/op:FuzzCallValidate ./cmd/agentd/internal/server:FuzzAPIBodies
+	./engine/expr:FuzzCompile ./engine/op:FuzzCallValidate ./cmd/agentd/internal/server:FuzzAPIBodies \
+	./engine/policy:FuzzPlanMemo_KeysSound
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 5s
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/policy"
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // libraryQuery compiles the repository's policies with an allow-list and prepares
@@ -58,6 +59,7 @@ func randomPlan(r *rand.Rand) *engine.RoutingPlan {
 		step := engine.RoutingStep{
 			StepID: fmt.Sprintf("step-%d", i+1), Namespace: namespaces[r.IntN(len(namespaces))],
 			AgentName: agents[r.IntN(len(agents))], Metadata: map[string]any{},
+			Instruction: fmt.Sprintf("instruction %d", r.IntN(1000)),
 		}
 		if c := capabilities[r.IntN(len(capabilities))]; c != "" {
 			step.Metadata["capability"] = c
@@ -86,8 +88,7 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 			p, _ := engine.ClonePlan(plan)
 			return &State{Plan: p, Pctx: &engine.PipelineContext{Request: request, Metadata: map[string]any{}, Enrichments: map[string]any{}}}
 		}
-		key, _ := memoized.memo.Key(plan, max(plan.PhaseNumber, 1), request, map[string]any{}, map[string]any{})
-		if _, ok := memoized.memo.Get(key); ok {
+		if _, ok := memoized.memo.Get(memoized.memo.Key(planInput(t, plan, 1, request, map[string]any{}))); ok {
 			hits++
 		}
 		want, wantErr := plain.decide(context.Background(), s())
@@ -107,16 +108,28 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	m := q.NewPlanMemo(16)
 	plan := randomPlan(rand.New(rand.NewPCG(3, 4)))
 	plan.Steps = append(plan.Steps, engine.RoutingStep{StepID: "step-9", Namespace: "docs", AgentName: "search", Metadata: map[string]any{"capability": "search"}})
-	a, _ := m.Key(plan, 1, "first question", map[string]any{"tenant": "a"}, nil)
+	a := m.Key(planInput(t, plan, 1, "first question", map[string]any{"tenant": "a"}))
 	renamed, _ := engine.ClonePlan(plan)
 	renamed.PlanID, renamed.CreatedAt = "another-plan", renamed.CreatedAt.Add(time.Hour)
-	b, _ := m.Key(renamed, 2, "second question", map[string]any{"tenant": "b"}, nil)
+	for i := range renamed.Steps {
+		renamed.Steps[i].Instruction = "reworded " + renamed.Steps[i].Instruction
+	}
+	b := m.Key(planInput(t, renamed, 2, "second question", map[string]any{"tenant": "b"}))
 	other, _ := engine.ClonePlan(plan)
 	other.Steps[len(other.Steps)-1].Metadata["capability"] = "execute_trade"
-	c, _ := m.Key(other, 1, "first question", map[string]any{"tenant": "a"}, nil)
+	c := m.Key(planInput(t, other, 1, "first question", map[string]any{"tenant": "a"}))
 	if a != b || a == c {
-		t.Fatalf("keys: same steps, other plan id and request equal = %v (want true); other steps equal = %v (want false)", a == b, a == c)
+		t.Fatalf("keys: same operations, other plan id, instructions and request equal = %v (want true); other operations equal = %v (want false)", a == b, a == c)
 	}
+}
+
+func planInput(t *testing.T, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) ast.Value {
+	t.Helper()
+	in, err := policy.PlanInput(plan, phase, request, metadata, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
 
 func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {

@@ -2,21 +2,19 @@ package policy
 
 import (
 	"encoding/binary"
-	"encoding/json"
-	"math"
 	"slices"
-	"strconv"
 	"sync"
-	"time"
 
-	"github.com/agentd-dev/agentd/engine"
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// canon writes an unambiguous encoding of plan-review input values: every value is a
-// type tag followed by its content, strings and containers carry their lengths, and
-// object keys are sorted. Equal encodings mean equal Rego inputs, so a strong hash of
-// the encoding can key decisions. It avoids encoding/json's reflection: building a memo
-// key must cost far less than the evaluation it saves.
+// canon writes an unambiguous encoding of the parts of a Rego input value that a
+// readNode says may be observed: every value is a type tag followed by its content,
+// strings and containers carry their lengths, object members go in key order. Two inputs
+// with equal encodings look the same to every evaluation the analysis covers, so a strong
+// hash of the encoding can key decisions. Numbers are written as their text: inputs that
+// differ only in how a number is spelled get different keys, which costs a memo hit, never
+// a wrong decision.
 type canon struct{ buf []byte }
 
 var canonPool = sync.Pool{New: func() any { return &canon{buf: make([]byte, 0, 1024)} }}
@@ -29,228 +27,97 @@ const (
 	tagNumber
 	tagArray
 	tagObject
+	tagSet
 	tagAbsent
+	tagPresent
 )
 
 func (c *canon) tag(t byte) { c.buf = append(c.buf, t) }
 
 func (c *canon) length(n int) { c.buf = binary.AppendUvarint(c.buf, uint64(n)) }
 
-func (c *canon) str(s string) {
-	c.tag(tagString)
+func (c *canon) text(t byte, s string) {
+	c.tag(t)
 	c.length(len(s))
 	c.buf = append(c.buf, s...)
 }
 
-// number writes n in the shortest form that round-trips, as Rego sees JSON numbers.
-func (c *canon) number(f float64) {
-	c.tag(tagNumber)
-	c.buf = strconv.AppendFloat(c.buf, f, 'g', -1, 64)
-	c.buf = append(c.buf, 0)
-}
-
-func (c *canon) int(n int64) {
-	c.tag(tagNumber)
-	c.buf = strconv.AppendInt(c.buf, n, 10)
-	c.buf = append(c.buf, 0)
-}
-
-// field writes an object member: key then value.
-func (c *canon) field(key string) { c.str(key) }
-
-// optional writes member key with text s.
-func (c *canon) optional(key, s string) {
-	c.field(key)
-	c.text(s)
-}
-
-func (c *canon) strings(key string, ss []string) {
-	c.field(key)
-	if len(ss) == 0 {
-		c.tag(tagAbsent)
+// project writes what n says may be observed of v: all of it when n is read whole;
+// otherwise scalars in full, an array's length and what is read of its elements, an
+// object's size and, for each member read by name, its absence or its projection.
+func (c *canon) project(v ast.Value, n *readNode) {
+	if n.whole {
+		c.value(v)
 		return
 	}
-	c.tag(tagArray)
-	c.length(len(ss))
-	for _, s := range ss {
-		c.str(s)
-	}
-}
-
-// value writes a JSON-shaped value. Anything else is written as its JSON encoding
-// (rare: only values a Go caller put in a map).
-func (c *canon) value(v any) error {
-	switch t := v.(type) {
-	case nil:
-		c.tag(tagNull)
-	case bool:
-		if t {
-			c.tag(tagTrue)
-		} else {
-			c.tag(tagFalse)
-		}
-	case string:
-		c.str(t)
-	case float64:
-		if math.Trunc(t) == t && math.Abs(t) < 1<<53 && !(t == 0 && math.Signbit(t)) {
-			c.int(int64(t))
-		} else {
-			c.number(t)
-		}
-	case int:
-		c.int(int64(t))
-	case int64:
-		c.int(t)
-	case json.Number:
-		if f, err := t.Float64(); err == nil {
-			return c.value(f)
-		}
-		c.str(string(t))
-	case []any:
+	switch x := v.(type) {
+	case *ast.Array:
 		c.tag(tagArray)
-		c.length(len(t))
-		for _, e := range t {
-			if err := c.value(e); err != nil {
-				return err
+		c.length(x.Len())
+		if n.elems != nil {
+			for i := range x.Len() {
+				c.project(x.Elem(i).Value, n.elems)
 			}
 		}
-	case map[string]any:
-		return c.object(t)
-	case []string:
-		c.tag(tagArray)
-		c.length(len(t))
-		for _, s := range t {
-			c.str(s)
+	case ast.Object:
+		if n.elems != nil {
+			c.value(v)
+			return
+		}
+		c.tag(tagObject)
+		c.length(x.Len())
+		for _, f := range n.order {
+			if t := x.Get(f.key); t != nil {
+				c.tag(tagPresent)
+				c.project(t.Value, f.node)
+			} else {
+				c.tag(tagAbsent)
+			}
 		}
 	default:
-		data, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		var decoded any
-		if err := json.Unmarshal(data, &decoded); err != nil {
-			return err
-		}
-		return c.value(decoded)
+		c.value(v)
 	}
-	return nil
 }
 
-func (c *canon) object(m map[string]any) error {
-	if m == nil {
+// value writes all of v.
+func (c *canon) value(v ast.Value) {
+	switch x := v.(type) {
+	case ast.Null:
 		c.tag(tagNull)
-		return nil
-	}
-	c.tag(tagObject)
-	c.length(len(m))
-	var small [16]string
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		c.field(k)
-		if err := c.value(m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// planFields are the members of a RoutingPlan as PlanInput presents them to Rego.
-var planFields = []string{"plan_id", "original_request", "mode", "created_at", "terminal",
-	"continuation_note", "phase_number", "needs_user_input", "steps"}
-
-// plan writes a RoutingPlan member by member.
-func (c *canon) plan(p *engine.RoutingPlan) error {
-	if p == nil {
-		c.tag(tagNull)
-		return nil
-	}
-	c.tag(tagObject)
-	for _, f := range planFields {
-		c.field(f)
-		if err := c.planField(p, f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// planField writes member f of p (absent for a name RoutingPlan does not have, as Rego
-// would find nothing there).
-func (c *canon) planField(p *engine.RoutingPlan, f string) error {
-	if p == nil {
-		c.tag(tagAbsent)
-		return nil
-	}
-	switch f {
-	case "plan_id":
-		c.text(p.PlanID)
-	case "original_request":
-		c.text(p.OriginalRequest)
-	case "mode":
-		c.text(string(p.Mode))
-	case "created_at":
-		c.str(p.CreatedAt.Format(time.RFC3339Nano))
-	case "terminal":
-		switch {
-		case p.Terminal == nil:
-			c.tag(tagAbsent)
-		case *p.Terminal:
+	case ast.Boolean:
+		if x {
 			c.tag(tagTrue)
-		default:
+		} else {
 			c.tag(tagFalse)
 		}
-	case "continuation_note":
-		c.text(p.ContinuationNote)
-	case "phase_number":
-		c.int(int64(p.PhaseNumber))
-	case "needs_user_input":
-		if n := p.NeedsUserInput; n == nil {
-			c.tag(tagAbsent)
-		} else {
-			c.tag(tagObject)
-			c.optional("question", n.Question)
-			c.strings("missing_fields", n.MissingFields)
-			c.optional("partial_progress", n.PartialProgress)
+	case ast.String:
+		c.text(tagString, string(x))
+	case ast.Number:
+		c.text(tagNumber, string(x))
+	case *ast.Array:
+		c.tag(tagArray)
+		c.length(x.Len())
+		for i := range x.Len() {
+			c.value(x.Elem(i).Value)
 		}
-	case "steps":
-		return c.steps(p.Steps)
-	default:
-		c.tag(tagAbsent)
-	}
-	return nil
-}
-
-// text writes s, or tagAbsent when empty (omitempty members are absent in the input).
-func (c *canon) text(s string) {
-	if s == "" {
-		c.tag(tagAbsent)
-		return
-	}
-	c.str(s)
-}
-
-func (c *canon) steps(steps []engine.RoutingStep) error {
-	c.tag(tagArray)
-	c.length(len(steps))
-	for i := range steps {
-		s := &steps[i]
+	case ast.Object:
 		c.tag(tagObject)
-		c.optional("step_id", s.StepID)
-		c.optional("agent_name", s.AgentName)
-		c.optional("namespace", s.Namespace)
-		c.optional("instruction", s.Instruction)
-		c.strings("depends_on", s.DependsOn)
-		c.strings("implicit_deps", s.ImplicitDeps)
-		c.field("metadata")
-		if s.Metadata == nil {
-			c.tag(tagAbsent)
-		} else if err := c.object(s.Metadata); err != nil {
-			return err
+		c.length(x.Len())
+		keys := x.Keys()
+		slices.SortFunc(keys, func(a, b *ast.Term) int { return a.Value.Compare(b.Value) })
+		for _, k := range keys {
+			c.value(k.Value)
+			c.value(x.Get(k).Value)
 		}
+	case ast.Set:
+		c.tag(tagSet)
+		c.length(x.Len())
+		sorted := x.Sorted()
+		for i := range sorted.Len() {
+			c.value(sorted.Elem(i).Value)
+		}
+	default:
+		// Inputs are JSON-shaped; anything else is written as its Rego text.
+		c.text(tagString, v.String())
 	}
-	return nil
 }

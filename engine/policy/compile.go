@@ -45,7 +45,8 @@ type Bundle struct {
 	modules  []string
 	packages []string
 	timeout  time.Duration
-	use      inputUse
+	// deterministic: no module calls a non-deterministic built-in.
+	deterministic bool
 }
 
 // Compile parses every module as Rego v1, compiles them together once with the network
@@ -77,11 +78,11 @@ func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
 		return nil, Errors{{Kind: KindDataInvalid, Message: err.Error()}}
 	}
 	b := &Bundle{
-		compiler: compiler,
-		store:    inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
-		data:     root,
-		timeout:  cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
-		use:      analyzeInput(compiler),
+		compiler:      compiler,
+		store:         inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
+		data:          root,
+		timeout:       cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
+		deterministic: deterministic(compiler),
 	}
 	for i, m := range parsed {
 		b.modules = append(b.modules, modules[i].File)

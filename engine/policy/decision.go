@@ -95,6 +95,10 @@ func (q *Query) document(ctx context.Context, input ast.Value) (map[string]any, 
 	return doc, nil
 }
 
+// planDecisionMembers are the members of a plan decision document that
+// decodePlanDecision reads.
+var planDecisionMembers = []string{"deny", "plan"}
+
 func decodePlanDecision(doc map[string]any) (PlanDecision, error) {
 	entries, err := denyEntries(doc)
 	if err != nil {

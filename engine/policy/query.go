@@ -12,10 +12,12 @@ import (
 // Query is a data reference prepared once against a Bundle. It is immutable and safe for
 // concurrent use.
 type Query struct {
-	query    string
-	prepared rego.PreparedEvalQuery
-	timeout  time.Duration
-	use      inputUse
+	query         string
+	ref           ast.Ref
+	compiler      *ast.Compiler
+	prepared      rego.PreparedEvalQuery
+	timeout       time.Duration
+	deterministic bool
 }
 
 // Prepare validates and prepares query, a ground data reference such as
@@ -44,7 +46,7 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
 	}
-	return &Query{query: ref.String(), prepared: prepared, timeout: b.timeout, use: b.use}, nil
+	return &Query{query: ref.String(), ref: ref, compiler: b.compiler, prepared: prepared, timeout: b.timeout, deterministic: b.deterministic}, nil
 }
 
 // String returns the query's data reference.

@@ -1,0 +1,617 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// readNode is one input path a query's evaluation may observe. Reaching a node means
+// the evaluation may see the value's type, a scalar's value, an array's length and an
+// object's size; whole means it may see everything under it. fields are the members
+// read by constant name; elems is what is read of every element of an array (an
+// object read by a key that is not a constant counts as read whole).
+type readNode struct {
+	whole  bool
+	fields map[string]*readNode
+	elems  *readNode
+	order  []readField // fields by name, set by freeze
+}
+
+type readField struct {
+	key  *ast.Term
+	node *readNode
+}
+
+// freeze orders the fields of n and its descendants for encoding; n is not changed
+// afterwards.
+func (n *readNode) freeze() *readNode {
+	for _, k := range sortedKeys(n.fields) {
+		n.order = append(n.order, readField{ast.StringTerm(k), n.fields[k].freeze()})
+	}
+	if n.elems != nil {
+		n.elems.freeze()
+	}
+	return n
+}
+
+func (n *readNode) field(name string) *readNode {
+	if n.fields == nil {
+		n.fields = map[string]*readNode{}
+	}
+	c, ok := n.fields[name]
+	if !ok {
+		c = &readNode{}
+		n.fields[name] = c
+	}
+	return c
+}
+
+func (n *readNode) each() *readNode {
+	if n.elems == nil {
+		n.elems = &readNode{}
+	}
+	return n.elems
+}
+
+// paths lists the node's paths in a stable order: `input.plan.steps[*].namespace` for a
+// member of every element, a trailing `.**` for a value read whole. `[*]` under an
+// object (members read by a key that is not a constant) means the object is read whole.
+func (n *readNode) paths(prefix string) []string {
+	if n.whole {
+		return []string{prefix + ".**"}
+	}
+	out := []string{prefix}
+	for _, k := range sortedKeys(n.fields) {
+		out = append(out, n.fields[k].paths(prefix+"."+k)...)
+	}
+	if n.elems != nil {
+		out = append(out, n.elems.paths(prefix+"[*]")...)
+	}
+	return out
+}
+
+// abstract is what the analysis knows of a term's value: the input nodes it may be
+// (an alias), and, for a constant scalar, the constant.
+type abstract struct {
+	nodes []*readNode
+	konst ast.Value
+}
+
+func (a abstract) union(b abstract) abstract {
+	out := abstract{nodes: slices.Clone(a.nodes)}
+	for _, n := range b.nodes {
+		if !slices.Contains(out.nodes, n) {
+			out.nodes = append(out.nodes, n)
+		}
+	}
+	if a.konst != nil && b.konst != nil && a.konst.Compare(b.konst) == 0 {
+		out.konst = a.konst
+	}
+	return out
+}
+
+// readAnalysis computes which parts of the input a query's evaluation may observe. It
+// follows input values through variables, rule values, function arguments and return
+// values (with constant arguments propagated, so `object.get(step, key, "")` called
+// with key "namespace" reads one member) and counts every use it does not model (a
+// value compared, passed to a built-in other than a type test or count, put into a
+// composite, iterated as an object) as reading the value whole. Anything it cannot
+// follow at all reads the whole input. Rego has no recursion, so the walk ends.
+type readAnalysis struct {
+	c        *ast.Compiler
+	root     *readNode
+	rules    map[*ast.Rule]abstract
+	calls    map[string]abstract
+	visiting map[string]bool
+}
+
+// analyzeReads returns the input paths an evaluation of query may observe, given that
+// the caller reads only the members consumed of the resulting document (all of it when
+// the query names a rule's value).
+func analyzeReads(c *ast.Compiler, query ast.Ref, consumed []string) *readNode {
+	a := &readAnalysis{c: c, root: &readNode{}, rules: map[*ast.Rule]abstract{}, calls: map[string]abstract{}, visiting: map[string]bool{}}
+	if rules := c.GetRulesForVirtualDocument(query); len(rules) > 0 {
+		a.resolveData(query, nil)
+		for _, r := range rules {
+			a.whole(a.rule(r))
+		}
+		return a.root.freeze()
+	}
+	for _, r := range c.GetRulesWithPrefix(query) {
+		a.rule(r)
+	}
+	for _, k := range consumed {
+		for _, r := range c.GetRulesWithPrefix(query.Append(ast.StringTerm(k))) {
+			a.whole(a.rule(r))
+		}
+	}
+	return a.root.freeze()
+}
+
+// giveUp records that the whole input may be read.
+func (a *readAnalysis) giveUp() { a.root.whole = true }
+
+func (a *readAnalysis) whole(v abstract) {
+	for _, n := range v.nodes {
+		n.whole = true
+	}
+}
+
+// rule analyzes r (once) and returns what its value may alias: the union over its else
+// chain, read whole when several definitions could conflict or the rule builds a set
+// or object from partial definitions.
+func (a *readAnalysis) rule(r *ast.Rule) abstract {
+	if v, ok := a.rules[r]; ok {
+		return v
+	}
+	a.rules[r] = abstract{}
+	var v abstract
+	for x := r; x != nil; x = x.Else {
+		env := bindings{}
+		a.body(env, x.Body)
+		if x.Head.Key != nil {
+			a.wholeTerm(env, x.Head.Key)
+		}
+		if x.Head.Value != nil {
+			v = v.union(a.term(env, x.Head.Value))
+		}
+		if x.Head.RuleKind() == ast.MultiValue || x.Head.Key != nil {
+			a.whole(v)
+			v = abstract{}
+		}
+	}
+	if len(a.c.GetRulesExact(r.Path())) > 1 {
+		a.whole(v)
+	}
+	a.rules[r] = v
+	return v
+}
+
+// bindings maps the variables bound so far in a body to what their values may alias.
+type bindings map[ast.Var]abstract
+
+func (e bindings) copy() bindings {
+	out := make(bindings, len(e))
+	for k, v := range e {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *readAnalysis) body(env bindings, body ast.Body) {
+	for _, expr := range body {
+		a.expr(env, expr)
+	}
+}
+
+func (a *readAnalysis) expr(env bindings, expr *ast.Expr) {
+	for _, w := range expr.With {
+		if ref, ok := w.Target.Value.(ast.Ref); ok && ref.HasPrefix(ast.InputRootRef) {
+			a.giveUp()
+		}
+		a.wholeTerm(env, w.Value)
+	}
+	switch t := expr.Terms.(type) {
+	case *ast.Term:
+		a.truthy(a.term(env, t))
+	case []*ast.Term:
+		if out, tested := a.call(env, t[0], t[1:]); tested {
+			a.truthy(out)
+		}
+	case *ast.Every:
+		inner := env.copy()
+		dom := a.term(env, t.Domain)
+		a.bindElems(inner, dom, t.Key, t.Value)
+		a.body(inner, t.Body)
+	case *ast.SomeDecl:
+		for _, s := range t.Symbols {
+			if call, ok := s.Value.(ast.Call); ok {
+				a.call(env, call[0], call[1:])
+			}
+		}
+	default:
+		a.giveUp()
+	}
+}
+
+// truthy: an expression's value is tested for being defined and not false.
+func (a *readAnalysis) truthy(v abstract) {
+	if v.konst == nil {
+		a.whole(v)
+	}
+}
+
+// bindElems binds key and value of an iteration over dom (key: an index or an object
+// key, both covered by reading dom's elements).
+func (a *readAnalysis) bindElems(env bindings, dom abstract, key, value *ast.Term) {
+	elems := abstract{}
+	for _, n := range dom.nodes {
+		elems.nodes = append(elems.nodes, n.each())
+	}
+	if key != nil {
+		a.unify(env, key, abstract{}, nil)
+	}
+	if value != nil {
+		a.unify(env, value, elems, nil)
+	}
+}
+
+// term returns what t's value may alias, recording the reads evaluating it makes.
+func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
+	switch v := t.Value.(type) {
+	case ast.Var:
+		return env[v]
+	case ast.Ref:
+		return a.ref(env, v)
+	case ast.Call:
+		out, _ := a.call(env, v[0], v[1:])
+		return out
+	case ast.Null, ast.Boolean, ast.Number, ast.String:
+		return abstract{konst: v}
+	case *ast.ArrayComprehension:
+		inner := env.copy()
+		a.body(inner, v.Body)
+		a.wholeTerm(inner, v.Term)
+	case *ast.SetComprehension:
+		inner := env.copy()
+		a.body(inner, v.Body)
+		a.wholeTerm(inner, v.Term)
+	case *ast.ObjectComprehension:
+		inner := env.copy()
+		a.body(inner, v.Body)
+		a.wholeTerm(inner, v.Key)
+		a.wholeTerm(inner, v.Value)
+	case *ast.Array:
+		v.Foreach(func(x *ast.Term) { a.wholeTerm(env, x) })
+	case ast.Set:
+		v.Foreach(func(x *ast.Term) { a.wholeTerm(env, x) })
+	case ast.Object:
+		v.Foreach(func(k, x *ast.Term) {
+			a.wholeTerm(env, k)
+			a.wholeTerm(env, x)
+		})
+	default:
+		a.giveUp()
+	}
+	return abstract{}
+}
+
+// wholeTerm evaluates t and counts everything it may alias as read whole.
+func (a *readAnalysis) wholeTerm(env bindings, t *ast.Term) { a.whole(a.term(env, t)) }
+
+// ref follows a reference from input, data or a variable.
+func (a *readAnalysis) ref(env bindings, ref ast.Ref) abstract {
+	head := ref[0]
+	switch {
+	case head.Equal(ast.InputRootDocument):
+		return a.walk(env, abstract{nodes: []*readNode{a.root}}, ref[1:])
+	case head.Equal(ast.DefaultRootDocument):
+		return a.resolveData(ref, env)
+	}
+	if v, ok := head.Value.(ast.Var); ok {
+		return a.walk(env, env[v], ref[1:])
+	}
+	a.giveUp()
+	return abstract{}
+}
+
+// walk descends from v along path: a constant string selects a member, anything else an
+// element. An index that may itself alias the input is read whole.
+func (a *readAnalysis) walk(env bindings, v abstract, path ast.Ref) abstract {
+	for _, seg := range path {
+		name, ok := a.constString(env, seg)
+		if !ok {
+			a.index(env, seg)
+		}
+		next := abstract{}
+		for _, n := range v.nodes {
+			if ok {
+				next.nodes = append(next.nodes, n.field(name))
+			} else {
+				next.nodes = append(next.nodes, n.each())
+			}
+		}
+		v = next
+	}
+	return v
+}
+
+// index records the reads of a non-constant reference part: an input value used as a
+// key is compared with every key, so it is read whole; an unbound variable is bound
+// (to a key or index, which the walk's element read covers).
+func (a *readAnalysis) index(env bindings, seg *ast.Term) {
+	if v, ok := seg.Value.(ast.Var); ok {
+		if _, bound := env[v]; !bound {
+			env[v] = abstract{}
+			return
+		}
+	}
+	a.wholeTerm(env, seg)
+}
+
+// constString reports t as a constant string, directly or through a bound variable.
+func (a *readAnalysis) constString(env bindings, t *ast.Term) (string, bool) {
+	v := t.Value
+	if x, ok := v.(ast.Var); ok {
+		v = env[x].konst
+	}
+	s, ok := v.(ast.String)
+	return string(s), ok
+}
+
+// resolveData follows a data reference (env nil: the query itself). Base documents read
+// no input, except through an index; a rule's value is followed into; a reference that
+// ends above rules (a package) or indexes into them by a variable reads them whole.
+func (a *readAnalysis) resolveData(ref ast.Ref, env bindings) abstract {
+	node := a.c.RuleTree
+	for i, seg := range ref {
+		if i > 0 && !seg.IsGround() {
+			if env != nil {
+				a.index(env, seg)
+			}
+			a.wholeSubtree(node)
+			return abstract{}
+		}
+		if node = node.Child(seg.Value); node == nil {
+			if env != nil {
+				for _, s := range ref[i+1:] {
+					if !s.IsGround() {
+						a.index(env, s)
+					}
+				}
+			}
+			return abstract{}
+		}
+		if len(node.Values) > 0 {
+			var v abstract
+			for _, r := range node.Values {
+				v = v.union(a.rule(r))
+			}
+			for _, child := range node.Children {
+				a.wholeSubtree(child)
+			}
+			if env == nil {
+				env = bindings{}
+			}
+			return a.walk(env, v, ref[i+1:])
+		}
+	}
+	a.wholeSubtree(node)
+	return abstract{}
+}
+
+// wholeSubtree analyzes every rule under node and counts their values as read whole.
+func (a *readAnalysis) wholeSubtree(node *ast.TreeNode) {
+	node.DepthFirst(func(n *ast.TreeNode) bool {
+		for _, r := range n.Values {
+			a.whole(a.rule(r))
+		}
+		return false
+	})
+}
+
+// shallowBuiltins observe only what reaching a node already covers: a value's type,
+// and an array's length or an object's size.
+var shallowBuiltins = map[string]bool{
+	ast.IsArray.Name: true, ast.IsObject.Name: true, ast.IsString.Name: true, ast.IsNumber.Name: true,
+	ast.IsBoolean.Name: true, ast.IsNull.Name: true, ast.IsSet.Name: true, ast.TypeNameBuiltin.Name: true,
+	ast.Count.Name: true,
+}
+
+// comparisons observe only a type (and a scalar) when one side is a constant scalar.
+var comparisons = map[string]bool{
+	ast.Equal.Name: true, ast.NotEqual.Name: true, ast.LessThan.Name: true, ast.LessThanEq.Name: true,
+	ast.GreaterThan.Name: true, ast.GreaterThanEq.Name: true,
+}
+
+// call analyzes op(args...) and returns what its result may alias; tested is true when
+// the expression's truth is that result (no output variable captures it, and it is not a
+// unification, whose truth is a comparison already recorded).
+func (a *readAnalysis) call(env bindings, op *ast.Term, args []*ast.Term) (result abstract, tested bool) {
+	ref, isRef := op.Value.(ast.Ref)
+	if !isRef {
+		a.giveUp()
+		return abstract{}, true
+	}
+	name := ref.String()
+	if name == ast.Equality.Name || name == ast.Assign.Name {
+		if len(args) == 2 {
+			a.unify(env, args[0], abstract{}, args[1])
+			return abstract{}, false
+		}
+	}
+	if b, ok := ast.BuiltinMap[name]; ok {
+		return a.builtin(env, b, args), len(b.Decl.FuncArgs().Args) == len(args)
+	}
+	if rules := a.c.GetRulesExact(ref); len(rules) > 0 && len(rules[0].Head.Args) <= len(args) {
+		return a.function(env, ref, rules, args), len(rules[0].Head.Args) == len(args)
+	}
+	a.giveUp()
+	return abstract{}, true
+}
+
+func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) abstract {
+	fa := b.Decl.FuncArgs()
+	if fa.Variadic != nil {
+		for _, t := range args {
+			a.wholeTerm(env, t)
+		}
+		return abstract{}
+	}
+	arity := len(fa.Args)
+	if arity > len(args) {
+		a.giveUp()
+		return abstract{}
+	}
+	in := make([]abstract, arity)
+	for i := range arity {
+		in[i] = a.term(env, args[i])
+	}
+	var result abstract
+	switch {
+	case shallowBuiltins[b.Name]:
+	case comparisons[b.Name] && arity == 2 && (in[0].konst != nil || in[1].konst != nil):
+	case b.Name == ast.ObjectGet.Name && arity == 3:
+		result = a.objectGet(env, in[0], args[1], in[2])
+	default:
+		for _, v := range in {
+			a.whole(v)
+		}
+	}
+	if arity < len(args) {
+		a.unify(env, args[arity], result, nil)
+	}
+	return result
+}
+
+// objectGet models object.get(obj, key, default) with a constant key or path: it reads
+// that member only and returns it or the default.
+func (a *readAnalysis) objectGet(env bindings, obj abstract, key *ast.Term, def abstract) abstract {
+	var path []string
+	if s, ok := a.constString(env, key); ok {
+		path = []string{s}
+	} else if arr, ok := key.Value.(*ast.Array); ok {
+		for i := range arr.Len() {
+			s, ok := a.constString(env, arr.Elem(i))
+			if !ok {
+				path = nil
+				break
+			}
+			path = append(path, s)
+		}
+	}
+	if path == nil {
+		a.whole(obj)
+		a.wholeTerm(env, key)
+		return def
+	}
+	out := obj
+	for _, s := range path {
+		next := abstract{}
+		for _, n := range out.nodes {
+			next.nodes = append(next.nodes, n.field(s))
+		}
+		out = next
+	}
+	return out.union(def)
+}
+
+// function analyzes a call of a user function with these arguments (once per distinct
+// argument abstraction) and returns what its value may alias.
+func (a *readAnalysis) function(env bindings, ref ast.Ref, rules []*ast.Rule, args []*ast.Term) abstract {
+	arity := len(rules[0].Head.Args)
+	in := make([]abstract, arity)
+	var sig strings.Builder
+	sig.WriteString(ref.String())
+	for i := range arity {
+		in[i] = a.term(env, args[i])
+		fmt.Fprintf(&sig, "|%v", in[i].konst)
+		for _, n := range in[i].nodes {
+			fmt.Fprintf(&sig, ",%p", n)
+		}
+	}
+	key := sig.String()
+	result, done := a.calls[key]
+	switch {
+	case done:
+	case a.visiting[key]:
+		a.giveUp()
+	default:
+		a.visiting[key] = true
+		for _, r := range rules {
+			for x := r; x != nil; x = x.Else {
+				fenv := bindings{}
+				for i, p := range x.Head.Args {
+					a.unify(fenv, p, in[i], nil)
+				}
+				a.body(fenv, x.Body)
+				if x.Head.Value != nil {
+					result = result.union(a.term(fenv, x.Head.Value))
+				}
+			}
+		}
+		if len(rules) > 1 {
+			a.whole(result)
+		}
+		delete(a.visiting, key)
+		a.calls[key] = result
+	}
+	if arity < len(args) {
+		a.unify(env, args[arity], result, nil)
+	}
+	return result
+}
+
+// unify records `t = other`, where other is either a term or, when nil, a value
+// already analyzed (v). An unbound variable is bound; anything else compares, reading
+// both sides whole unless one is a constant scalar.
+func (a *readAnalysis) unify(env bindings, t *ast.Term, v abstract, other *ast.Term) {
+	if other != nil {
+		if x, ok := other.Value.(ast.Var); ok && !a.bound(env, x) {
+			a.unify(env, other, a.term(env, t), nil)
+			return
+		}
+		if x, ok := t.Value.(ast.Var); ok && !a.bound(env, x) {
+			env[x] = a.term(env, other)
+			return
+		}
+		v = a.term(env, other)
+	}
+	if x, ok := t.Value.(ast.Var); ok && !a.bound(env, x) {
+		env[x] = v
+		return
+	}
+	if composite(t) {
+		a.whole(v)
+		a.bindPattern(env, t)
+		return
+	}
+	if other != nil && composite(other) {
+		a.whole(a.term(env, t))
+		a.bindPattern(env, other)
+		return
+	}
+	tv := a.term(env, t)
+	if tv.konst == nil && v.konst == nil {
+		a.whole(tv)
+		a.whole(v)
+	}
+}
+
+func (a *readAnalysis) bound(env bindings, x ast.Var) bool {
+	if x.IsWildcard() {
+		return false
+	}
+	_, ok := env[x]
+	return ok
+}
+
+func composite(t *ast.Term) bool {
+	switch t.Value.(type) {
+	case *ast.Array, ast.Object, ast.Set:
+		return true
+	}
+	return false
+}
+
+// bindPattern reads whole whatever the bound variables of a destructuring pattern may
+// alias and binds its unbound ones (their values lie inside a value read whole).
+func (a *readAnalysis) bindPattern(env bindings, t *ast.Term) {
+	ast.WalkTerms(t, func(x *ast.Term) bool {
+		switch v := x.Value.(type) {
+		case ast.Var:
+			if a.bound(env, v) {
+				a.whole(env[v])
+			} else if !v.IsWildcard() {
+				env[v] = abstract{}
+			}
+		case ast.Ref, ast.Call:
+			a.wholeTerm(env, x)
+			return true
+		}
+		return false
+	})
+}

@@ -1,0 +1,284 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// readCases are policies over a plan-review input, each with the input paths its
+// decisions may depend on (PlanMemo.Reads). Every one is also run by the differential
+// test below, which is what proves the paths sufficient.
+var readCases = []struct {
+	name, src string
+	want      []string
+}{
+	{
+		name: "member by name",
+		src:  `deny contains "x" if { some s in input.plan.steps; s.namespace == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace"},
+	},
+	{
+		name: "member compared with another input value",
+		src:  `deny contains "x" if { some s in input.plan.steps; s.namespace == s.agent_name }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].agent_name.**", "input.plan.steps[*].namespace.**"},
+	},
+	{
+		name: "object.get and a function with a constant argument",
+		src: `f(s, k) := object.get(s, k, "")
+deny contains "x" if { some s in input.plan.steps; f(s, "instruction") == "rm -rf" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction"},
+	},
+	{
+		name: "a step iterated as an object",
+		src:  `deny contains k if { some s in input.plan.steps; some k, v in s; v == "rm -rf" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*][*]"},
+	},
+	{
+		name: "a step passed to a built-in",
+		src:  `deny contains json.marshal(s) if { some s in input.plan.steps; s.namespace == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*].**"},
+	},
+	{
+		name: "type tests and count",
+		src:  `deny contains "x" if { is_array(input.plan.steps); count(input.plan.steps[_].metadata) > 1 }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata"},
+	},
+	{
+		name: "a rule aliasing the input, and a comprehension",
+		src: `texts := [s.instruction | some s in input.plan.steps]
+deny contains "repeated" if count(texts) != count({t | some t in texts})`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction.**"},
+	},
+	{
+		name: "an unconsumed rule that can fail",
+		src: `n := to_number(input.plan.steps[0].instruction)
+deny := []`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction.**"},
+	},
+	{
+		name: "a consumed rule returning the plan",
+		src: `plan := input.plan
+deny := []`,
+		want: []string{"input", "input.plan.**"},
+	},
+	{
+		name: "an unconsumed rule returning the plan",
+		src: `copy := input.plan
+deny := []`,
+		want: []string{"input", "input.plan"},
+	},
+	{
+		name: "every",
+		src: `short if every s in input.plan.steps { count(s.instruction) < 12 }
+deny contains "long" if not short`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction"},
+	},
+	{
+		name: "with input",
+		src: `deny contains "x" if { data.p.q with input as {} }
+q if input.plan`,
+		want: []string{"input.**"},
+	},
+	{
+		name: "walk",
+		src:  `deny contains "x" if { walk(input, [_, "rm -rf"]) }`,
+		want: []string{"input.**"},
+	},
+	{
+		name: "data indexed by input",
+		src:  `deny contains "x" if { some s in input.plan.steps; not data.allowed[s.namespace] }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace.**"},
+	},
+	{
+		name: "destructuring",
+		src:  `deny contains "x" if { [a, _] := input.plan.steps; a.namespace == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps.**"},
+	},
+	{
+		name: "a step compared with an object",
+		src:  `deny contains "x" if { some s in input.plan.steps; s.metadata == {"capability": "quote"} }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+	{
+		name: "an index used in a message",
+		src:  `deny contains sprintf("%d", [i]) if { some i, s in input.plan.steps; s.step_id != sprintf("step-%d", [i + 1]) }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].step_id.**"},
+	},
+	{
+		name: "else and default",
+		src: `default mode := "none"
+mode := input.plan.mode if { input.plan.mode != "" } else := "empty"
+deny contains mode if mode == "confirm"`,
+		want: []string{"input", "input.plan", "input.plan.mode.**"},
+	},
+	{
+		name: "two definitions that may conflict",
+		src: `pick := input.plan.steps[0].metadata if input.request == "a"
+pick := input.plan.steps[1].metadata if input.phase == 1
+deny contains "x" if is_object(pick)`,
+		want: []string{"input", "input.phase", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**", "input.request"},
+	},
+	{
+		name: "object.keys of the metadata",
+		src:  `deny contains k if { some s in input.plan.steps; some k in object.keys(s.metadata) }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+}
+
+func readsOf(t *testing.T, src string) (*Query, *PlanMemo) {
+	t.Helper()
+	b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}},
+		[]DataFile{{File: "data.json", Value: map[string]any{"allowed": map[string]any{"demo-tools": true}}}}, Options{})
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	q, err := b.Prepare("data.p")
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	m := q.NewPlanMemo(1024)
+	if m == nil {
+		t.Fatal("deterministic policy without a memo")
+	}
+	return q, m
+}
+
+func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
+	for _, tc := range readCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, m := readsOf(t, tc.src)
+			if got := m.Reads(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(tc.want, " "))
+			}
+		})
+	}
+}
+
+func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
+	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
+	want := []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]",
+		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
+		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id.**"}
+	if got := q.NewPlanMemo(16).Reads(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+}
+
+// randomInput draws a plan-review input from small pools, so that inputs often agree
+// on some parts and differ in others.
+func randomInput(r *rand.Rand) ast.Value {
+	pick := func(xs ...any) any { return xs[r.IntN(len(xs))] }
+	var steps []any
+	for i := range r.IntN(4) {
+		md := map[string]any{}
+		if c := pick("quote", "trade", ""); c != "" {
+			md["capability"] = c
+		}
+		if r.IntN(3) == 0 {
+			md["parameters"] = map[string]any{"symbol": pick("AAPL", "MSFT")}
+		}
+		s := map[string]any{
+			"step_id":     pick(fmt.Sprintf("step-%d", i+1), "a"),
+			"namespace":   pick("demo-tools", "bank"),
+			"agent_name":  pick("quote", "bank", "demo-tools"),
+			"instruction": pick("hi", "rm -rf", "a much longer instruction", "12"),
+			"metadata":    md,
+		}
+		if r.IntN(2) == 0 {
+			delete(s, "instruction")
+		}
+		steps = append(steps, s)
+	}
+	plan := map[string]any{"plan_id": pick("p1", "p2"), "mode": pick("auto", "confirm", "")}
+	if r.IntN(8) > 0 {
+		plan["steps"] = steps
+	}
+	v, err := ast.InterfaceToValue(map[string]any{
+		"plan": plan, "phase": pick(1, 2), "request": pick("a", "b"),
+		"metadata": map[string]any{"tenant": pick("acme", "other")}, "enrichments": map[string]any{},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// keysSound evaluates n generated inputs without the memo and fails when two inputs
+// with the same key get different decisions (or one an error); it returns how many
+// inputs shared a key with a different earlier input.
+func keysSound(t *testing.T, q *Query, m *PlanMemo, n int) (merged int) {
+	t.Helper()
+	type outcome struct {
+		d      PlanDecision
+		failed bool
+		input  ast.Value
+	}
+	r := rand.New(rand.NewPCG(7, 11))
+	seen := map[[32]byte]outcome{}
+	for range n {
+		in := randomInput(r)
+		d, err := q.PlanDecision(context.Background(), in)
+		got := outcome{d, err != nil, in}
+		key := m.Key(in)
+		first, ok := seen[key]
+		if !ok {
+			seen[key] = got
+			continue
+		}
+		if first.input.Compare(in) != 0 {
+			merged++
+		}
+		if first.failed != got.failed || !reflect.DeepEqual(first.d, got.d) {
+			t.Fatalf("same key, different decisions:\n  %v → %+v (error %v)\n  %v → %+v (error %v)",
+				first.input, first.d, first.failed, in, got.d, got.failed)
+		}
+	}
+	return merged
+}
+
+// TestPlanMemo_EqualKeysMeanEqualDecisions is the differential test of the memo keys:
+// over generated inputs, any two with the same key get the same decision (or both an
+// error) from unmemoized evaluation, for every policy above and the stock allow-list;
+// and keys do merge inputs that differ, so the test can fail.
+func TestPlanMemo_EqualKeysMeanEqualDecisions(t *testing.T) {
+	for _, tc := range readCases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, m := readsOf(t, tc.src)
+			if keysSound(t, q, m, 1500) == 0 && !m.reads.whole {
+				t.Fatal("no two different inputs shared a key: the test proves nothing")
+			}
+		})
+	}
+	t.Run("stock allow-list", func(t *testing.T) {
+		q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
+		if keysSound(t, q, q.NewPlanMemo(16), 1500) == 0 {
+			t.Fatal("no two different inputs shared a key: the test proves nothing")
+		}
+	})
+}
+
+// FuzzPlanMemo_KeysSound runs the differential check on policies derived from the
+// cases above: whatever Rego compiles, the analysis must not fail and its keys must
+// never merge inputs the policy tells apart.
+func FuzzPlanMemo_KeysSound(f *testing.F) {
+	for _, tc := range readCases {
+		f.Add(tc.src)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}}, nil, Options{})
+		if err != nil {
+			return
+		}
+		q, err := b.Prepare("data.p")
+		if err != nil || !q.Memoizable() {
+			return
+		}
+		keysSound(t, q, q.NewPlanMemo(1024), 100)
+	})
+}
