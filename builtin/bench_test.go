@@ -120,7 +120,16 @@ func benchRegoConfig() map[string]string {
 	return files
 }
 
-func BenchmarkRequiredRego_Compiled(b *testing.B) {
+// BenchmarkRequiredRego_Compiled reviews an unseen plan every iteration (new plan_id,
+// instructions and step ids, which the stock policy reads), so the memo never answers;
+// compare with BenchmarkRequiredRego_RawOPA.
+func BenchmarkRequiredRego_Compiled(b *testing.B) { benchRequiredRego(b, true) }
+
+// BenchmarkRequiredRego_KnownShape reviews a new plan of a known shape every iteration
+// (new plan_id and instructions, which the stock policy does not read): memo hits.
+func BenchmarkRequiredRego_KnownShape(b *testing.B) { benchRequiredRego(b, false) }
+
+func benchRequiredRego(b *testing.B, newStepIDs bool) {
 	gen := load(b, benchRegoConfig())
 	ctx := requestCtx(gen, "req-bench", noGate)
 	pctx := &engine.PipelineContext{Request: benchRequest, Metadata: benchMetadata(), Enrichments: map[string]any{}}
@@ -130,6 +139,12 @@ func BenchmarkRequiredRego_Compiled(b *testing.B) {
 		plan.PlanID = "plan-" + strconv.Itoa(i)
 		for j := range plan.Steps {
 			plan.Steps[j].Instruction = plan.PlanID
+			if newStepIDs {
+				plan.Steps[j].StepID = plan.PlanID + "-" + strconv.Itoa(j)
+				if j > 0 {
+					plan.Steps[j].DependsOn = []string{plan.Steps[j-1].StepID}
+				}
+			}
 		}
 		got, err := gen.Pipeline.AfterPlanning(ctx, pctx, plan, nil, nil)
 		if err != nil || len(got.Steps) != 3 {
@@ -168,9 +183,15 @@ func BenchmarkRequiredRego_RawOPA(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		planMap["plan_id"] = "plan-" + strconv.Itoa(i)
-		for _, step := range planMap["steps"].([]any) {
-			step.(map[string]any)["instruction"] = planMap["plan_id"]
+		id := "plan-" + strconv.Itoa(i)
+		planMap["plan_id"] = id
+		for j, step := range planMap["steps"].([]any) {
+			step := step.(map[string]any)
+			step["instruction"] = id
+			step["step_id"] = id + "-" + strconv.Itoa(j)
+			if j > 0 {
+				step["depends_on"] = []any{id + "-" + strconv.Itoa(j-1)}
+			}
 		}
 		rs, err := prepared.Eval(ctx, rego.EvalInput(input))
 		if err != nil {

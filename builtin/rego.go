@@ -115,19 +115,23 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 // decide returns the decision for s, from the memo when it has it. Failures (timeouts,
 // evaluation errors) are never memoized.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
-	input, err := policy.PlanInput(s.Plan, max(s.Plan.PhaseNumber, 1), s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	phase := max(s.Plan.PhaseNumber, 1)
+	var key [32]byte
+	if a.memo != nil {
+		var err error
+		if key, err = a.memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments); err != nil {
+			return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
+		}
+		if d, ok := a.memo.Get(key); ok {
+			return d, nil
+		}
+	}
+	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
-	if a.memo == nil {
-		return a.query.PlanDecision(ctx, input)
-	}
-	key := a.memo.Key(input)
-	if d, ok := a.memo.Get(key); ok {
-		return d, nil
-	}
 	d, err := a.query.PlanDecision(ctx, input)
-	if err == nil {
+	if err == nil && a.memo != nil {
 		a.memo.Put(key, d)
 	}
 	return d, err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/policy"
-	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // libraryQuery compiles the repository's policies with an allow-list and prepares
@@ -88,7 +87,7 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 			p, _ := engine.ClonePlan(plan)
 			return &State{Plan: p, Pctx: &engine.PipelineContext{Request: request, Metadata: map[string]any{}, Enrichments: map[string]any{}}}
 		}
-		if _, ok := memoized.memo.Get(memoized.memo.Key(planInput(t, plan, 1, request, map[string]any{}))); ok {
+		if _, ok := memoized.memo.Get(planKey(t, memoized.memo, plan, 1, request, map[string]any{})); ok {
 			hits++
 		}
 		want, wantErr := plain.decide(context.Background(), s())
@@ -108,28 +107,28 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	m := q.NewPlanMemo(16)
 	plan := randomPlan(rand.New(rand.NewPCG(3, 4)))
 	plan.Steps = append(plan.Steps, engine.RoutingStep{StepID: "step-9", Namespace: "docs", AgentName: "search", Metadata: map[string]any{"capability": "search"}})
-	a := m.Key(planInput(t, plan, 1, "first question", map[string]any{"tenant": "a"}))
+	a := planKey(t, m, plan, 1, "first question", map[string]any{"tenant": "a"})
 	renamed, _ := engine.ClonePlan(plan)
 	renamed.PlanID, renamed.CreatedAt = "another-plan", renamed.CreatedAt.Add(time.Hour)
 	for i := range renamed.Steps {
 		renamed.Steps[i].Instruction = "reworded " + renamed.Steps[i].Instruction
 	}
-	b := m.Key(planInput(t, renamed, 2, "second question", map[string]any{"tenant": "b"}))
+	b := planKey(t, m, renamed, 2, "second question", map[string]any{"tenant": "b"})
 	other, _ := engine.ClonePlan(plan)
 	other.Steps[len(other.Steps)-1].Metadata["capability"] = "execute_trade"
-	c := m.Key(planInput(t, other, 1, "first question", map[string]any{"tenant": "a"}))
+	c := planKey(t, m, other, 1, "first question", map[string]any{"tenant": "a"})
 	if a != b || a == c {
 		t.Fatalf("keys: same operations, other plan id, instructions and request equal = %v (want true); other operations equal = %v (want false)", a == b, a == c)
 	}
 }
 
-func planInput(t *testing.T, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) ast.Value {
+func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) [32]byte {
 	t.Helper()
-	in, err := policy.PlanInput(plan, phase, request, metadata, nil)
+	key, err := m.PlanKey(plan, phase, request, metadata, map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in
+	return key
 }
 
 func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {

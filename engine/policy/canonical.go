@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -77,6 +78,149 @@ func (c *canon) project(v ast.Value, n *readNode) {
 	default:
 		c.value(v)
 	}
+}
+
+// projectTyped writes what project would write for t's Rego value, converting only
+// what n reads whole.
+func (c *canon) projectTyped(t typed, n *readNode) error {
+	switch t.kind {
+	case kindNull:
+		c.tag(tagNull)
+	case kindString:
+		c.text(tagString, t.s)
+	case kindInt:
+		c.buf = append(c.buf, tagNumber)
+		c.length(len(strconv.Itoa(t.n)))
+		c.buf = strconv.AppendInt(c.buf, int64(t.n), 10)
+	case kindBool:
+		c.value(ast.Boolean(t.b))
+	case kindStrings:
+		c.tag(tagArray)
+		c.length(len(t.ss))
+		if n.whole || n.elems != nil {
+			for _, s := range t.ss {
+				c.text(tagString, s)
+			}
+		}
+	case kindAny:
+		return c.projectAny(t.any, n)
+	default:
+		if n.whole {
+			v, err := t.term()
+			if err != nil {
+				return err
+			}
+			c.value(v.Value)
+			return nil
+		}
+		return c.projectComposite(t, n)
+	}
+	return nil
+}
+
+// projectComposite projects a plan, its steps or its needs_user_input, read in part.
+func (c *canon) projectComposite(t typed, n *readNode) error {
+	switch t.kind {
+	case kindPlan:
+		if t.plan == nil {
+			c.tag(tagNull)
+			return nil
+		}
+		created, err := timeString(t.plan.CreatedAt)
+		if err != nil {
+			return err
+		}
+		var ms [9]member
+		return c.projectMembers(planMembers(t.plan, created, &ms), n)
+	case kindSteps:
+		c.tag(tagArray)
+		c.length(len(t.steps))
+		if n.elems == nil {
+			return nil
+		}
+		for i := range t.steps {
+			var ms [7]member
+			if err := c.projectMembers(stepMembers(&t.steps[i], &ms), n.elems); err != nil {
+				return err
+			}
+		}
+	case kindNeeds:
+		var ms [3]member
+		return c.projectMembers(needsMembers(t.needs, &ms), n)
+	}
+	return nil
+}
+
+// projectMembers projects an object given as members.
+func (c *canon) projectMembers(ms []member, n *readNode) error {
+	if n.whole || n.elems != nil {
+		t, err := objectTerm(ms)
+		if err != nil {
+			return err
+		}
+		c.value(t.Value)
+		return nil
+	}
+	c.tag(tagObject)
+	c.length(len(ms))
+	for _, f := range n.order {
+		i := slices.IndexFunc(ms, func(m member) bool { return string(m.key.Value.(ast.String)) == f.name })
+		if i < 0 {
+			c.tag(tagAbsent)
+			continue
+		}
+		c.tag(tagPresent)
+		if err := c.projectTyped(ms[i].val, f.node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// projectAny projects a JSON-shaped Go value: maps and slices read in part are walked,
+// strings written directly, anything else converted as PlanInput converts it.
+func (c *canon) projectAny(x any, n *readNode) error {
+	switch v := x.(type) {
+	case string:
+		c.text(tagString, v)
+		return nil
+	case map[string]any:
+		if v != nil && !n.whole && n.elems == nil {
+			c.tag(tagObject)
+			c.length(len(v))
+			for _, f := range n.order {
+				e, ok := v[f.name]
+				if !ok {
+					c.tag(tagAbsent)
+					continue
+				}
+				c.tag(tagPresent)
+				if err := c.projectAny(e, f.node); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	case []any:
+		if v != nil && !n.whole {
+			c.tag(tagArray)
+			c.length(len(v))
+			if n.elems != nil {
+				for _, e := range v {
+					if err := c.projectAny(e, n.elems); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+	}
+	val, err := valueOf(x)
+	if err != nil {
+		return err
+	}
+	c.project(val, n)
+	return nil
 }
 
 // value writes all of v.

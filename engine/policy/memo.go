@@ -2,11 +2,14 @@ package policy
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // deterministic reports whether the compiled policies call no non-deterministic built-in
@@ -76,15 +79,33 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 // without `.**` a value of which only the type (a scalar, a length, a size) is read.
 func (m *PlanMemo) Reads() []string { return m.reads.paths("input") }
 
-// Key hashes the parts of input, a plan-review input (see PlanInput), that the query's
-// evaluation may observe, with an unambiguous canonical encoding and SHA-256.
-func (m *PlanMemo) Key(input ast.Value) [32]byte {
+// key hashes the parts of input, a plan-review input (see PlanInput), that the query's
+// evaluation may observe, with an unambiguous canonical encoding and SHA-256. PlanKey
+// computes the same from the typed plan.
+func (m *PlanMemo) key(input ast.Value) [32]byte {
 	c := canonPool.Get().(*canon)
 	c.project(input, m.reads)
 	key := sha256.Sum256(c.buf)
 	c.buf = c.buf[:0]
 	canonPool.Put(c)
 	return key
+}
+
+// PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments), computed
+// without building the Rego value: only what the key reads whole is converted. It fails
+// where PlanInput fails on the parts it reads; a value Rego cannot represent (a NaN, say)
+// in a part no policy can observe is not looked at.
+func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
+	c := canonPool.Get().(*canon)
+	defer func() {
+		c.buf = c.buf[:0]
+		canonPool.Put(c)
+	}()
+	var root [5]member
+	if err := c.projectMembers(rootMembers(plan, phase, request, metadata, enrichments, &root), m.reads); err != nil {
+		return [32]byte{}, fmt.Errorf("policy: plan input: %w", err)
+	}
+	return sha256.Sum256(c.buf), nil
 }
 
 // Get returns the decision stored under key. A decision's Plan is shared: callers must

@@ -21,6 +21,7 @@ type readNode struct {
 }
 
 type readField struct {
+	name string
 	key  *ast.Term
 	node *readNode
 }
@@ -29,7 +30,7 @@ type readField struct {
 // afterwards.
 func (n *readNode) freeze() *readNode {
 	for _, k := range sortedKeys(n.fields) {
-		n.order = append(n.order, readField{ast.StringTerm(k), n.fields[k].freeze()})
+		n.order = append(n.order, readField{k, ast.StringTerm(k), n.fields[k].freeze()})
 	}
 	if n.elems != nil {
 		n.elems.freeze()

@@ -2,12 +2,16 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -225,7 +229,7 @@ func keysSound(t *testing.T, q *Query, m *PlanMemo, n int) (merged int) {
 		in := randomInput(r)
 		d, err := q.PlanDecision(context.Background(), in)
 		got := outcome{d, err != nil, in}
-		key := m.Key(in)
+		key := m.key(in)
 		first, ok := seen[key]
 		if !ok {
 			seen[key] = got
@@ -281,4 +285,94 @@ func FuzzPlanMemo_KeysSound(f *testing.F) {
 		}
 		keysSound(t, q, q.NewPlanMemo(1024), 100)
 	})
+}
+
+// randomPlan draws a RoutingPlan exercising every member PlanInput renders: optional
+// ones present or not, nil and empty slices, nested metadata of every JSON kind.
+func randomPlan(r *rand.Rand) *engine.RoutingPlan {
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	p := &engine.RoutingPlan{
+		PlanID: pick("p1", ""), OriginalRequest: pick("quote", ""), Mode: engine.PlanMode(pick("", "autonomous")),
+		CreatedAt: time.Date(2025, 3, 1, 12, r.IntN(60), 0, r.IntN(1000), time.UTC), PhaseNumber: r.IntN(3),
+		ContinuationNote: pick("", "then buy"),
+	}
+	if r.IntN(2) == 0 {
+		t := r.IntN(2) == 0
+		p.Terminal = &t
+	}
+	if r.IntN(3) == 0 {
+		p.NeedsUserInput = &engine.NeedsUserInput{Question: pick("", "which?"), PartialProgress: pick("", "half")}
+		if r.IntN(2) == 0 {
+			p.NeedsUserInput.MissingFields = []string{"symbol"}
+		}
+	}
+	if r.IntN(6) > 0 {
+		p.Steps = []engine.RoutingStep{}
+	}
+	for i := range r.IntN(3) {
+		s := step(fmt.Sprintf("step-%d", i+1), pick("quote", "trade"))
+		s.Instruction = pick("", "go")
+		switch r.IntN(4) {
+		case 0:
+			s.Metadata = nil
+		case 1:
+			s.Metadata["parameters"] = map[string]any{"n": []any{1.5, json.Number("2"), nil, true, "x", map[string]any{}}}
+		case 2:
+			s.Metadata["capability"] = 7
+		}
+		if r.IntN(2) == 0 {
+			s.DependsOn = nil
+		}
+		if r.IntN(3) == 0 {
+			s.ImplicitDeps = []string{"step-0"}
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	return p
+}
+
+// everyPath reads every member and element of v's shape, none whole.
+func everyPath(v ast.Value, n *readNode) *readNode {
+	switch x := v.(type) {
+	case ast.Object:
+		x.Foreach(func(k, e *ast.Term) { everyPath(e.Value, n.field(string(k.Value.(ast.String)))) })
+	case *ast.Array:
+		x.Foreach(func(e *ast.Term) { everyPath(e.Value, n.each()) })
+	}
+	return n
+}
+
+// TestPlanMemo_PlanKeyIsKeyOfPlanInput: the key computed from the typed plan equals the
+// key of the Rego input PlanInput builds, for every read tree above, the stock
+// allow-list's, one reading every path in part and one reading everything whole.
+func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
+	var memos []*PlanMemo
+	for _, tc := range readCases {
+		_, m := readsOf(t, tc.src)
+		memos = append(memos, m)
+	}
+	memos = append(memos, mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan").NewPlanMemo(16),
+		&PlanMemo{reads: (&readNode{whole: true}).freeze()})
+	r := rand.New(rand.NewPCG(5, 8))
+	for range 500 {
+		p := randomPlan(r)
+		md := map[string]any{"tenant": "acme", "n": json.Number("1.50")}
+		in, err := PlanInput(p, 2, "q", md, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := &PlanMemo{reads: everyPath(in, &readNode{}).freeze()}
+		for _, m := range append(memos, all) {
+			got, err := m.PlanKey(p, 2, "q", md, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := m.key(in); got != want {
+				t.Fatalf("PlanKey differs from key(PlanInput) for reads %v on %v", m.Reads(), in)
+			}
+		}
+	}
+	if _, err := memos[len(memos)-1].PlanKey(plan(), 1, "", map[string]any{"x": math.NaN()}, nil); err == nil {
+		t.Fatal("PlanKey accepted a NaN it reads, which PlanInput rejects")
+	}
 }
