@@ -95,9 +95,9 @@ func (q *Query) document(ctx context.Context, input ast.Value) (map[string]any, 
 	return doc, nil
 }
 
-// planDecisionMembers are the members of a plan decision document that
-// decodePlanDecision reads.
-var planDecisionMembers = []string{"deny", "plan"}
+// decisionMembers are the members of a decision document that decodePlanDecision and
+// decodeGuardDecision read. A query naming a package evaluates only these.
+var decisionMembers = []string{"deny", "plan"}
 
 func decodePlanDecision(doc map[string]any) (PlanDecision, error) {
 	entries, err := denyEntries(doc)

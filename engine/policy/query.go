@@ -36,8 +36,12 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 	if !b.defined(ref, path) {
 		return nil, &Error{Kind: KindUndefinedQuery, Message: "query " + ref.String() + " names no package, rule or data" + b.nearestHint(ref.String())}
 	}
+	body := ast.NewBody(ast.NewExpr(ast.NewTerm(ref)))
+	if b.isPackage(ref) {
+		body = decisionMembersBody(ref)
+	}
 	prepared, err := rego.New(
-		rego.ParsedQuery(ast.NewBody(ast.NewExpr(ast.NewTerm(ref)))),
+		rego.ParsedQuery(body),
 		rego.Compiler(b.compiler),
 		rego.Store(b.store),
 		rego.Capabilities(capabilities()),
@@ -47,6 +51,31 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 		return nil, &Error{Kind: KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
 	}
 	return &Query{query: ref.String(), ref: ref, compiler: b.compiler, prepared: prepared, timeout: b.timeout, deterministic: b.deterministic}, nil
+}
+
+// isPackage reports whether ref names a package: a node of the rule tree with no rule
+// at or above it.
+func (b *Bundle) isPackage(ref ast.Ref) bool {
+	node := b.compiler.RuleTree.Find(ref)
+	if node == nil || len(node.Values) > 0 {
+		return false
+	}
+	return len(b.compiler.GetRulesForVirtualDocument(ref)) == 0
+}
+
+// decisionMembersBody evaluates only the members of package ref that decisions read
+// (decisionMembers): {k: v | some k in ["deny", "plan"]; v := ref[k]}. The package's
+// other rules are not evaluated, as for a query naming its deny rule.
+func decisionMembersBody(ref ast.Ref) ast.Body {
+	members := make([]*ast.Term, len(decisionMembers))
+	for i, m := range decisionMembers {
+		members[i] = ast.StringTerm(m)
+	}
+	k, v, i := ast.VarTerm("k"), ast.VarTerm("v"), ast.VarTerm("i")
+	return ast.NewBody(ast.NewExpr(ast.ObjectComprehensionTerm(k, v, ast.NewBody(
+		ast.Equality.Expr(k, ast.RefTerm(ast.ArrayTerm(members...), i)),
+		ast.Equality.Expr(v, ast.NewTerm(ref.Append(k))),
+	))))
 }
 
 // String returns the query's data reference.

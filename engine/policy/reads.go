@@ -109,9 +109,9 @@ type readAnalysis struct {
 	visiting map[string]bool
 }
 
-// analyzeReads returns the input paths an evaluation of query may observe, given that
-// the caller reads only the members consumed of the resulting document (all of it when
-// the query names a rule's value).
+// analyzeReads returns the input paths an evaluation of query may observe: of the rules
+// at or under query when it names a rule or data, read whole; of the consumed members
+// of the package it names otherwise (Prepare evaluates only those).
 func analyzeReads(c *ast.Compiler, query ast.Ref, consumed []string) *readNode {
 	a := &readAnalysis{c: c, root: &readNode{}, rules: map[*ast.Rule]abstract{}, calls: map[string]abstract{}, visiting: map[string]bool{}}
 	if rules := c.GetRulesForVirtualDocument(query); len(rules) > 0 {
@@ -120,9 +120,6 @@ func analyzeReads(c *ast.Compiler, query ast.Ref, consumed []string) *readNode {
 			a.whole(a.rule(r))
 		}
 		return a.root.freeze()
-	}
-	for _, r := range c.GetRulesWithPrefix(query) {
-		a.rule(r)
 	}
 	for _, k := range consumed {
 		for _, r := range c.GetRulesWithPrefix(query.Append(ast.StringTerm(k))) {

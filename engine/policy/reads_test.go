@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,12 +16,14 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// readCases are policies over a plan-review input, each with the input paths its
-// decisions may depend on (PlanMemo.Reads). Every one is also run by the differential
+// readCases are policies over a plan-review input (queried as data.p, so only its deny
+// and plan members are evaluated), each with the input paths its decisions may depend
+// on (PlanMemo.Reads). Every one is also run by the differential
 // test below, which is what proves the paths sufficient.
 var readCases = []struct {
 	name, src string
 	want      []string
+	query     string // default data.p
 }{
 	{
 		name: "member by name",
@@ -60,10 +63,10 @@ deny contains "repeated" if count(texts) != count({t | some t in texts})`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction.**"},
 	},
 	{
-		name: "an unconsumed rule that can fail",
+		name: "a rule decisions do not read, which would fail, is not evaluated",
 		src: `n := to_number(input.plan.steps[0].instruction)
 deny := []`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction.**"},
+		want: []string{"input"},
 	},
 	{
 		name: "a consumed rule returning the plan",
@@ -72,10 +75,10 @@ deny := []`,
 		want: []string{"input", "input.plan.**"},
 	},
 	{
-		name: "an unconsumed rule returning the plan",
+		name: "a rule decisions do not read, returning the plan",
 		src: `copy := input.plan
 deny := []`,
-		want: []string{"input", "input.plan"},
+		want: []string{"input"},
 	},
 	{
 		name: "every",
@@ -129,20 +132,27 @@ deny contains "x" if is_object(pick)`,
 		want: []string{"input", "input.phase", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**", "input.request"},
 	},
 	{
+		name:  "a query naming a rule",
+		query: "data.p.decision",
+		src: `decision := {"deny": [s.step_id | some s in input.plan.steps; s.namespace == "bank"]}
+other := input.request`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace", "input.plan.steps[*].step_id.**"},
+	},
+	{
 		name: "object.keys of the metadata",
 		src:  `deny contains k if { some s in input.plan.steps; some k in object.keys(s.metadata) }`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
 	},
 }
 
-func readsOf(t *testing.T, src string) (*Query, *PlanMemo) {
+func readsOf(t *testing.T, src, query string) (*Query, *PlanMemo) {
 	t.Helper()
 	b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}},
 		[]DataFile{{File: "data.json", Value: map[string]any{"allowed": map[string]any{"demo-tools": true}}}}, Options{})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
-	q, err := b.Prepare("data.p")
+	q, err := b.Prepare(cmp.Or(query, "data.p"))
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
@@ -156,7 +166,7 @@ func readsOf(t *testing.T, src string) (*Query, *PlanMemo) {
 func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
 	for _, tc := range readCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, m := readsOf(t, tc.src)
+			_, m := readsOf(t, tc.src, tc.query)
 			if got := m.Reads(); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(tc.want, " "))
 			}
@@ -253,7 +263,7 @@ func keysSound(t *testing.T, q *Query, m *PlanMemo, n int) (merged int) {
 func TestPlanMemo_EqualKeysMeanEqualDecisions(t *testing.T) {
 	for _, tc := range readCases {
 		t.Run(tc.name, func(t *testing.T) {
-			q, m := readsOf(t, tc.src)
+			q, m := readsOf(t, tc.src, tc.query)
 			if keysSound(t, q, m, 1500) == 0 && !m.reads.whole {
 				t.Fatal("no two different inputs shared a key: the test proves nothing")
 			}
@@ -348,7 +358,7 @@ func everyPath(v ast.Value, n *readNode) *readNode {
 func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 	var memos []*PlanMemo
 	for _, tc := range readCases {
-		_, m := readsOf(t, tc.src)
+		_, m := readsOf(t, tc.src, tc.query)
 		memos = append(memos, m)
 	}
 	memos = append(memos, mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan").NewPlanMemo(16),
