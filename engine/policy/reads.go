@@ -186,11 +186,10 @@ func (a *readAnalysis) body(env bindings, body ast.Body) {
 }
 
 func (a *readAnalysis) expr(env bindings, expr *ast.Expr) {
-	for _, w := range expr.With {
-		if ref, ok := w.Target.Value.(ast.Ref); ok && ref.HasPrefix(ast.InputRootRef) {
-			a.giveUp()
-		}
-		a.wholeTerm(env, w.Value)
+	if len(expr.With) > 0 {
+		// A with replaces the input, data or a function (even a built-in this analysis
+		// models) for the expression: nothing here holds.
+		a.giveUp()
 	}
 	switch t := expr.Terms.(type) {
 	case *ast.Term:
@@ -367,6 +366,13 @@ func (a *readAnalysis) resolveData(ref ast.Ref, env bindings) abstract {
 			var v abstract
 			for _, r := range node.Values {
 				v = v.union(a.rule(r))
+				if !r.Head.Ref().IsGround() {
+					// A rule whose head continues with a variable (p[x].q := v) is kept
+					// at its ground prefix: the rest of ref selects inside the head, not
+					// the value.
+					a.wholeSubtree(node)
+					return abstract{}
+				}
 			}
 			for _, child := range node.Children {
 				a.wholeSubtree(child)

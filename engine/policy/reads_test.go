@@ -93,6 +93,18 @@ q if input.plan`,
 		want: []string{"input.**"},
 	},
 	{
+		name: "with a built-in replaced",
+		src: `deny contains "x" if { count(input.plan.steps) > 1 with count as long }
+long(xs) := n if n := count([s | some s in xs; s.instruction != "hi"])`,
+		want: []string{"input.**"},
+	},
+	{
+		name: "a rule with a variable in its head",
+		src: `by_mode[m].needs := input.plan.needs_user_input if m := "x"
+deny contains "x" if data.p.by_mode.x.needs.question == "which?"`,
+		want: []string{"input", "input.plan", "input.plan.needs_user_input.**"},
+	},
+	{
 		name: "walk",
 		src:  `deny contains "x" if { walk(input, [_, "rm -rf"]) }`,
 		want: []string{"input.**"},
@@ -210,6 +222,9 @@ func randomInput(r *rand.Rand) ast.Value {
 		steps = append(steps, s)
 	}
 	plan := map[string]any{"plan_id": pick("p1", "p2"), "mode": pick("auto", "confirm", "")}
+	if r.IntN(2) == 0 {
+		plan["needs_user_input"] = map[string]any{"question": pick("which?", "when?"), "partial_progress": pick("none", "half")}
+	}
 	if r.IntN(8) > 0 {
 		plan["steps"] = steps
 	}
