@@ -48,8 +48,8 @@ func parseFlags() *config {
 	flag.IntVar(&c.concurrency, "concurrency", 16, "load generator workers (and keep-alive connections)")
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
 	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
-	cases := flag.String("http-cases", "3:fresh:20000,3:replan:20000,3:same:20000,30:fresh:5000",
-		"HTTP cases, steps:fresh|replan|same:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
+	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:identical:20000,30:newtext:5000,30:unseen:5000",
+		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
 	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")

@@ -42,8 +42,10 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"rotating; the median round is reported. agentd: a `decl.Load`ed generation (the required `rego: {query: data.agentd.plan}` "+
 		"hook over policies/ and the generated allow-list, no catalog), `Pipeline.AfterPlanning` with a nil trail. Raw OPA: "+
 		"`rego.New(Query, Module…, Store(inmem.NewFromObject(data))).PrepareForEval` once, `Eval(rego.EvalInput(input))` per op "+
-		"with the same input map agentd builds. A new plan (plan_id and step instructions) per op stands for an orchestrator's traffic, where every plan is "+
-		"new; the identical plan every op shows agentd's decision memo (keyed by the plan-review input parts the policy reads).\n",
+		"with the same input map agentd builds. An unseen plan (new plan_id, step instructions and step ids) per op is what no memo "+
+		"has seen; a new plan of a known shape (new plan_id and step instructions over the same operations and step ids) is an "+
+		"orchestrator's everyday traffic, which agentd's decision memo answers: its key is a projection of only the input paths "+
+		"the compiled policy can observe (here each step's step_id, namespace, agent_name and metadata.capability).\n",
 		b.rounds, b.benchtime)
 	p("- HTTP: the in-repo load generator (bench/internal/load), %d workers over %d keep-alive connections; per run a tenth of "+
 		"the measured count as warm-up, then the measured requests; %d runs per server and case, alternating which server goes "+
@@ -51,8 +53,8 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"`opa run --server --log-level error --skip-version-check`: neither writes a line per request. "+
 		"Every agentd request has a new request_id, as an orchestrator sends (one request per user request, after_planning "+
 		"once per phase; re-using an id would make each call a later phase of the same request, which plan validation "+
-		"rejects for repeated step ids). A new plan (plan_id and step instructions) per request, in both servers' bodies, stands for real plans; the "+
-		"identical-plan case shows the memo.\n",
+		"rejects for repeated step ids). Plans vary per request in both servers' bodies alike: a new plan of a known shape, an "+
+		"unseen plan, or the identical plan, as in process.\n",
 		b.concurrency, b.concurrency, b.httpRounds)
 	p("- Load generator, agentd and OPA share the machine's %d cores.\n", m.Cores)
 	for _, n := range b.notes {

@@ -13,12 +13,12 @@ func TestPlanReviewSidesAllowEveryPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []PlanCase{{3, fixture.Small}, {30, fixture.Large}} {
-		for _, fresh := range []bool{false, true} {
-			a, err := AgentdPlanReview(t.TempDir(), policies, c, fresh)
+		for _, v := range []fixture.Variation{fixture.Identical, fixture.NewText, fixture.Unseen} {
+			a, err := AgentdPlanReview(t.TempDir(), policies, c, v)
 			if err != nil {
 				t.Fatalf("%v: %v", c, err)
 			}
-			o, err := OPAPlanReview(policies, c, fresh)
+			o, err := OPAPlanReview(policies, c, v)
 			if err != nil {
 				t.Fatalf("%v: %v", c, err)
 			}

@@ -10,7 +10,7 @@ import (
 
 // MemoHit is a projection, not agentd code: the least a memoized plan review could cost
 // on a hit. It hashes the generation and every input path data.agentd.plan can read
-// (plan_id, and per step step_id, namespace, agent_name and metadata.capability) and
+// (per step: step_id, namespace, agent_name and metadata.capability) and
 // looks the hash up in a map, as a decision memo keyed that way would.
 func MemoHit(c PlanCase) Side {
 	plan := fixture.Plan(c.Steps, c.Size)
@@ -19,7 +19,6 @@ func MemoHit(c PlanCase) Side {
 		var h maphash.Hash
 		h.SetSeed(seed)
 		h.WriteString("g-0123456789abcdef")
-		h.WriteString(p.PlanID)
 		for i := range p.Steps {
 			s := &p.Steps[i]
 			h.WriteByte(0)

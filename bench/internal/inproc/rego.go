@@ -3,7 +3,6 @@ package inproc
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -19,28 +18,6 @@ type PlanCase struct {
 	Size  fixture.Size
 }
 
-// planIDs returns a function that gives the plan a new plan_id per call when fresh, as
-// a planner gives every plan its own id (the callers also give every step a new
-// instruction, as a planner writes them, so that no two plans are alike); otherwise
-// every operation reviews the identical plan.
-func planIDs(fresh bool) func() (string, bool) {
-	n := 0
-	return func() (string, bool) {
-		if !fresh {
-			return "", false
-		}
-		n++
-		return "plan-" + strconv.Itoa(n), true
-	}
-}
-
-func variant(fresh bool) string {
-	if fresh {
-		return "new plan (plan_id and step instructions) per op"
-	}
-	return "identical plan every op"
-}
-
 func (c PlanCase) String() string {
 	return fmt.Sprintf("%d-step plan, %d-entry allow-list", c.Steps, c.Size.Entries())
 }
@@ -48,9 +25,9 @@ func (c PlanCase) String() string {
 // AgentdPlanReview is agentd's side: a generation loaded by decl.Load from dir (written
 // here: the required `rego: {query: data.agentd.plan}` hook over policies and the
 // generated allow-list), its Pipeline.AfterPlanning called with a nil trail, as the
-// daemon calls it minus the HTTP, state and record layers. With fresh, each operation
-// reviews the plan under a new plan_id, which a decision memo has not seen.
-func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, fresh bool) (Side, error) {
+// daemon calls it minus the HTTP, state and record layers. Each operation varies the
+// plan as v says.
+func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, v fixture.Variation) (Side, error) {
 	if err := fixture.AgentdConfig(dir, policies, c.Size); err != nil {
 		return Side{}, err
 	}
@@ -66,14 +43,10 @@ func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, fresh boo
 	if err := engine.ValidatePlan(plan, gen.Catalog, nil); err != nil {
 		return Side{}, err
 	}
-	nextID := planIDs(fresh)
-	return Side{Name: "agentd " + c.String() + ", " + variant(fresh), Op: func() error {
-		if id, ok := nextID(); ok {
-			plan.PlanID = id
-			for i := range plan.Steps {
-				plan.Steps[i].Instruction = id + " step " + strconv.Itoa(i+1)
-			}
-		}
+	seq := 0
+	return Side{Name: "agentd " + c.String() + ", " + v.String(), Op: func() error {
+		seq++
+		v.Vary(plan, seq)
 		got, err := gen.Pipeline.AfterPlanning(ctx, pctx, plan, nil, nil)
 		if err != nil {
 			return err
@@ -87,9 +60,9 @@ func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, fresh boo
 
 // OPAPlanReview is raw OPA's side: rego.New with the same query, modules and data
 // (inmem.NewFromObject), prepared once; each operation is one Eval with
-// rego.EvalInput of the same input map the agentd side builds from the plan (with a
-// new plan_id per operation when fresh).
-func OPAPlanReview(policies []fixture.File, c PlanCase, fresh bool) (Side, error) {
+// rego.EvalInput of the same input map the agentd side builds from the plan, varied
+// per operation as v says.
+func OPAPlanReview(policies []fixture.File, c PlanCase, v fixture.Variation) (Side, error) {
 	opts := []func(*rego.Rego){rego.Query(fixture.Query)}
 	for _, f := range policies {
 		opts = append(opts, rego.Module(f.Name, string(f.Data)))
@@ -106,14 +79,10 @@ func OPAPlanReview(policies []fixture.File, c PlanCase, fresh bool) (Side, error
 		return Side{}, err
 	}
 	plan := input["plan"].(map[string]any)
-	nextID := planIDs(fresh)
-	return Side{Name: "raw OPA " + c.String() + ", " + variant(fresh), Op: func() error {
-		if id, ok := nextID(); ok {
-			plan["plan_id"] = id
-			for i, step := range plan["steps"].([]any) {
-				step.(map[string]any)["instruction"] = id + " step " + strconv.Itoa(i+1)
-			}
-		}
+	seq := 0
+	return Side{Name: "raw OPA " + c.String() + ", " + v.String(), Op: func() error {
+		seq++
+		v.VaryInput(plan, seq)
 		rs, err := prepared.Eval(ctx, rego.EvalInput(input))
 		if err != nil {
 			return err
