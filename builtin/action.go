@@ -18,6 +18,12 @@ type Action interface {
 	Run(ctx context.Context, s *State) error
 }
 
+// Describer is an Action that tells how it runs beyond its name and parameters;
+// agentd check and GET /v1/status show the description under the hook.
+type Describer interface {
+	Describe() string
+}
+
 // State is what the steps of one hook invocation share. A State belongs to one
 // invocation and is never used by two goroutines.
 type State struct {

@@ -96,6 +96,14 @@ type regoPlan struct {
 	memo  *policy.PlanMemo
 }
 
+// Describe says whether and on what the action memoizes its decisions.
+func (a *regoPlan) Describe() string {
+	if a.memo == nil {
+		return "rego " + a.name + ": decisions not memoized (a policy calls a non-deterministic built-in)"
+	}
+	return "rego " + a.name + ": decisions memoized on " + strings.Join(a.memo.KeyPaths(), ", ")
+}
+
 func (a *regoPlan) Run(ctx context.Context, s *State) error {
 	d, err := a.decide(ctx, s)
 	if err != nil {

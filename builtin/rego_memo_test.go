@@ -105,6 +105,11 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	q := libraryQuery(t)
 	m := q.NewPlanMemo(16)
+	a0 := &regoPlan{query: q, name: "data.agentd.plan", memo: m}
+	if got, want := a0.Describe(), "rego data.agentd.plan: decisions memoized on input.plan.steps[*].agent_name, "+
+		"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"; got != want {
+		t.Fatalf("Describe = %q, want %q", got, want)
+	}
 	plan := randomPlan(rand.New(rand.NewPCG(3, 4)))
 	plan.Steps = append(plan.Steps, engine.RoutingStep{StepID: "step-9", Namespace: "docs", AgentName: "search", Metadata: map[string]any{"capability": "search"}})
 	a := planKey(t, m, plan, 1, "first question", map[string]any{"tenant": "a"})
@@ -136,5 +141,9 @@ func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {
 	q := libraryQuery(t, clock)
 	if q.Memoizable() || q.NewPlanMemo(16) != nil {
 		t.Fatal("a bundle calling time.now_ns must not be memoized")
+	}
+	a := &regoPlan{query: q, name: "data.agentd.plan"}
+	if got, want := a.Describe(), "rego data.agentd.plan: decisions not memoized (a policy calls a non-deterministic built-in)"; got != want {
+		t.Fatalf("Describe = %q, want %q", got, want)
 	}
 }

@@ -79,6 +79,9 @@ func printSummary(w io.Writer, gen *decl.Generation) {
 				note = " (" + strings.Join(notes, "; ") + ")"
 			}
 			fmt.Fprintf(w, "  %d. %s [%s]%s  %s:%d\n", i+1, h.Name, strings.Join(h.Steps, ", "), note, h.File, h.Line)
+			for _, n := range h.Notes {
+				fmt.Fprintf(w, "     %s\n", n)
+			}
 		}
 	}
 	if name, ok := gen.Pipeline.RequiredHook(); ok {

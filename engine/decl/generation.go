@@ -31,8 +31,11 @@ type HookInfo struct {
 	Required bool         `json:"required,omitempty"`
 	When     string       `json:"when,omitempty"`
 	Steps    []string     `json:"steps"`
-	File     string       `json:"file"`
-	Line     int          `json:"line"`
+	// Notes are the steps' own descriptions (builtin.Describer), such as what a rego
+	// step's decision memo is keyed on.
+	Notes []string `json:"notes,omitempty"`
+	File  string   `json:"file"`
+	Line  int      `json:"line"`
 }
 
 // GuardInfo describes one compiled guard rule, in order.

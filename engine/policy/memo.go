@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -78,6 +79,25 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 // `input.plan.steps[*].namespace.**` is the namespace of every step read whole, a path
 // without `.**` a value of which only the type (a scalar, a length, a size) is read.
 func (m *PlanMemo) Reads() []string { return m.reads.paths("input") }
+
+// KeyPaths lists the input paths the memo's keys are made of, without the prefixes
+// Reads also lists: `input.plan.steps[*].namespace` for a value read whole, with
+// " (type)" appended for one of which only the type, a scalar's value, a length or a
+// size is read.
+func (m *PlanMemo) KeyPaths() []string {
+	all := m.Reads()
+	var out []string
+	for i, p := range all {
+		if strings.HasSuffix(p, ".**") {
+			out = append(out, strings.TrimSuffix(p, ".**"))
+			continue
+		}
+		if i+1 == len(all) || !strings.HasPrefix(all[i+1], p+".") && !strings.HasPrefix(all[i+1], p+"[") {
+			out = append(out, p+" (type)")
+		}
+	}
+	return out
+}
 
 // key hashes the parts of input, a plan-review input (see PlanInput), that the query's
 // evaluation may observe, with an unambiguous canonical encoding and SHA-256. PlanKey

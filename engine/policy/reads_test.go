@@ -191,8 +191,18 @@ func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
 	want := []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]",
 		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
 		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id.**"}
-	if got := q.NewPlanMemo(16).Reads(); !reflect.DeepEqual(got, want) {
+	m := q.NewPlanMemo(16)
+	if got := m.Reads(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+	leaves := []string{"input.plan.steps[*].agent_name", "input.plan.steps[*].metadata.capability",
+		"input.plan.steps[*].namespace", "input.plan.steps[*].step_id"}
+	if got := m.KeyPaths(); !reflect.DeepEqual(got, leaves) {
+		t.Fatalf("key paths:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(leaves, " "))
+	}
+	_, typeOnly := readsOf(t, readCases[0].src, "")
+	if got := typeOnly.KeyPaths(); !reflect.DeepEqual(got, []string{"input.plan.steps[*].namespace (type)"}) {
+		t.Fatalf("key paths of %q: %v", readCases[0].src, got)
 	}
 }
 
