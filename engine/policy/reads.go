@@ -161,7 +161,7 @@ func (a *readAnalysis) rule(r *ast.Rule) abstract {
 			v = abstract{}
 		}
 	}
-	if len(a.c.GetRulesExact(r.Path())) > 1 {
+	if len(a.c.GetRulesExact(r.Ref().GroundPrefix())) > 1 {
 		a.whole(v)
 	}
 	a.rules[r] = v
