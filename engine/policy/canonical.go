@@ -31,6 +31,7 @@ const (
 	tagSet
 	tagAbsent
 	tagPresent
+	tagOther
 )
 
 func (c *canon) tag(t byte) { c.buf = append(c.buf, t) }
@@ -262,6 +263,6 @@ func (c *canon) value(v ast.Value) {
 		}
 	default:
 		// Inputs are JSON-shaped; anything else is written as its Rego text.
-		c.text(tagString, v.String())
+		c.text(tagOther, v.String())
 	}
 }

@@ -107,6 +107,8 @@ type readAnalysis struct {
 	rules    map[*ast.Rule]abstract
 	calls    map[string]abstract
 	visiting map[string]bool
+	// iterated: the body being analyzed may have several solutions (it iterates).
+	iterated bool
 }
 
 // analyzeReads returns the input paths an evaluation of query may observe: of the rules
@@ -139,8 +141,10 @@ func (a *readAnalysis) whole(v abstract) {
 }
 
 // rule analyzes r (once) and returns what its value may alias: the union over its else
-// chain, read whole when several definitions could conflict or the rule builds a set
-// or object from partial definitions.
+// chain. A value is read whole when OPA compares it with others: when several
+// definitions or several solutions of one body could conflict, and for a rule that
+// builds a set or object from partial definitions. Variables in the head's reference
+// (p[x].q := ...) are object keys, compared and counted: read whole.
 func (a *readAnalysis) rule(r *ast.Rule) abstract {
 	if v, ok := a.rules[r]; ok {
 		return v
@@ -149,23 +153,43 @@ func (a *readAnalysis) rule(r *ast.Rule) abstract {
 	var v abstract
 	for x := r; x != nil; x = x.Else {
 		env := bindings{}
-		a.body(env, x.Body)
-		if x.Head.Key != nil {
-			a.wholeTerm(env, x.Head.Key)
+		var value abstract
+		iterated := a.scoped(func() {
+			a.body(env, x.Body)
+			for _, t := range x.Head.Ref()[1:] {
+				if !t.IsGround() {
+					a.wholeTerm(env, t)
+				}
+			}
+			if x.Head.Key != nil {
+				a.wholeTerm(env, x.Head.Key)
+			}
+			if x.Head.Value != nil {
+				value = a.term(env, x.Head.Value)
+			}
+		})
+		if iterated || x.Head.RuleKind() == ast.MultiValue || x.Head.Key != nil {
+			a.whole(value)
+			continue
 		}
-		if x.Head.Value != nil {
-			v = v.union(a.term(env, x.Head.Value))
-		}
-		if x.Head.RuleKind() == ast.MultiValue || x.Head.Key != nil {
-			a.whole(v)
-			v = abstract{}
-		}
+		v = v.union(value)
 	}
 	if len(a.c.GetRulesExact(r.Ref().GroundPrefix())) > 1 {
 		a.whole(v)
 	}
 	a.rules[r] = v
 	return v
+}
+
+// scoped analyzes a nested body with its own iteration flag and reports whether it
+// iterated, leaving the enclosing body's flag as it was.
+func (a *readAnalysis) scoped(f func()) bool {
+	outer := a.iterated
+	a.iterated = false
+	f()
+	iterated := a.iterated
+	a.iterated = outer
+	return iterated
 }
 
 // bindings maps the variables bound so far in a body to what their values may alias.
@@ -201,8 +225,10 @@ func (a *readAnalysis) expr(env bindings, expr *ast.Expr) {
 	case *ast.Every:
 		inner := env.copy()
 		dom := a.term(env, t.Domain)
-		a.bindElems(inner, dom, t.Key, t.Value)
-		a.body(inner, t.Body)
+		a.scoped(func() {
+			a.bindElems(inner, dom, t.Key, t.Value)
+			a.body(inner, t.Body)
+		})
 	case *ast.SomeDecl:
 		for _, s := range t.Symbols {
 			if call, ok := s.Value.(ast.Call); ok {
@@ -250,17 +276,23 @@ func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
 		return abstract{konst: v}
 	case *ast.ArrayComprehension:
 		inner := env.copy()
-		a.body(inner, v.Body)
-		a.wholeTerm(inner, v.Term)
+		a.scoped(func() {
+			a.body(inner, v.Body)
+			a.wholeTerm(inner, v.Term)
+		})
 	case *ast.SetComprehension:
 		inner := env.copy()
-		a.body(inner, v.Body)
-		a.wholeTerm(inner, v.Term)
+		a.scoped(func() {
+			a.body(inner, v.Body)
+			a.wholeTerm(inner, v.Term)
+		})
 	case *ast.ObjectComprehension:
 		inner := env.copy()
-		a.body(inner, v.Body)
-		a.wholeTerm(inner, v.Key)
-		a.wholeTerm(inner, v.Value)
+		a.scoped(func() {
+			a.body(inner, v.Body)
+			a.wholeTerm(inner, v.Key)
+			a.wholeTerm(inner, v.Value)
+		})
 	case *ast.Array:
 		v.Foreach(func(x *ast.Term) { a.wholeTerm(env, x) })
 	case ast.Set:
@@ -318,11 +350,12 @@ func (a *readAnalysis) walk(env bindings, v abstract, path ast.Ref) abstract {
 
 // index records the reads of a non-constant reference part: an input value used as a
 // key is compared with every key, so it is read whole; an unbound variable is bound
-// (to a key or index, which the walk's element read covers).
+// (to a key or index, which the walk's element read covers), and the body iterates.
 func (a *readAnalysis) index(env bindings, seg *ast.Term) {
 	if v, ok := seg.Value.(ast.Var); ok {
 		if _, bound := env[v]; !bound {
 			env[v] = abstract{}
+			a.iterated = true
 			return
 		}
 	}
@@ -346,20 +379,12 @@ func (a *readAnalysis) resolveData(ref ast.Ref, env bindings) abstract {
 	node := a.c.RuleTree
 	for i, seg := range ref {
 		if i > 0 && !seg.IsGround() {
-			if env != nil {
-				a.index(env, seg)
-			}
+			a.indexRest(env, ref[i:])
 			a.wholeSubtree(node)
 			return abstract{}
 		}
 		if node = node.Child(seg.Value); node == nil {
-			if env != nil {
-				for _, s := range ref[i+1:] {
-					if !s.IsGround() {
-						a.index(env, s)
-					}
-				}
-			}
+			a.indexRest(env, ref[i+1:])
 			return abstract{}
 		}
 		if len(node.Values) > 0 {
@@ -370,6 +395,7 @@ func (a *readAnalysis) resolveData(ref ast.Ref, env bindings) abstract {
 					// A rule whose head continues with a variable (p[x].q := v) is kept
 					// at its ground prefix: the rest of ref selects inside the head, not
 					// the value.
+					a.indexRest(env, ref[i+1:])
 					a.wholeSubtree(node)
 					return abstract{}
 				}
@@ -385,6 +411,16 @@ func (a *readAnalysis) resolveData(ref ast.Ref, env bindings) abstract {
 	}
 	a.wholeSubtree(node)
 	return abstract{}
+}
+
+// indexRest records the reads of the non-constant parts of a reference's rest (env nil:
+// the query, which has none).
+func (a *readAnalysis) indexRest(env bindings, rest ast.Ref) {
+	for _, s := range rest {
+		if env != nil && !s.IsGround() {
+			a.index(env, s)
+		}
+	}
 }
 
 // wholeSubtree analyzes every rule under node and counts their values as read whole.
@@ -454,6 +490,9 @@ func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) a
 	for i := range arity {
 		in[i] = a.term(env, args[i])
 	}
+	if b.Relation {
+		a.iterated = true // a relation (walk) has a solution per output
+	}
 	var result abstract
 	switch {
 	case shallowBuiltins[b.Name]:
@@ -504,7 +543,8 @@ func (a *readAnalysis) objectGet(env bindings, obj abstract, key *ast.Term, def 
 }
 
 // function analyzes a call of a user function with these arguments (once per distinct
-// argument abstraction) and returns what its value may alias.
+// argument abstraction) and returns what its value may alias, read whole when several
+// definitions or several solutions of a body could conflict.
 func (a *readAnalysis) function(env bindings, ref ast.Ref, rules []*ast.Rule, args []*ast.Term) abstract {
 	arity := len(rules[0].Head.Args)
 	in := make([]abstract, arity)
@@ -528,13 +568,20 @@ func (a *readAnalysis) function(env bindings, ref ast.Ref, rules []*ast.Rule, ar
 		for _, r := range rules {
 			for x := r; x != nil; x = x.Else {
 				fenv := bindings{}
-				for i, p := range x.Head.Args {
-					a.unify(fenv, p, in[i], nil)
+				var value abstract
+				iterated := a.scoped(func() {
+					for i, p := range x.Head.Args {
+						a.unify(fenv, p, in[i], nil)
+					}
+					a.body(fenv, x.Body)
+					if x.Head.Value != nil {
+						value = a.term(fenv, x.Head.Value)
+					}
+				})
+				if iterated {
+					a.whole(value) // several solutions are compared for conflicts
 				}
-				a.body(fenv, x.Body)
-				if x.Head.Value != nil {
-					result = result.union(a.term(fenv, x.Head.Value))
-				}
+				result = result.union(value)
 			}
 		}
 		if len(rules) > 1 {

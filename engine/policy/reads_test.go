@@ -105,6 +105,36 @@ deny contains "x" if data.p.by_mode.x.needs.question == "which?"`,
 		want: []string{"input", "input.plan", "input.plan.needs_user_input.**"},
 	},
 	{
+		name: "a rule with several solutions, compared for conflicts",
+		src: `r := m if { some s in input.plan.steps; m := s.metadata }
+deny contains "d" if not is_object(r)`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+	{
+		name: "a function with several solutions, compared for conflicts",
+		src: `f(xs) := m if { some s in xs; m := s.metadata }
+deny contains "d" if is_object(f(input.plan.steps))`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+	{
+		name: "a variable in a rule's head reference is a key",
+		src: `seen[m].first := true if { some s in input.plan.steps; m := s.metadata }
+deny contains "duplicate metadata" if count(seen) != count(input.plan.steps)`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+	{
+		name: "a partial object indexed by input",
+		src: `allowed_meta[m] := true if some m in [{"capability": "quote"}]
+deny contains "not allowed" if { some s in input.plan.steps; not data.p.allowed_meta[s.metadata] }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+	{
+		name: "input indexing after a variable part",
+		src: `t.u := {{"capability": "quote"}: true}
+deny contains "d" if { some s in input.plan.steps; data.p.t[_][s.metadata] }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+	},
+	{
 		name: "walk",
 		src:  `deny contains "x" if { walk(input, [_, "rm -rf"]) }`,
 		want: []string{"input.**"},
