@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -59,7 +60,14 @@ func valueOf(v any) (ast.Value, error) {
 			return ast.NullValue, nil
 		}
 	}
+	if rv := reflect.ValueOf(v); rv.IsValid() && nilable(rv.Kind()) && rv.IsNil() {
+		return ast.NullValue, nil // as encoding/json renders a nil pointer, map or slice
+	}
 	return ast.InterfaceToValue(v)
+}
+
+func nilable(k reflect.Kind) bool {
+	return k == reflect.Pointer || k == reflect.Map || k == reflect.Slice || k == reflect.Interface
 }
 
 // Object keys, built once and shared by every input: Rego never mutates terms.
@@ -132,11 +140,50 @@ var (
 // timeString renders t as time.Time.MarshalJSON does, without the quotes, and fails
 // where it fails.
 func timeString(t time.Time) (string, error) {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return "", errYearRange
-	}
-	if _, off := t.Zone(); off <= -24*60*60 || off >= 24*60*60 {
-		return "", errZoneRange
+	if err := checkTime(t); err != nil {
+		return "", err
 	}
 	return t.Format(time.RFC3339Nano), nil
+}
+
+// checkTime fails where time.Time.MarshalJSON fails.
+func checkTime(t time.Time) error {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return errYearRange
+	}
+	if _, off := t.Zone(); off <= -24*60*60 || off >= 24*60*60 {
+		return errZoneRange
+	}
+	return nil
+}
+
+// checkValue fails where valueOf fails, converting only the values it cannot check
+// directly (anything but nil, booleans, strings, finite float64s, []any and
+// map[string]any).
+func checkValue(x any) error {
+	switch v := x.(type) {
+	case nil, bool, string:
+		return nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("unsupported number %v", v)
+		}
+		return nil
+	case []any:
+		for _, e := range v {
+			if err := checkValue(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case map[string]any:
+		for _, e := range v {
+			if err := checkValue(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	_, err := valueOf(x)
+	return err
 }

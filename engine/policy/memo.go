@@ -113,14 +113,17 @@ func (m *PlanMemo) key(input ast.Value) [32]byte {
 
 // PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments), computed
 // without building the Rego value: only what the key reads whole is converted. It fails
-// where PlanInput fails on the parts it reads; a value Rego cannot represent (a NaN, say)
-// in a part no policy can observe is not looked at.
+// where PlanInput fails, so that a memo hit never answers an input evaluation would
+// reject.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
 	c := canonPool.Get().(*canon)
 	defer func() {
 		c.buf = c.buf[:0]
 		canonPool.Put(c)
 	}()
+	if err := checkPlanInput(plan, metadata, enrichments); err != nil {
+		return [32]byte{}, fmt.Errorf("policy: plan input: %w", err)
+	}
 	var root [5]member
 	if err := c.projectMembers(rootMembers(plan, phase, request, metadata, enrichments, &root), m.reads); err != nil {
 		return [32]byte{}, fmt.Errorf("policy: plan input: %w", err)

@@ -112,6 +112,27 @@ func needsMembers(n *engine.NeedsUserInput, out *[3]member) []member {
 	return ms
 }
 
+// checkPlanInput fails where PlanInput fails, without building anything.
+func checkPlanInput(plan *engine.RoutingPlan, metadata, enrichments map[string]any) error {
+	if plan != nil {
+		if err := checkTime(plan.CreatedAt); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		for i := range plan.Steps {
+			if err := checkValue(plan.Steps[i].Metadata); err != nil {
+				return fmt.Errorf("plan: steps: [%d].metadata: %w", i, err)
+			}
+		}
+	}
+	if err := checkValue(metadata); err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if err := checkValue(enrichments); err != nil {
+		return fmt.Errorf("enrichments: %w", err)
+	}
+	return nil
+}
+
 // PlanInput builds the after-planning input {plan, phase, request, metadata,
 // enrichments}. The plan is rendered exactly as encoding/json would render it (field
 // names, omitempty, nil slices and maps as null, CreatedAt as an RFC 3339 string), so

@@ -349,17 +349,17 @@ func (a *readAnalysis) walk(env bindings, v abstract, path ast.Ref) abstract {
 }
 
 // index records the reads of a non-constant reference part: an input value used as a
-// key is compared with every key, so it is read whole; an unbound variable is bound
-// (to a key or index, which the walk's element read covers), and the body iterates.
+// key is compared with every key, so it is read whole; unbound variables (a plain one,
+// or inside a composite key) are bound to keys or indexes, which the walk's element
+// read covers, and the body iterates.
 func (a *readAnalysis) index(env bindings, seg *ast.Term) {
-	if v, ok := seg.Value.(ast.Var); ok {
-		if _, bound := env[v]; !bound {
-			env[v] = abstract{}
+	ast.WalkVars(seg, func(v ast.Var) bool {
+		if !a.bound(env, v) {
 			a.iterated = true
-			return
 		}
-	}
-	a.wholeTerm(env, seg)
+		return false
+	})
+	a.bindPattern(env, seg)
 }
 
 // constString reports t as a constant string, directly or through a bound variable.
@@ -618,6 +618,9 @@ func (a *readAnalysis) unify(env bindings, t *ast.Term, v abstract, other *ast.T
 	if composite(t) {
 		a.whole(v)
 		a.bindPattern(env, t)
+		if other != nil && composite(other) {
+			a.bindPattern(env, other)
+		}
 		return
 	}
 	if other != nil && composite(other) {
@@ -648,8 +651,9 @@ func composite(t *ast.Term) bool {
 	return false
 }
 
-// bindPattern reads whole whatever the bound variables of a destructuring pattern may
-// alias and binds its unbound ones (their values lie inside a value read whole).
+// bindPattern reads whole whatever the references and bound variables of a pattern may
+// alias and binds its unbound variables: their values lie inside a value read whole (the
+// other side of a unification, or a key compared with every key).
 func (a *readAnalysis) bindPattern(env bindings, t *ast.Term) {
 	ast.WalkTerms(t, func(x *ast.Term) bool {
 		switch v := x.Value.(type) {

@@ -437,7 +437,96 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 			}
 		}
 	}
-	if _, err := memos[len(memos)-1].PlanKey(plan(), 1, "", map[string]any{"x": math.NaN()}, nil); err == nil {
-		t.Fatal("PlanKey accepted a NaN it reads, which PlanInput rejects")
+	bad := []struct {
+		name string
+		plan *engine.RoutingPlan
+		md   map[string]any
+	}{
+		{"a NaN in the metadata", plan(), map[string]any{"x": math.NaN()}},
+		{"an infinity in a step's metadata", plan(engine.RoutingStep{StepID: "s", Metadata: map[string]any{"p": []any{math.Inf(1)}}}), nil},
+		{"a channel", plan(), map[string]any{"c": make(chan int)}},
+		{"a year past 9999", &engine.RoutingPlan{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 	}
+	for _, tc := range bad {
+		if _, err := PlanInput(tc.plan, 1, "", tc.md, nil); err == nil {
+			t.Fatalf("%s: PlanInput accepted it", tc.name)
+		}
+		for _, m := range memos { // most read none of it
+			if _, err := m.PlanKey(tc.plan, 1, "", tc.md, nil); err == nil {
+				t.Fatalf("%s: PlanKey accepted what PlanInput rejects (reads %v)", tc.name, m.Reads())
+			}
+		}
+	}
+	var nilPtr *struct{ A int }
+	in, err := PlanInput(plan(), 1, "", map[string]any{"p": nilPtr}, nil)
+	if err != nil || in.(ast.Object).Get(ast.StringTerm("metadata")).Value.(ast.Object).Get(ast.StringTerm("p")).Value.Compare(ast.NullValue) != 0 {
+		t.Fatalf("a nil pointer in the metadata: %v, %v; want null", in, err)
+	}
+}
+
+// TestPlanMemo_KeysSeparateInputsDecidedDifferently: pairs of inputs, found by review,
+// that a policy decides differently (one of them may be an evaluation error), and which
+// an earlier analysis gave the same key.
+func TestPlanMemo_KeysSeparateInputsDecidedDifferently(t *testing.T) {
+	steps := func(md string) string {
+		return `{"plan": {"steps": [{"step_id": "s1", "metadata": ` + md + `}]}, "metadata": {"tenant": "acme"}}`
+	}
+	needs := func(q, p string) string {
+		return `{"plan": {"needs_user_input": {"question": "` + q + `", "partial_progress": "` + p + `"}}, "metadata": {"question": "which?", "partial_progress": "none"}}`
+	}
+	for _, tc := range []struct{ name, src, a, b string }{
+		{"a single rule with several solutions", `r := x if { some x in input.a }
+deny contains "d" if not is_object(r)`, `{"a": [{"k": 1}, {"k": 1}]}`, `{"a": [{"k": 1}, {"k": 2}]}`},
+		{"a function with several solutions", `f(xs) := x if { some x in xs }
+deny contains "d" if is_object(f(input.a))`, `{"a": [{"k": 1}, {"k": 1}]}`, `{"a": [{"k": 1}, {"k": 2}]}`},
+		{"a ref-head rule with several solutions", `o.x := v if { some v in input.a }
+deny contains "d" if is_object(data.p.o.x)`, `{"a": [{"k": 1}, {"k": 1}]}`, `{"a": [{"k": 1}, {"k": 2}]}`},
+		{"a head variable that is a key", `seen[m].first := true if { some s in input.plan.steps; m := s.metadata }
+deny contains "duplicate" if count(seen) != count(input.plan.steps)`,
+			`{"plan": {"steps": [{"metadata": {"c": "quote"}}, {"metadata": {"c": "quote"}}]}}`,
+			`{"plan": {"steps": [{"metadata": {"c": "quote"}}, {"metadata": {"c": "trade"}}]}}`},
+		{"a partial object indexed by input", `allowed[m] := true if some m in [{"capability": "quote"}]
+deny contains "no" if { some s in input.plan.steps; not data.p.allowed[s.metadata] }`,
+			steps(`{"capability": "quote"}`), steps(`{"capability": "trade"}`)},
+		{"input indexing after a variable part", `t.u := {{"a": 1}: true}
+deny contains "d" if data.p.t[_][input.x]`, `{"x": {"a": 1}}`, `{"x": {"a": 2}}`},
+		{"pattern variables on the right of a composite unification", `approved := {"capability": "quote"}
+deny contains "unapproved" if { some s in input.plan.steps; [data.p.approved, 1] = [m, _]; not m = s.metadata }`,
+			steps(`{"capability": "quote"}`), steps(`{"capability": "trade"}`)},
+		{"a composite key with a variable", `s contains [{"question": "which?", "partial_progress": "none"}]
+deny contains "eq" if { data.p.s[[x]]; x = input.plan.needs_user_input }`,
+			needs("which?", "none"), needs("when?", "half")},
+		{"iteration through a composite key", `s contains [1]
+s contains [2]
+f(k) := input.plan.needs_user_input if k == 1
+else := input.metadata
+r := y if { data.p.s[[x]]; y := f(x) }
+deny contains "d" if is_object(r)`, needs("which?", "none"), needs("when?", "half")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, m := readsOf(t, tc.src, "")
+			a, b := jsonInput(t, tc.a), jsonInput(t, tc.b)
+			da, errA := q.PlanDecision(context.Background(), a)
+			db, errB := q.PlanDecision(context.Background(), b)
+			if (errA != nil) == (errB != nil) && reflect.DeepEqual(da, db) {
+				t.Fatalf("the policy decides both inputs alike (%+v, %v): the case proves nothing", da, errA)
+			}
+			if m.key(a) == m.key(b) {
+				t.Fatalf("same key for inputs decided %+v (%v) and %+v (%v); reads %v", da, errA, db, errB, m.Reads())
+			}
+		})
+	}
+}
+
+func jsonInput(t *testing.T, s string) ast.Value {
+	t.Helper()
+	v, ok := decodeJSON(s)
+	if !ok {
+		t.Fatalf("bad JSON %s", s)
+	}
+	av, err := ast.InterfaceToValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return av
 }
