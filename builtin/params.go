@@ -177,6 +177,19 @@ func (p *Params) Int(name string, def, min int) int {
 	return v
 }
 
+// Bool returns boolean param name, or def when absent.
+func (p *Params) Bool(name string, def bool) bool {
+	n, ok := p.scalar(name, "a boolean")
+	if !ok {
+		return def
+	}
+	if n.Tag != "!!bool" {
+		p.Errorf(name, "%q must be true or false, got %q", name, n.Value)
+		return def
+	}
+	return n.Value == "true"
+}
+
 // Duration returns positive duration param name ("250ms", "2s"), or def when absent.
 func (p *Params) Duration(name string, def time.Duration) time.Duration {
 	n, ok := p.scalar(name, "a duration")

@@ -20,14 +20,22 @@ func init() {
 			"the decision document has `deny` (violations `{code, step_id?, message}` or strings) and optionally `plan` " +
 			"(a rewritten plan). Allowed iff defined and `deny` is empty; anything else is an error.",
 		Stages: []engine.Stage{engine.StageAfterPlanning},
-		Params: []Param{{Name: "query", Type: "string", Required: true, Doc: "a data reference such as `data.agentd.plan`"}},
+		Params: []Param{
+			{Name: "query", Type: "string", Required: true, Doc: "a data reference such as `data.agentd.plan`"},
+			{Name: "memo", Type: "boolean", Doc: "memoize decisions of deterministic policies, keyed by the input paths they can observe; default `true`"},
+		},
 		Compile: func(p *Params) Action {
 			n := p.values["query"]
+			memo := p.Bool("memo", true)
 			q := p.ctx.Query(n, p.field+".query")
 			if q == nil {
 				return nil
 			}
-			return &regoPlan{query: q, name: n.Value, memo: q.NewPlanMemo(planMemoSize)}
+			a := &regoPlan{query: q, name: n.Value, memoOff: !memo}
+			if memo {
+				a.memo = q.NewPlanMemo(planMemoSize)
+			}
+			return a
 		},
 	})
 }
@@ -94,11 +102,17 @@ type regoPlan struct {
 	query *policy.Query
 	name  string
 	memo  *policy.PlanMemo
+	// memoOff: the hook turned the memo off (memo: false); otherwise a nil memo means
+	// the policies are not deterministic.
+	memoOff bool
 }
 
 // Describe says whether and on what the action memoizes its decisions.
 func (a *regoPlan) Describe() string {
-	if a.memo == nil {
+	switch {
+	case a.memoOff:
+		return "rego " + a.name + ": decisions not memoized (memo: false)"
+	case a.memo == nil:
 		return "rego " + a.name + ": decisions not memoized (a policy calls a non-deterministic built-in)"
 	}
 	return "rego " + a.name + ": decisions memoized on " + strings.Join(a.memo.KeyPaths(), ", ")

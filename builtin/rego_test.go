@@ -313,3 +313,25 @@ func TestRego_UndefinedQueryIsALoadError(t *testing.T) {
 		})
 	}
 }
+
+func TestRegoMemo_OffByParam(t *testing.T) {
+	files := map[string]string{
+		"hooks/plan.yaml": hooks(`hooks:
+  - name: allowed-operations
+    stage: after_planning
+    required: true
+    steps:
+      - rego: {query: data.agentd.plan, memo: false}
+`),
+		"data/agentd/allowlist.json": allowListJSON,
+	}
+	maps.Copy(files, repoPolicies())
+	gen := load(t, files)
+	if got, want := gen.Hooks[0].Notes, []string{"rego data.agentd.plan: decisions not memoized (memo: false)"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("notes = %q, want %q", got, want)
+	}
+	pctx := &engine.PipelineContext{Request: "quote", Metadata: map[string]any{}, Enrichments: map[string]any{}}
+	if got, err := gen.Pipeline.AfterPlanning(requestCtx(gen, "r1", noGate), pctx, quotePlan(2), nil, nil); err != nil || len(got.Steps) != 2 {
+		t.Fatalf("AfterPlanning = %v, %v", got, err)
+	}
+}
