@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
 
@@ -31,11 +34,7 @@ func init() {
 			if q == nil {
 				return nil
 			}
-			a := &regoPlan{query: q, name: n.Value, memoOff: !memo}
-			if memo {
-				a.memo = q.NewPlanMemo(planMemoSize)
-			}
-			return a
+			return newRegoPlan(q, n.Value, p.Hook(), memo, p.Services().Logger)
 		},
 	})
 }
@@ -95,16 +94,35 @@ func AsPlanRejection(err error) (*PlanRejection, bool) {
 // planMemoSize bounds the decisions one rego action keeps.
 const planMemoSize = 4096
 
+// memoAuditEvery: one memo hit in this many is evaluated as well. A decision that
+// differs turns the memo off for the generation and is logged as an error, so a mistake
+// in the read analysis would cost a bounded number of answers, not a generation's life.
+const memoAuditEvery = 1000
+
 // regoPlan evaluates a plan-review query. When the bundle's policies are deterministic
 // it memoizes decisions by a hash of the input parts they read; the memo belongs to the
 // compiled action and so to one config generation.
 type regoPlan struct {
 	query *policy.Query
 	name  string
+	hook  string
 	memo  *policy.PlanMemo
 	// memoOff: the hook turned the memo off (memo: false); otherwise a nil memo means
 	// the policies are not deterministic.
-	memoOff bool
+	memoOff    bool
+	auditEvery uint64
+	hits       atomic.Uint64
+	logger     *slog.Logger
+}
+
+// newRegoPlan returns the action for query q (named name) in hook, with a memo when
+// memo is set and q's policies are deterministic.
+func newRegoPlan(q *policy.Query, name, hook string, memo bool, logger *slog.Logger) *regoPlan {
+	a := &regoPlan{query: q, name: name, hook: hook, memoOff: !memo, auditEvery: memoAuditEvery, logger: logger}
+	if memo {
+		a.memo = q.NewPlanMemo(planMemoSize)
+	}
+	return a
 }
 
 // Describe says whether and on what the action memoizes its decisions.
@@ -134,27 +152,51 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 	return nil
 }
 
-// decide returns the decision for s, from the memo when it has it. Failures (timeouts,
-// evaluation errors) are never memoized.
+// decide returns the decision for s, from the memo when it has it (one hit in
+// auditEvery is evaluated as well: see audit). Failures (timeouts, evaluation errors)
+// are never memoized.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
 	phase := max(s.Plan.PhaseNumber, 1)
-	var key [32]byte
-	if a.memo != nil {
-		var err error
-		if key, err = a.memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments); err != nil {
-			return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
-		}
-		if d, ok := a.memo.Get(key); ok {
+	if a.memo == nil {
+		return a.evaluate(ctx, s, phase)
+	}
+	key, err := a.memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	if err != nil {
+		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
+	}
+	if d, ok := a.memo.Get(key); ok {
+		if a.hits.Add(1)%a.auditEvery != 0 {
 			return d, nil
 		}
+		return a.audit(ctx, s, phase, d)
 	}
+	d, err := a.evaluate(ctx, s, phase)
+	if err == nil {
+		a.memo.Put(key, d)
+	}
+	return d, err
+}
+
+func (a *regoPlan) evaluate(ctx context.Context, s *State, phase int) (policy.PlanDecision, error) {
 	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
-	d, err := a.query.PlanDecision(ctx, input)
-	if err == nil && a.memo != nil {
-		a.memo.Put(key, d)
+	return a.query.PlanDecision(ctx, input)
+}
+
+// audit evaluates s although the memo answered it. A different outcome wins, turns the
+// memo off and is logged; an evaluation cut short by its deadline or the caller proves
+// nothing, so the memoized decision stands.
+func (a *regoPlan) audit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) (policy.PlanDecision, error) {
+	d, err := a.evaluate(ctx, s, phase)
+	if errors.Is(err, policy.ErrTimeout) || errors.Is(err, policy.ErrCanceled) ||
+		err == nil && reflect.DeepEqual(d, memoized) {
+		return memoized, nil
 	}
+	a.memo.Disable()
+	a.logger.ErrorContext(ctx, "rego decision memo disagreed with evaluation; memo off for this generation",
+		"request_id", s.Info.ID, "generation", s.Info.Generation, "hook", a.hook, "query", a.name,
+		"memoized_allowed", memoized.Allowed(), "evaluated_allowed", err == nil && d.Allowed(), "error", err)
 	return d, err
 }

@@ -1,8 +1,10 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -76,8 +78,8 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 	if !q.Memoizable() {
 		t.Fatal("the stock allow-list should be memoizable")
 	}
-	memoized := &regoPlan{query: q, name: "data.agentd.plan", memo: q.NewPlanMemo(64)}
-	plain := &regoPlan{query: q, name: "data.agentd.plan"}
+	memoized := newRegoPlan(q, "data.agentd.plan", "review", true, slog.New(slog.DiscardHandler))
+	plain := newRegoPlan(q, "data.agentd.plan", "review", false, nil)
 	r := rand.New(rand.NewPCG(1, 2))
 	hits := 0
 	for i := range 2000 {
@@ -104,8 +106,8 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 
 func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	q := libraryQuery(t)
-	m := q.NewPlanMemo(16)
-	a0 := &regoPlan{query: q, name: "data.agentd.plan", memo: m}
+	a0 := newRegoPlan(q, "data.agentd.plan", "review", true, nil)
+	m := a0.memo
 	if got, want := a0.Describe(), "rego data.agentd.plan: decisions memoized on input.plan.steps[*].agent_name, "+
 		"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"; got != want {
 		t.Fatalf("Describe = %q, want %q", got, want)
@@ -142,8 +144,40 @@ func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {
 	if q.Memoizable() || q.NewPlanMemo(16) != nil {
 		t.Fatal("a bundle calling time.now_ns must not be memoized")
 	}
-	a := &regoPlan{query: q, name: "data.agentd.plan"}
+	a := newRegoPlan(q, "data.agentd.plan", "review", true, nil)
 	if got, want := a.Describe(), "rego data.agentd.plan: decisions not memoized (a policy calls a non-deterministic built-in)"; got != want {
 		t.Fatalf("Describe = %q, want %q", got, want)
+	}
+}
+
+// TestRegoMemo_AuditTurnsAWrongMemoOff plants a wrong decision in the memo: the audited
+// hit evaluates, answers with the evaluated decision, logs the disagreement and turns
+// the memo off; hits that are not audited trust the memo.
+func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
+	var logs bytes.Buffer
+	a := newRegoPlan(libraryQuery(t), "data.agentd.plan", "review", true, slog.New(slog.NewJSONHandler(&logs, nil)))
+	a.auditEvery = 3
+	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "s1", Namespace: "bank", AgentName: "vault", Metadata: map[string]any{"capability": "execute_trade"}}}}
+	s := &State{Plan: plan, Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{}}}
+	wrong := policy.PlanDecision{} // allows the plan, which the allow-list denies
+	a.memo.Put(planKey(t, a.memo, plan, 1, "", map[string]any{}), wrong)
+	for i := range 2 {
+		if d, err := a.decide(context.Background(), s); err != nil || !d.Allowed() {
+			t.Fatalf("hit %d, not audited: %+v, %v; want the memoized allow", i+1, d, err)
+		}
+	}
+	d, err := a.decide(context.Background(), s)
+	if err != nil || d.Allowed() {
+		t.Fatalf("audited hit: %+v, %v; want the evaluated denial", d, err)
+	}
+	if _, ok := a.memo.Get(planKey(t, a.memo, plan, 1, "", map[string]any{})); ok {
+		t.Fatal("the memo still answers after an audit disagreed")
+	}
+	if !strings.Contains(logs.String(), `"msg":"rego decision memo disagreed with evaluation; memo off for this generation"`) ||
+		!strings.Contains(logs.String(), `"memoized_allowed":true,"evaluated_allowed":false`) {
+		t.Fatalf("log = %s", logs.String())
+	}
+	if d, err := a.decide(context.Background(), s); err != nil || d.Allowed() {
+		t.Fatalf("after the audit: %+v, %v; want the evaluated denial", d, err)
 	}
 }

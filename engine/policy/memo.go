@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -56,6 +57,7 @@ type PlanMemo struct {
 	reads  *readNode
 	size   int
 	shards [16]memoShard
+	off    atomic.Bool
 }
 
 type memoShard struct {
@@ -131,9 +133,15 @@ func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, 
 	return sha256.Sum256(c.buf), nil
 }
 
+// Disable turns the memo off for good: Get finds nothing and Put keeps nothing.
+func (m *PlanMemo) Disable() { m.off.Store(true) }
+
 // Get returns the decision stored under key. A decision's Plan is shared: callers must
 // copy it before changing it.
 func (m *PlanMemo) Get(key [32]byte) (PlanDecision, bool) {
+	if m.off.Load() {
+		return PlanDecision{}, false
+	}
 	s := &m.shards[key[0]%16]
 	s.mu.Lock()
 	d, ok := s.entries[key]
@@ -143,6 +151,9 @@ func (m *PlanMemo) Get(key [32]byte) (PlanDecision, bool) {
 
 // Put stores d under key, evicting an arbitrary entry of the shard when it is full.
 func (m *PlanMemo) Put(key [32]byte, d PlanDecision) {
+	if m.off.Load() {
+		return
+	}
 	s := &m.shards[key[0]%16]
 	s.mu.Lock()
 	if _, ok := s.entries[key]; !ok && len(s.entries) >= m.size {
