@@ -14,20 +14,15 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 )
 
-// deterministic reports whether the compiled policies call no non-deterministic built-in
-// (time, random, uuid, ...): data is fixed per bundle, so their decisions then depend on
-// the input alone.
+// deterministic reports whether the compiled policies refer to no non-deterministic
+// built-in (time, random, uuid, ...), whether called or named anywhere else (a with may
+// substitute one for a function): data is fixed per bundle, so their decisions then
+// depend on the input alone.
 func deterministic(c *ast.Compiler) bool {
 	ok := true
 	for _, m := range c.Modules {
-		ast.WalkTerms(m, func(t *ast.Term) bool {
-			if call, isCall := t.Value.(ast.Call); isCall && nondeterministic(call[0].String()) {
-				ok = false
-			}
-			return !ok
-		})
-		ast.WalkExprs(m, func(e *ast.Expr) bool {
-			if e.IsCall() && nondeterministic(e.Operator().String()) {
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if nondeterministic(r.String()) {
 				ok = false
 			}
 			return !ok
@@ -36,11 +31,19 @@ func deterministic(c *ast.Compiler) bool {
 	return ok
 }
 
+// clockBuiltins read the clock although OPA does not mark them non-deterministic:
+// certificate chain verification checks validity periods against the current time
+// unless the options give one.
+var clockBuiltins = []string{
+	ast.CryptoX509ParseAndVerifyCertificates.Name,
+	ast.CryptoX509ParseAndVerifyCertificatesWithOptions.Name,
+}
+
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func nondeterministic(name string) bool {
 	b, ok := ast.BuiltinMap[name]
-	return ok && b.Nondeterministic
+	return ok && b.Nondeterministic || slices.Contains(clockBuiltins, name)
 }
 
 // Memoizable reports whether decisions of q may be cached: every module of its bundle

@@ -530,3 +530,33 @@ func jsonInput(t *testing.T, s string) ast.Value {
 	}
 	return av
 }
+
+// TestMemoizable_RefusesPoliciesThatDependOnMoreThanTheInput: a decision that can change
+// for the same input must not be memoized.
+func TestMemoizable_RefusesPoliciesThatDependOnMoreThanTheInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      bool
+	}{
+		{"input and data only", `deny contains "x" if input.plan.mode == "confirm"`, true},
+		{"the clock", `deny contains "late" if time.now_ns() > 0`, false},
+		{"a random number", `deny contains "x" if rand.intn("k", 10) == 3`, false},
+		{"a non-deterministic built-in substituted by with", `g(a, b) := 0
+deny contains sprintf("%d", [x]) if { x := g("a", 1000000) with g as rand.intn }`, false},
+		{"certificate verification against the clock", `deny contains "untrusted" if {
+	[ok, _] := crypto.x509.parse_and_verify_certificates(input.metadata.chain)
+	not ok
+}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + tc.src + "\n")}}, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := mustPrepare(t, b, "data.p")
+			if q.Memoizable() != tc.want || (q.NewPlanMemo(16) != nil) != tc.want {
+				t.Fatalf("Memoizable = %v, want %v", q.Memoizable(), tc.want)
+			}
+		})
+	}
+}
