@@ -120,7 +120,7 @@ func (b *bench) beforePlanning() error {
 }
 
 // inProcessProfiles writes CPU and allocation profiles of the 3-step plan review
-// against the 5,000-entry allow-list with a new plan_id per operation (agentd's and raw
+// against the 5,000-entry allow-list with an unseen plan per operation (agentd's and raw
 // OPA's), and of the before_planning stage.
 func (b *bench) inProcessProfiles() error {
 	c := inproc.PlanCase{Steps: 3, Size: fixture.Large}
@@ -169,7 +169,7 @@ func (b *bench) inProcessProfiles() error {
 		}
 	}
 	path := func(i int) string { return filepath.Join(b.results, runs[i].name) }
-	about := "agentd in process, Pipeline.AfterPlanning, " + c.String() + ", new plan per op"
+	about := "agentd in process, Pipeline.AfterPlanning, " + c.String() + ", " + fixture.Unseen.String() + " per op (memo miss)"
 	beforeAbout := fmt.Sprintf("agentd in process, Pipeline.BeforePlanning, %d hooks (row 3)", inproc.BeforeHooks)
 	return b.summarize(
 		profileSpec{title: "In process, agentd plan review — CPU", about: about, file: path(0), ops: runs[0].n, top: prof.TopOptions{Nodes: 20}},
