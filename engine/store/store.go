@@ -52,6 +52,11 @@ type RequestState struct {
 	CacheReadDisabled bool                 `json:"cache_read_disabled,omitempty"`
 	PriorSteps        []engine.RoutingStep `json:"prior_steps,omitempty"`
 	Phase             int                  `json:"phase,omitempty"`
+	// PhasePlanID is the plan_id of the last accepted phase's incoming plan and
+	// PhaseStart the index in PriorSteps where that phase's steps begin: a call that
+	// sends that plan_id again retries the phase instead of starting a new one.
+	PhasePlanID string `json:"phase_plan_id,omitempty"`
+	PhaseStart  int    `json:"phase_start,omitempty"`
 }
 
 // Requests keeps request states between stage calls.

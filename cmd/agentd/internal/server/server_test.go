@@ -146,3 +146,62 @@ func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 	}
 	t.Fatalf("no agentd.stage.calls{outcome=store_unavailable} in %+v", rm)
 }
+
+// TestService_ResentPlanRetriesItsPhase: re-sending the last accepted phase's plan (a
+// network retry, a load tool replaying one body) answers it again as the same phase;
+// a new plan_id starts the next phase; an older phase's plan is not a retry.
+func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
+	svc, records := newTestService(t)
+	ctx := context.Background()
+	planOf := func(id string, steps ...string) *engine.RoutingPlan {
+		p := &engine.RoutingPlan{PlanID: id}
+		for _, s := range steps {
+			p.Steps = append(p.Steps, engine.RoutingStep{StepID: s, AgentName: "a", Namespace: "n", Instruction: "do " + s})
+		}
+		return p
+	}
+	call := func(p *engine.RoutingPlan, phase int) (*AfterPlanningResponse, *APIError) {
+		return svc.AfterPlanning(ctx, &AfterPlanningRequest{RequestID: "r", Phase: phase, Plan: p})
+	}
+	phases := func() []int {
+		rec, err := records.Get(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for _, ph := range rec.Phases {
+			out = append(out, ph.Phase)
+		}
+		return out
+	}
+	for i, step := range []struct {
+		plan       *engine.RoutingPlan
+		phase      int
+		wantPhase  int
+		wantErr    string
+		wantPhases string
+	}{
+		{planOf("p1", "s1"), 0, 1, "", "[1]"},
+		{planOf("p1", "s1"), 0, 1, "", "[1]"},
+		{planOf("p1", "s1"), 1, 1, "", "[1]"},
+		{planOf("p2", "s2"), 0, 2, "", "[1 2]"},
+		{planOf("p2", "s2"), 0, 2, "", "[1 2]"},
+		{planOf("p1", "s1"), 0, 0, "repeated_step_id", "[1 2]"},
+		{planOf("p3", "s2"), 0, 0, "repeated_step_id", "[1 2]"},
+	} {
+		resp, e := call(step.plan, step.phase)
+		switch {
+		case step.wantErr != "":
+			if e == nil || !strings.Contains(e.Message, step.wantErr) {
+				t.Fatalf("call %d: %v, want %s", i+1, e, step.wantErr)
+			}
+		case e != nil:
+			t.Fatalf("call %d: %v", i+1, e)
+		case resp.Plan.PhaseNumber != step.wantPhase:
+			t.Fatalf("call %d: phase %d, want %d", i+1, resp.Plan.PhaseNumber, step.wantPhase)
+		}
+		if got := fmt.Sprint(phases()); got != step.wantPhases {
+			t.Fatalf("call %d: record phases %s, want %s", i+1, got, step.wantPhases)
+		}
+	}
+}

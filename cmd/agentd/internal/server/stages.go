@@ -57,6 +57,11 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 // AfterPlanning validates one phase's incoming plan and runs after_planning on it. An
 // invalid plan is a 422 naming the SPEC §2 rule; a required-hook rejection is a 403
 // naming the hook, the reason and the policy's violations, and fails the record.
+//
+// A plan with the plan_id of the last accepted phase (and no other phase) retries that
+// phase: it is reviewed again against the phases before it and replaces the phase's
+// plan, so a client that re-sends a call (a network retry, a replayed body) gets the
+// same answer instead of a repeated-step-id error for a phase it did not start.
 func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
 	if req.Plan == nil {
 		return nil, missing("plan")
@@ -65,14 +70,21 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	plan := req.Plan
+	plan, st := req.Plan, c.state
+	prior := st.PriorSteps
+	retry := st.Phase > 0 && plan.PlanID != "" && plan.PlanID == st.PhasePlanID &&
+		(req.Phase == 0 || req.Phase == st.Phase) && (plan.PhaseNumber == 0 || plan.PhaseNumber == st.Phase)
 	switch {
+	case retry:
+		plan.PhaseNumber = st.Phase
+		prior = prior[:st.PhaseStart:st.PhaseStart]
 	case req.Phase > 0:
 		plan.PhaseNumber = req.Phase
 	case plan.PhaseNumber == 0:
-		plan.PhaseNumber = c.state.Phase + 1
+		plan.PhaseNumber = st.Phase + 1
 	}
-	if err := engine.ValidatePlan(plan, c.gen.Catalog, c.state.PriorSteps); err != nil {
+	planID := plan.PlanID
+	if err := engine.ValidatePlan(plan, c.gen.Catalog, prior); err != nil {
 		pe, _ := engine.AsPlanError(err)
 		s.observe(c, "invalid_plan")
 		e := apiError(http.StatusUnprocessableEntity, TypeInvalidPlan, "%v", err)
@@ -83,14 +95,20 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	}
 	var resp *AfterPlanningResponse
 	apiErr = s.guard(c, func() *APIError {
-		accepted, err := c.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, c.state.PriorSteps, c.trail)
+		accepted, err := c.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, prior, c.trail)
 		if err != nil {
 			return s.rejectPlan(c, err)
 		}
-		c.state.PriorSteps = append(c.state.PriorSteps, accepted.Steps...)
-		c.state.Phase = accepted.PhaseNumber
+		st.PhaseStart, st.PhasePlanID = len(prior), planID
+		st.PriorSteps = append(prior, accepted.Steps...)
+		st.Phase = accepted.PhaseNumber
 		if apiErr := s.commit(c, true, func(rec *engine.ExecutionRecord) {
-			rec.Phases = append(rec.Phases, engine.PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted})
+			entry := engine.PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted}
+			if n := len(rec.Phases); retry && n > 0 && rec.Phases[n-1].Phase == entry.Phase {
+				rec.Phases[n-1] = entry
+				return
+			}
+			rec.Phases = append(rec.Phases, entry)
 		}); apiErr != nil {
 			return apiErr
 		}
