@@ -147,11 +147,19 @@ func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 	t.Fatalf("no agentd.stage.calls{outcome=store_unavailable} in %+v", rm)
 }
 
+// acceptHook accepts every plan as it is.
+type acceptHook struct{}
+
+func (acceptHook) Name() string { return "accept" }
+func (acceptHook) AfterPlanning(_ context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
+	return plan, nil
+}
+
 // TestService_ResentPlanRetriesItsPhase: re-sending the last accepted phase's plan (a
 // network retry, a load tool replaying one body) answers it again as the same phase;
 // a new plan_id starts the next phase; an older phase's plan is not a retry.
 func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
-	svc, records := newTestService(t)
+	svc, records := newTestService(t, acceptHook{})
 	ctx := context.Background()
 	planOf := func(id string, steps ...string) *engine.RoutingPlan {
 		p := &engine.RoutingPlan{PlanID: id}
@@ -172,6 +180,9 @@ func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
 		for _, ph := range rec.Phases {
 			out = append(out, ph.Phase)
 		}
+		for _, inv := range rec.PipelineHooks { // one review per phase: a retry replaces its phase's
+			out = append(out, -inv.PlanPhase)
+		}
 		return out
 	}
 	for i, step := range []struct {
@@ -181,13 +192,13 @@ func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
 		wantErr    string
 		wantPhases string
 	}{
-		{planOf("p1", "s1"), 0, 1, "", "[1]"},
-		{planOf("p1", "s1"), 0, 1, "", "[1]"},
-		{planOf("p1", "s1"), 1, 1, "", "[1]"},
-		{planOf("p2", "s2"), 0, 2, "", "[1 2]"},
-		{planOf("p2", "s2"), 0, 2, "", "[1 2]"},
-		{planOf("p1", "s1"), 0, 0, "repeated_step_id", "[1 2]"},
-		{planOf("p3", "s2"), 0, 0, "repeated_step_id", "[1 2]"},
+		{planOf("p1", "s1"), 0, 1, "", "[1 -1]"},
+		{planOf("p1", "s1"), 0, 1, "", "[1 -1]"},
+		{planOf("p1", "s1"), 1, 1, "", "[1 -1]"},
+		{planOf("p2", "s2"), 0, 2, "", "[1 2 -1 -2]"},
+		{planOf("p2", "s2"), 0, 2, "", "[1 2 -1 -2]"},
+		{planOf("p1", "s1"), 0, 0, "repeated_step_id", "[1 2 -1 -2]"},
+		{planOf("p3", "s2"), 0, 0, "repeated_step_id", "[1 2 -1 -2]"},
 	} {
 		resp, e := call(step.plan, step.phase)
 		switch {

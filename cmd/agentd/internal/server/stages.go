@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
@@ -106,6 +107,9 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 			entry := engine.PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted}
 			if n := len(rec.Phases); retry && n > 0 && rec.Phases[n-1].Phase == entry.Phase {
 				rec.Phases[n-1] = entry
+				rec.PipelineHooks = slices.DeleteFunc(rec.PipelineHooks, func(inv engine.Invocation) bool {
+					return inv.Phase == engine.StageAfterPlanning && inv.PlanPhase == entry.Phase
+				})
 				return
 			}
 			rec.Phases = append(rec.Phases, entry)
