@@ -183,11 +183,12 @@ func (p *Params) Bool(name string, def bool) bool {
 	if !ok {
 		return def
 	}
-	if n.Tag != "!!bool" {
+	var b bool
+	if n.Tag != "!!bool" || n.Decode(&b) != nil {
 		p.Errorf(name, "%q must be true or false, got %q", name, n.Value)
 		return def
 	}
-	return n.Value == "true"
+	return b
 }
 
 // Duration returns positive duration param name ("250ms", "2s"), or def when absent.

@@ -315,23 +315,29 @@ func TestRego_UndefinedQueryIsALoadError(t *testing.T) {
 }
 
 func TestRegoMemo_OffByParam(t *testing.T) {
-	files := map[string]string{
-		"hooks/plan.yaml": hooks(`hooks:
+	for _, tc := range []struct{ param, note string }{
+		{"false", "rego data.agentd.plan: decisions not memoized (memo: false)"},
+		{"True", "rego data.agentd.plan: decisions memoized on input.plan.steps[*].agent_name, " +
+			"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"},
+	} {
+		files := map[string]string{
+			"hooks/plan.yaml": hooks(`hooks:
   - name: allowed-operations
     stage: after_planning
     required: true
     steps:
-      - rego: {query: data.agentd.plan, memo: false}
+      - rego: {query: data.agentd.plan, memo: ` + tc.param + `}
 `),
-		"data/agentd/allowlist.json": allowListJSON,
-	}
-	maps.Copy(files, repoPolicies())
-	gen := load(t, files)
-	if got, want := gen.Hooks[0].Notes, []string{"rego data.agentd.plan: decisions not memoized (memo: false)"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("notes = %q, want %q", got, want)
-	}
-	pctx := &engine.PipelineContext{Request: "quote", Metadata: map[string]any{}, Enrichments: map[string]any{}}
-	if got, err := gen.Pipeline.AfterPlanning(requestCtx(gen, "r1", noGate), pctx, quotePlan(2), nil, nil); err != nil || len(got.Steps) != 2 {
-		t.Fatalf("AfterPlanning = %v, %v", got, err)
+			"data/agentd/allowlist.json": allowListJSON,
+		}
+		maps.Copy(files, repoPolicies())
+		gen := load(t, files)
+		if got, want := gen.Hooks[0].Notes, []string{tc.note}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("memo: %s: notes = %q, want %q", tc.param, got, want)
+		}
+		pctx := &engine.PipelineContext{Request: "quote", Metadata: map[string]any{}, Enrichments: map[string]any{}}
+		if got, err := gen.Pipeline.AfterPlanning(requestCtx(gen, "r1", noGate), pctx, quotePlan(2), nil, nil); err != nil || len(got.Steps) != 2 {
+			t.Fatalf("memo: %s: AfterPlanning = %v, %v", tc.param, got, err)
+		}
 	}
 }

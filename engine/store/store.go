@@ -54,7 +54,7 @@ type RequestState struct {
 	Phase             int                  `json:"phase,omitempty"`
 	// PhasePlanID is the plan_id of the last accepted phase's incoming plan and
 	// PhaseStart the index in PriorSteps where that phase's steps begin: a call that
-	// sends that plan_id again retries the phase instead of starting a new one.
+	// re-sends that plan is answered from the record instead of starting a new phase.
 	PhasePlanID string `json:"phase_plan_id,omitempty"`
 	PhaseStart  int    `json:"phase_start,omitempty"`
 }

@@ -155,10 +155,12 @@ func (acceptHook) AfterPlanning(_ context.Context, _ *engine.PipelineContext, pl
 	return plan, nil
 }
 
-// TestService_ResentPlanRetriesItsPhase: re-sending the last accepted phase's plan (a
-// network retry, a load tool replaying one body) answers it again as the same phase;
-// a new plan_id starts the next phase; an older phase's plan is not a retry.
-func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
+// TestService_ResentPlanIsAnsweredFromTheRecord: re-sending the last accepted phase's
+// plan (a network retry, a load tool replaying one body) gets that phase's answer again
+// and changes nothing; a new plan_id starts the next phase, and so does the same
+// plan_id with new step ids (a planner that keeps one plan_id); an older phase's plan is
+// not a re-send.
+func TestService_ResentPlanIsAnsweredFromTheRecord(t *testing.T) {
 	svc, records := newTestService(t, acceptHook{})
 	ctx := context.Background()
 	planOf := func(id string, steps ...string) *engine.RoutingPlan {
@@ -168,10 +170,7 @@ func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
 		}
 		return p
 	}
-	call := func(p *engine.RoutingPlan, phase int) (*AfterPlanningResponse, *APIError) {
-		return svc.AfterPlanning(ctx, &AfterPlanningRequest{RequestID: "r", Phase: phase, Plan: p})
-	}
-	phases := func() []int {
+	record := func() string {
 		rec, err := records.Get(ctx, "r")
 		if err != nil {
 			t.Fatal(err)
@@ -180,17 +179,17 @@ func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
 		for _, ph := range rec.Phases {
 			out = append(out, ph.Phase)
 		}
-		for _, inv := range rec.PipelineHooks { // one review per phase: a retry replaces its phase's
+		for _, inv := range rec.PipelineHooks {
 			out = append(out, -inv.PlanPhase)
 		}
-		return out
+		return fmt.Sprint(out) // phases, then each review's phase negated
 	}
 	for i, step := range []struct {
 		plan       *engine.RoutingPlan
 		phase      int
 		wantPhase  int
 		wantErr    string
-		wantPhases string
+		wantRecord string
 	}{
 		{planOf("p1", "s1"), 0, 1, "", "[1 -1]"},
 		{planOf("p1", "s1"), 0, 1, "", "[1 -1]"},
@@ -199,8 +198,9 @@ func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
 		{planOf("p2", "s2"), 0, 2, "", "[1 2 -1 -2]"},
 		{planOf("p1", "s1"), 0, 0, "repeated_step_id", "[1 2 -1 -2]"},
 		{planOf("p3", "s2"), 0, 0, "repeated_step_id", "[1 2 -1 -2]"},
+		{planOf("p2", "s3"), 0, 3, "", "[1 2 3 -1 -2 -3]"},
 	} {
-		resp, e := call(step.plan, step.phase)
+		resp, e := svc.AfterPlanning(ctx, &AfterPlanningRequest{RequestID: "r", Phase: step.phase, Plan: step.plan})
 		switch {
 		case step.wantErr != "":
 			if e == nil || !strings.Contains(e.Message, step.wantErr) {
@@ -208,11 +208,11 @@ func TestService_ResentPlanRetriesItsPhase(t *testing.T) {
 			}
 		case e != nil:
 			t.Fatalf("call %d: %v", i+1, e)
-		case resp.Plan.PhaseNumber != step.wantPhase:
-			t.Fatalf("call %d: phase %d, want %d", i+1, resp.Plan.PhaseNumber, step.wantPhase)
+		case resp.Plan.PhaseNumber != step.wantPhase || len(resp.Invocations) != 1 || resp.Invocations[0].PlanPhase != step.wantPhase:
+			t.Fatalf("call %d: phase %d with %+v, want phase %d and its review", i+1, resp.Plan.PhaseNumber, resp.Invocations, step.wantPhase)
 		}
-		if got := fmt.Sprint(phases()); got != step.wantPhases {
-			t.Fatalf("call %d: record phases %s, want %s", i+1, got, step.wantPhases)
+		if got := record(); got != step.wantRecord {
+			t.Fatalf("call %d: record %s, want %s", i+1, got, step.wantRecord)
 		}
 	}
 }

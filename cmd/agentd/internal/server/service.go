@@ -165,11 +165,11 @@ func (s *Service) commit(c *call, keep bool, fn func(rec *engine.ExecutionRecord
 	invocations := c.recorded()
 	offset := -1
 	err := s.updateRecord(ctx, c, func(rec *engine.ExecutionRecord) {
+		offset = len(rec.PipelineHooks)
+		rec.PipelineHooks = append(rec.PipelineHooks, invocations...)
 		if fn != nil {
 			fn(rec)
 		}
-		offset = len(rec.PipelineHooks)
-		rec.PipelineHooks = append(rec.PipelineHooks, invocations...)
 	})
 	if err != nil {
 		e := storeError(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // BeforePlanning opens the request (replacing any earlier request with the same id) on
@@ -59,10 +60,10 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 // invalid plan is a 422 naming the SPEC §2 rule; a required-hook rejection is a 403
 // naming the hook, the reason and the policy's violations, and fails the record.
 //
-// A plan with the plan_id of the last accepted phase (and no other phase) retries that
-// phase: it is reviewed again against the phases before it and replaces the phase's
-// plan, so a client that re-sends a call (a network retry, a replayed body) gets the
-// same answer instead of a repeated-step-id error for a phase it did not start.
+// A call that re-sends the last accepted phase's plan (its plan_id and at least one of
+// its step ids, with no other phase number) is answered from the record as it was the
+// first time, without running the hooks again: a network retry or a replayed body gets
+// the same answer instead of a repeated-step-id error, and changes nothing.
 func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
 	if req.Plan == nil {
 		return nil, missing("plan")
@@ -72,20 +73,19 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 		return nil, apiErr
 	}
 	plan, st := req.Plan, c.state
-	prior := st.PriorSteps
-	retry := st.Phase > 0 && plan.PlanID != "" && plan.PlanID == st.PhasePlanID &&
-		(req.Phase == 0 || req.Phase == st.Phase) && (plan.PhaseNumber == 0 || plan.PhaseNumber == st.Phase)
+	if resent(st, req) {
+		if resp := s.replayPhase(c); resp != nil {
+			return resp, nil
+		}
+	}
 	switch {
-	case retry:
-		plan.PhaseNumber = st.Phase
-		prior = prior[:st.PhaseStart:st.PhaseStart]
 	case req.Phase > 0:
 		plan.PhaseNumber = req.Phase
 	case plan.PhaseNumber == 0:
 		plan.PhaseNumber = st.Phase + 1
 	}
 	planID := plan.PlanID
-	if err := engine.ValidatePlan(plan, c.gen.Catalog, prior); err != nil {
+	if err := engine.ValidatePlan(plan, c.gen.Catalog, st.PriorSteps); err != nil {
 		pe, _ := engine.AsPlanError(err)
 		s.observe(c, "invalid_plan")
 		e := apiError(http.StatusUnprocessableEntity, TypeInvalidPlan, "%v", err)
@@ -96,23 +96,15 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	}
 	var resp *AfterPlanningResponse
 	apiErr = s.guard(c, func() *APIError {
-		accepted, err := c.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, prior, c.trail)
+		accepted, err := c.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, st.PriorSteps, c.trail)
 		if err != nil {
 			return s.rejectPlan(c, err)
 		}
-		st.PhaseStart, st.PhasePlanID = len(prior), planID
-		st.PriorSteps = append(prior, accepted.Steps...)
+		st.PhaseStart, st.PhasePlanID = len(st.PriorSteps), planID
+		st.PriorSteps = append(st.PriorSteps, accepted.Steps...)
 		st.Phase = accepted.PhaseNumber
 		if apiErr := s.commit(c, true, func(rec *engine.ExecutionRecord) {
-			entry := engine.PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted}
-			if n := len(rec.Phases); retry && n > 0 && rec.Phases[n-1].Phase == entry.Phase {
-				rec.Phases[n-1] = entry
-				rec.PipelineHooks = slices.DeleteFunc(rec.PipelineHooks, func(inv engine.Invocation) bool {
-					return inv.Phase == engine.StageAfterPlanning && inv.PlanPhase == entry.Phase
-				})
-				return
-			}
-			rec.Phases = append(rec.Phases, entry)
+			rec.Phases = append(rec.Phases, engine.PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted})
 		}); apiErr != nil {
 			return apiErr
 		}
@@ -121,6 +113,38 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 		return nil
 	})
 	return resp, apiErr
+}
+
+// resent reports whether req re-sends the last accepted phase's plan: the same plan_id,
+// a step id of that phase (a new phase could not reuse one), and no other phase number.
+func resent(st *store.RequestState, req *AfterPlanningRequest) bool {
+	p := req.Plan
+	if st.Phase == 0 || p.PlanID == "" || p.PlanID != st.PhasePlanID ||
+		req.Phase != 0 && req.Phase != st.Phase || p.PhaseNumber != 0 && p.PhaseNumber != st.Phase {
+		return false
+	}
+	last := st.PriorSteps[min(st.PhaseStart, len(st.PriorSteps)):]
+	return slices.ContainsFunc(p.Steps, func(in engine.RoutingStep) bool {
+		return slices.ContainsFunc(last, func(done engine.RoutingStep) bool { return done.StepID == in.StepID })
+	})
+}
+
+// replayPhase answers a re-sent plan with the last phase's accepted plan and review from
+// the record, or returns nil when the record no longer has them.
+func (s *Service) replayPhase(c *call) *AfterPlanningResponse {
+	rec, err := s.cfg.Records.Get(c.ctx, c.state.ID)
+	if err != nil || len(rec.Phases) == 0 || rec.Phases[len(rec.Phases)-1].Phase != c.state.Phase {
+		return nil
+	}
+	phase := rec.Phases[len(rec.Phases)-1]
+	invocations := []engine.Invocation{}
+	for _, inv := range rec.PipelineHooks {
+		if inv.Phase == engine.StageAfterPlanning && inv.PlanPhase == phase.Phase {
+			invocations = append(invocations, inv)
+		}
+	}
+	s.observe(c, "replayed")
+	return &AfterPlanningResponse{RequestID: c.state.ID, Generation: c.gen.ID, Plan: phase.Plan, Invocations: invocations}
 }
 
 // rejectPlan fails the record of a required rejection and builds the 403.
