@@ -106,10 +106,10 @@ type regoPlan struct {
 	query *policy.Query
 	name  string
 	hook  string
-	memo  *policy.PlanMemo
-	// memoOff: the hook turned the memo off (memo: false); otherwise a nil memo means
-	// the policies are not deterministic.
-	memoOff    bool
+	// memo is nil when decisions are not memoized: noMemo says why, or an audit
+	// turned the memo off.
+	memo       atomic.Pointer[policy.PlanMemo]
+	noMemo     string
 	auditEvery uint64
 	hits       atomic.Uint64
 	logger     *slog.Logger
@@ -118,22 +118,24 @@ type regoPlan struct {
 // newRegoPlan returns the action for query q (named name) in hook, with a memo when
 // memo is set and q's policies are deterministic.
 func newRegoPlan(q *policy.Query, name, hook string, memo bool, logger *slog.Logger) *regoPlan {
-	a := &regoPlan{query: q, name: name, hook: hook, memoOff: !memo, auditEvery: memoAuditEvery, logger: logger}
-	if memo {
-		a.memo = q.NewPlanMemo(planMemoSize)
+	a := &regoPlan{query: q, name: name, hook: hook, auditEvery: memoAuditEvery, logger: logger}
+	switch m := q.NewPlanMemo(planMemoSize); {
+	case !memo:
+		a.noMemo = "memo: false"
+	case m == nil:
+		a.noMemo = "a policy calls a non-deterministic built-in"
+	default:
+		a.memo.Store(m)
 	}
 	return a
 }
 
 // Describe says whether and on what the action memoizes its decisions.
 func (a *regoPlan) Describe() string {
-	switch {
-	case a.memoOff:
-		return "rego " + a.name + ": decisions not memoized (memo: false)"
-	case a.memo == nil:
-		return "rego " + a.name + ": decisions not memoized (a policy calls a non-deterministic built-in)"
+	if m := a.memo.Load(); m != nil {
+		return "rego " + a.name + ": decisions memoized on " + strings.Join(m.KeyPaths(), ", ")
 	}
-	return "rego " + a.name + ": decisions memoized on " + strings.Join(a.memo.KeyPaths(), ", ")
+	return "rego " + a.name + ": decisions not memoized (" + a.noMemo + ")"
 }
 
 func (a *regoPlan) Run(ctx context.Context, s *State) error {
@@ -157,14 +159,15 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 // are never memoized.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
 	phase := max(s.Plan.PhaseNumber, 1)
-	if a.memo == nil {
+	memo := a.memo.Load()
+	if memo == nil {
 		return a.evaluate(ctx, s, phase)
 	}
-	key, err := a.memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	key, err := memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
-	if d, ok := a.memo.Get(key); ok {
+	if d, ok := memo.Get(key); ok {
 		if a.hits.Add(1)%a.auditEvery != 0 {
 			return d, nil
 		}
@@ -172,7 +175,7 @@ func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, e
 	}
 	d, err := a.evaluate(ctx, s, phase)
 	if err == nil {
-		a.memo.Put(key, d)
+		memo.Put(key, d)
 	}
 	return d, err
 }
@@ -194,7 +197,7 @@ func (a *regoPlan) audit(ctx context.Context, s *State, phase int, memoized poli
 		err == nil && reflect.DeepEqual(d, memoized) {
 		return memoized, nil
 	}
-	a.memo.Disable()
+	a.memo.Store(nil)
 	a.logger.ErrorContext(ctx, "rego decision memo disagreed with evaluation; memo off for this generation",
 		"request_id", s.Info.ID, "generation", s.Info.Generation, "hook", a.hook, "query", a.name,
 		"memoized_allowed", memoized.Allowed(), "evaluated_allowed", err == nil && d.Allowed(), "error", err)

@@ -89,7 +89,7 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 			p, _ := engine.ClonePlan(plan)
 			return &State{Plan: p, Pctx: &engine.PipelineContext{Request: request, Metadata: map[string]any{}, Enrichments: map[string]any{}}}
 		}
-		if _, ok := memoized.memo.Get(planKey(t, memoized.memo, plan, 1, request, map[string]any{})); ok {
+		if m := memoized.memo.Load(); m != nil && hit(t, m, plan, request) {
 			hits++
 		}
 		want, wantErr := plain.decide(context.Background(), s())
@@ -107,8 +107,8 @@ func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	q := libraryQuery(t)
 	a0 := newRegoPlan(q, "data.agentd.plan", "review", true, nil)
-	m := a0.memo
-	if got, want := a0.Describe(), "rego data.agentd.plan: decisions memoized on input.plan.steps[*].agent_name, "+
+	m := a0.memo.Load()
+	if got, want := a0.Describe(), "rego data.agentd.plan: decisions memoized on input.plan.steps (size), input.plan.steps[*].agent_name, "+
 		"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"; got != want {
 		t.Fatalf("Describe = %q, want %q", got, want)
 	}
@@ -117,6 +117,8 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	a := planKey(t, m, plan, 1, "first question", map[string]any{"tenant": "a"})
 	renamed, _ := engine.ClonePlan(plan)
 	renamed.PlanID, renamed.CreatedAt = "another-plan", renamed.CreatedAt.Add(time.Hour)
+	notLast := false
+	renamed.ContinuationNote, renamed.Terminal = "more later", &notLast // members the policy never reads
 	for i := range renamed.Steps {
 		renamed.Steps[i].Instruction = "reworded " + renamed.Steps[i].Instruction
 	}
@@ -125,7 +127,7 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	other.Steps[len(other.Steps)-1].Metadata["capability"] = "execute_trade"
 	c := planKey(t, m, other, 1, "first question", map[string]any{"tenant": "a"})
 	if a != b || a == c {
-		t.Fatalf("keys: same operations, other plan id, instructions and request equal = %v (want true); other operations equal = %v (want false)", a == b, a == c)
+		t.Fatalf("keys: same operations, other plan id, instructions, optional members and request equal = %v (want true); other operations equal = %v (want false)", a == b, a == c)
 	}
 }
 
@@ -160,7 +162,8 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "s1", Namespace: "bank", AgentName: "vault", Metadata: map[string]any{"capability": "execute_trade"}}}}
 	s := &State{Plan: plan, Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{}}}
 	wrong := policy.PlanDecision{} // allows the plan, which the allow-list denies
-	a.memo.Put(planKey(t, a.memo, plan, 1, "", map[string]any{}), wrong)
+	memo := a.memo.Load()
+	memo.Put(planKey(t, memo, plan, 1, "", map[string]any{}), wrong)
 	for i := range 2 {
 		if d, err := a.decide(context.Background(), s); err != nil || !d.Allowed() {
 			t.Fatalf("hit %d, not audited: %+v, %v; want the memoized allow", i+1, d, err)
@@ -170,7 +173,7 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 	if err != nil || d.Allowed() {
 		t.Fatalf("audited hit: %+v, %v; want the evaluated denial", d, err)
 	}
-	if _, ok := a.memo.Get(planKey(t, a.memo, plan, 1, "", map[string]any{})); ok {
+	if a.memo.Load() != nil {
 		t.Fatal("the memo still answers after an audit disagreed")
 	}
 	if !strings.Contains(logs.String(), `"msg":"rego decision memo disagreed with evaluation; memo off for this generation"`) ||
@@ -180,4 +183,9 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 	if d, err := a.decide(context.Background(), s); err != nil || d.Allowed() {
 		t.Fatalf("after the audit: %+v, %v; want the evaluated denial", d, err)
 	}
+}
+
+func hit(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, request string) bool {
+	_, ok := m.Get(planKey(t, m, plan, 1, request, map[string]any{}))
+	return ok
 }

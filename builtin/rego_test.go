@@ -317,7 +317,7 @@ func TestRego_UndefinedQueryIsALoadError(t *testing.T) {
 func TestRegoMemo_OffByParam(t *testing.T) {
 	for _, tc := range []struct{ param, note string }{
 		{"false", "rego data.agentd.plan: decisions not memoized (memo: false)"},
-		{"True", "rego data.agentd.plan: decisions memoized on input.plan.steps[*].agent_name, " +
+		{"True", "rego data.agentd.plan: decisions memoized on input.plan.steps (size), input.plan.steps[*].agent_name, " +
 			"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"},
 	} {
 		files := map[string]string{

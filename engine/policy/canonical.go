@@ -46,7 +46,8 @@ func (c *canon) text(t byte, s string) {
 
 // project writes what n says may be observed of v: all of it when n is read whole;
 // otherwise scalars in full, an array's length and what is read of its elements, an
-// object's size and, for each member read by name, its absence or its projection.
+// object's size when n is sized and, for each member read by name, its absence or its
+// projection.
 func (c *canon) project(v ast.Value, n *readNode) {
 	if n.whole {
 		c.value(v)
@@ -67,7 +68,9 @@ func (c *canon) project(v ast.Value, n *readNode) {
 			return
 		}
 		c.tag(tagObject)
-		c.length(x.Len())
+		if n.sized {
+			c.length(x.Len())
+		}
 		for _, f := range n.order {
 			if t := x.Get(f.key); t != nil {
 				c.tag(tagPresent)
@@ -163,7 +166,9 @@ func (c *canon) projectMembers(ms []member, n *readNode) error {
 		return nil
 	}
 	c.tag(tagObject)
-	c.length(len(ms))
+	if n.sized {
+		c.length(len(ms))
+	}
 	for _, f := range n.order {
 		i := slices.IndexFunc(ms, func(m member) bool { return string(m.key.Value.(ast.String)) == f.name })
 		if i < 0 {
@@ -188,7 +193,9 @@ func (c *canon) projectAny(x any, n *readNode) error {
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
 			c.tag(tagObject)
-			c.length(len(v))
+			if n.sized {
+				c.length(len(v))
+			}
 			for _, f := range n.order {
 				e, ok := v[f.name]
 				if !ok {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -60,7 +58,6 @@ type PlanMemo struct {
 	reads  *readNode
 	size   int
 	shards [16]memoShard
-	off    atomic.Bool
 }
 
 type memoShard struct {
@@ -80,27 +77,15 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 	return m
 }
 
-// Reads lists the input paths that make up the memo's keys, one per line:
-// `input.plan.steps[*].namespace.**` is the namespace of every step read whole, a path
-// without `.**` a value of which only the type (a scalar, a length, a size) is read.
+// Reads lists every input path of the read tree, as readNode.paths renders it.
 func (m *PlanMemo) Reads() []string { return m.reads.paths("input") }
 
-// KeyPaths lists the input paths the memo's keys are made of, without the prefixes
-// Reads also lists: `input.plan.steps[*].namespace` for a value read whole, with
-// " (type)" appended for one of which only the type, a scalar's value, a length or a
-// size is read.
+// KeyPaths lists, for people, the input paths the memo's keys are made of: a value read
+// whole by its path, a value of which only the type (a scalar's value, an array's
+// length) is read with " (type)", and one whose members may be counted with " (size)".
 func (m *PlanMemo) KeyPaths() []string {
-	all := m.Reads()
 	var out []string
-	for i, p := range all {
-		if strings.HasSuffix(p, ".**") {
-			out = append(out, strings.TrimSuffix(p, ".**"))
-			continue
-		}
-		if i+1 == len(all) || !strings.HasPrefix(all[i+1], p+".") && !strings.HasPrefix(all[i+1], p+"[") {
-			out = append(out, p+" (type)")
-		}
-	}
+	m.reads.keyPaths("input", &out)
 	return out
 }
 
@@ -136,15 +121,9 @@ func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, 
 	return sha256.Sum256(c.buf), nil
 }
 
-// Disable turns the memo off for good: Get finds nothing and Put keeps nothing.
-func (m *PlanMemo) Disable() { m.off.Store(true) }
-
 // Get returns the decision stored under key. A decision's Plan is shared: callers must
 // copy it before changing it.
 func (m *PlanMemo) Get(key [32]byte) (PlanDecision, bool) {
-	if m.off.Load() {
-		return PlanDecision{}, false
-	}
 	s := &m.shards[key[0]%16]
 	s.mu.Lock()
 	d, ok := s.entries[key]
@@ -154,9 +133,6 @@ func (m *PlanMemo) Get(key [32]byte) (PlanDecision, bool) {
 
 // Put stores d under key, evicting an arbitrary entry of the shard when it is full.
 func (m *PlanMemo) Put(key [32]byte, d PlanDecision) {
-	if m.off.Load() {
-		return
-	}
 	s := &m.shards[key[0]%16]
 	s.mu.Lock()
 	if _, ok := s.entries[key]; !ok && len(s.entries) >= m.size {

@@ -9,12 +9,14 @@ import (
 )
 
 // readNode is one input path a query's evaluation may observe. Reaching a node means
-// the evaluation may see the value's type, a scalar's value, an array's length and an
-// object's size; whole means it may see everything under it. fields are the members
-// read by constant name; elems is what is read of every element of an array (an
-// object read by a key that is not a constant counts as read whole).
+// the evaluation may see the value's type, a scalar's value and an array's length;
+// sized, that it may also count an object's members; whole, that it may see everything
+// under it. fields are the members read by constant name; elems is what is read of
+// every element of an array (an object read by a key that is not a constant counts as
+// read whole).
 type readNode struct {
 	whole  bool
+	sized  bool
 	fields map[string]*readNode
 	elems  *readNode
 	order  []readField // fields by name, set by freeze
@@ -58,13 +60,18 @@ func (n *readNode) each() *readNode {
 }
 
 // paths lists the node's paths in a stable order: `input.plan.steps[*].namespace` for a
-// member of every element, a trailing `.**` for a value read whole. `[*]` under an
-// object (members read by a key that is not a constant) means the object is read whole.
+// member of every element, a trailing `.**` for a value read whole, `#` for one whose
+// members may be counted. `[*]` under an object (members read by a key that is not a
+// constant) means the object is read whole.
 func (n *readNode) paths(prefix string) []string {
 	if n.whole {
 		return []string{prefix + ".**"}
 	}
-	out := []string{prefix}
+	self := prefix
+	if n.sized {
+		self += "#"
+	}
+	out := []string{self}
 	for _, k := range sortedKeys(n.fields) {
 		out = append(out, n.fields[k].paths(prefix+"."+k)...)
 	}
@@ -72,6 +79,24 @@ func (n *readNode) paths(prefix string) []string {
 		out = append(out, n.elems.paths(prefix+"[*]")...)
 	}
 	return out
+}
+
+func (n *readNode) keyPaths(prefix string, out *[]string) {
+	switch {
+	case n.whole:
+		*out = append(*out, prefix)
+		return
+	case n.sized:
+		*out = append(*out, prefix+" (size)")
+	case len(n.order) == 0 && n.elems == nil:
+		*out = append(*out, prefix+" (type)")
+	}
+	for _, f := range n.order {
+		f.node.keyPaths(prefix+"."+f.name, out)
+	}
+	if n.elems != nil {
+		n.elems.keyPaths(prefix+"[*]", out)
+	}
 }
 
 // abstract is what the analysis knows of a term's value: the input nodes it may be
@@ -433,12 +458,11 @@ func (a *readAnalysis) wholeSubtree(node *ast.TreeNode) {
 	})
 }
 
-// shallowBuiltins observe only what reaching a node already covers: a value's type,
-// and an array's length or an object's size.
+// shallowBuiltins observe only what reaching a node already covers: a value's type
+// (count, which also needs an object's size, marks the node sized).
 var shallowBuiltins = map[string]bool{
 	ast.IsArray.Name: true, ast.IsObject.Name: true, ast.IsString.Name: true, ast.IsNumber.Name: true,
 	ast.IsBoolean.Name: true, ast.IsNull.Name: true, ast.IsSet.Name: true, ast.TypeNameBuiltin.Name: true,
-	ast.Count.Name: true,
 }
 
 // comparisons observe only a type (and a scalar) when one side is a constant scalar.
@@ -495,6 +519,10 @@ func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) a
 	}
 	var result abstract
 	switch {
+	case b.Name == ast.Count.Name && arity == 1:
+		for _, n := range in[0].nodes {
+			n.sized = true
+		}
 	case shallowBuiltins[b.Name]:
 	case comparisons[b.Name] && arity == 2 && (in[0].konst != nil || in[1].konst != nil):
 	case b.Name == ast.ObjectGet.Name && arity == 3:

@@ -54,7 +54,7 @@ deny contains "x" if { some s in input.plan.steps; f(s, "instruction") == "rm -r
 	{
 		name: "type tests and count",
 		src:  `deny contains "x" if { is_array(input.plan.steps); count(input.plan.steps[_].metadata) > 1 }`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata"},
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata#"},
 	},
 	{
 		name: "a rule aliasing the input, and a comprehension",
@@ -84,7 +84,7 @@ deny := []`,
 		name: "every",
 		src: `short if every s in input.plan.steps { count(s.instruction) < 12 }
 deny contains "long" if not short`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction"},
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction#"},
 	},
 	{
 		name: "with input",
@@ -120,7 +120,7 @@ deny contains "d" if is_object(f(input.plan.steps))`,
 		name: "a variable in a rule's head reference is a key",
 		src: `seen[m].first := true if { some s in input.plan.steps; m := s.metadata }
 deny contains "duplicate metadata" if count(seen) != count(input.plan.steps)`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
+		want: []string{"input", "input.plan", "input.plan.steps#", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
 	},
 	{
 		name: "a partial object indexed by input",
@@ -218,14 +218,14 @@ func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
 
 func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
-	want := []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]",
+	want := []string{"input", "input.plan", "input.plan.steps#", "input.plan.steps[*]",
 		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
 		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id.**"}
 	m := q.NewPlanMemo(16)
 	if got := m.Reads(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
-	leaves := []string{"input.plan.steps[*].agent_name", "input.plan.steps[*].metadata.capability",
+	leaves := []string{"input.plan.steps (size)", "input.plan.steps[*].agent_name", "input.plan.steps[*].metadata.capability",
 		"input.plan.steps[*].namespace", "input.plan.steps[*].step_id"}
 	if got := m.KeyPaths(); !reflect.DeepEqual(got, leaves) {
 		t.Fatalf("key paths:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(leaves, " "))
