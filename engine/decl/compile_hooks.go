@@ -107,8 +107,8 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 	for j, step := range get(n, "steps").Content {
 		action := builtin.CompileStep(c, step, field+".steps["+strconv.Itoa(j)+"]")
 		h.steps = append(h.steps, action)
-		if d, ok := action.(builtin.Describer); ok {
-			info.Notes = append(info.Notes, d.Describe())
+		if desc, ok := action.(builtin.Describer); ok {
+			info.Notes = append(info.Notes, desc.Describe())
 		}
 		if len(step.Content) > 0 {
 			info.Steps = append(info.Steps, step.Content[0].Value)

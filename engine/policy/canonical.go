@@ -93,9 +93,17 @@ func (c *canon) projectTyped(t typed, n *readNode) error {
 	case kindString:
 		c.text(tagString, t.s)
 	case kindInt:
-		c.buf = append(c.buf, tagNumber)
-		c.length(len(strconv.Itoa(t.n)))
-		c.buf = strconv.AppendInt(c.buf, int64(t.n), 10)
+		var digits [20]byte
+		d := strconv.AppendInt(digits[:0], int64(t.n), 10)
+		c.tag(tagNumber)
+		c.length(len(d))
+		c.buf = append(c.buf, d...)
+	case kindTime:
+		s, err := timeString(t.time)
+		if err != nil {
+			return err
+		}
+		c.text(tagString, s)
 	case kindBool:
 		c.value(ast.Boolean(t.b))
 	case kindStrings:
@@ -130,12 +138,8 @@ func (c *canon) projectComposite(t typed, n *readNode) error {
 			c.tag(tagNull)
 			return nil
 		}
-		created, err := timeString(t.plan.CreatedAt)
-		if err != nil {
-			return err
-		}
 		var ms [9]member
-		return c.projectMembers(planMembers(t.plan, created, &ms), n)
+		return c.projectMembers(planMembers(t.plan, &ms), n)
 	case kindSteps:
 		c.tag(tagArray)
 		c.length(len(t.steps))

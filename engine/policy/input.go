@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -51,23 +52,17 @@ func valueOf(v any) (ast.Value, error) {
 			items = append(items, ast.Item(ast.InternedTerm(k), ast.NewTerm(ev)))
 		}
 		return ast.NewObject(items...), nil
-	case []string:
-		if x == nil {
-			return ast.NullValue, nil
-		}
-	case map[string]string:
-		if x == nil {
-			return ast.NullValue, nil
-		}
+	case nil, bool, string, int, int64, json.Number:
+		return ast.InterfaceToValue(x)
 	}
-	if rv := reflect.ValueOf(v); rv.IsValid() && nilable(rv.Kind()) && rv.IsNil() {
+	if rv := reflect.ValueOf(v); nilable(rv.Kind()) && rv.IsNil() {
 		return ast.NullValue, nil // as encoding/json renders a nil pointer, map or slice
 	}
 	return ast.InterfaceToValue(v)
 }
 
 func nilable(k reflect.Kind) bool {
-	return k == reflect.Pointer || k == reflect.Map || k == reflect.Slice || k == reflect.Interface
+	return k == reflect.Pointer || k == reflect.Map || k == reflect.Slice
 }
 
 // Object keys, built once and shared by every input: Rego never mutates terms.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -25,6 +26,7 @@ const (
 	kindString
 	kindStrings
 	kindInt
+	kindTime // a time.Time as encoding/json renders it
 	kindBool
 	kindAny // a JSON-shaped Go value, converted by valueOf
 	kindPlan
@@ -39,6 +41,7 @@ type typed struct {
 	ss    []string
 	n     int
 	b     bool
+	time  time.Time
 	any   any
 	plan  *engine.RoutingPlan
 	steps []engine.RoutingStep
@@ -58,9 +61,8 @@ func rootMembers(plan *engine.RoutingPlan, phase int, request string, metadata, 
 	return out[:]
 }
 
-// planMembers are the members encoding/json renders for p; created is its CreatedAt
-// as timeString renders it.
-func planMembers(p *engine.RoutingPlan, created string, out *[9]member) []member {
+// planMembers are the members encoding/json renders for p.
+func planMembers(p *engine.RoutingPlan, out *[9]member) []member {
 	ms := out[:0]
 	ms = append(ms, member{keyPlanID, str(p.PlanID)}, member{keyOriginalRequest, str(p.OriginalRequest)})
 	if p.Mode != "" {
@@ -70,7 +72,7 @@ func planMembers(p *engine.RoutingPlan, created string, out *[9]member) []member
 	if p.Steps == nil {
 		steps = typed{}
 	}
-	ms = append(ms, member{keySteps, steps}, member{keyCreatedAt, str(created)})
+	ms = append(ms, member{keySteps, steps}, member{keyCreatedAt, typed{kind: kindTime, time: p.CreatedAt}})
 	if p.Terminal != nil {
 		ms = append(ms, member{keyTerminal, typed{kind: kindBool, b: *p.Terminal}})
 	}
@@ -175,16 +177,18 @@ func (t typed) term() (*ast.Term, error) {
 		return ast.InternedTerm(t.b), nil
 	case kindAny:
 		return mapTerm(t.any)
+	case kindTime:
+		s, err := timeString(t.time)
+		if err != nil {
+			return nil, err
+		}
+		return ast.StringTerm(s), nil
 	case kindPlan:
 		if t.plan == nil {
 			return ast.NullTerm(), nil
 		}
-		created, err := timeString(t.plan.CreatedAt)
-		if err != nil {
-			return nil, err
-		}
 		var ms [9]member
-		return objectTerm(planMembers(t.plan, created, &ms))
+		return objectTerm(planMembers(t.plan, &ms))
 	case kindSteps:
 		terms := make([]*ast.Term, len(t.steps))
 		for i := range t.steps {
