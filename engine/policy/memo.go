@@ -70,7 +70,7 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 	if !q.deterministic {
 		return nil
 	}
-	m := &PlanMemo{reads: analyzeReads(q.compiler, q.ref, decisionMembers), size: max(size/16, 1)}
+	m := &PlanMemo{reads: analyzeReads(q.compiler, q.ref, q.members), size: max(size/16, 1)}
 	for i := range m.shards {
 		m.shards[i].entries = make(map[[32]byte]PlanDecision)
 	}

@@ -12,8 +12,11 @@ import (
 // Query is a data reference prepared once against a Bundle. It is immutable and safe for
 // concurrent use.
 type Query struct {
-	query         string
-	ref           ast.Ref
+	query string
+	ref   ast.Ref
+	// members are the only members of the package ref names that are evaluated; nil
+	// when ref names a rule or data, whose value is evaluated whole.
+	members       []string
 	compiler      *ast.Compiler
 	prepared      rego.PreparedEvalQuery
 	timeout       time.Duration
@@ -37,8 +40,10 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 		return nil, &Error{Kind: KindUndefinedQuery, Message: "query " + ref.String() + " names no package, rule or data" + b.nearestHint(ref.String())}
 	}
 	body := ast.NewBody(ast.NewExpr(ast.NewTerm(ref)))
+	var members []string
 	if b.isPackage(ref) {
-		body = decisionMembersBody(ref)
+		members = decisionMembers
+		body = decisionMembersBody(ref, members)
 	}
 	prepared, err := rego.New(
 		rego.ParsedQuery(body),
@@ -50,7 +55,7 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
 	}
-	return &Query{query: ref.String(), ref: ref, compiler: b.compiler, prepared: prepared, timeout: b.timeout, deterministic: b.deterministic}, nil
+	return &Query{query: ref.String(), ref: ref, members: members, compiler: b.compiler, prepared: prepared, timeout: b.timeout, deterministic: b.deterministic}, nil
 }
 
 // isPackage reports whether ref names a package: a node of the rule tree with no rule
@@ -63,12 +68,12 @@ func (b *Bundle) isPackage(ref ast.Ref) bool {
 	return len(b.compiler.GetRulesForVirtualDocument(ref)) == 0
 }
 
-// decisionMembersBody evaluates only the members of package ref that decisions read
-// (decisionMembers): {k: v | some k in ["deny", "plan"]; v := ref[k]}. The package's
-// other rules are not evaluated, as for a query naming its deny rule.
-func decisionMembersBody(ref ast.Ref) ast.Body {
-	members := make([]*ast.Term, len(decisionMembers))
-	for i, m := range decisionMembers {
+// decisionMembersBody evaluates only the given members of package ref:
+// {k: v | some k in members; v := ref[k]}. The package's other rules are not
+// evaluated, as for a query naming its deny rule.
+func decisionMembersBody(ref ast.Ref, names []string) ast.Body {
+	members := make([]*ast.Term, len(names))
+	for i, m := range names {
 		members[i] = ast.StringTerm(m)
 	}
 	k, v, i := ast.VarTerm("k"), ast.VarTerm("v"), ast.VarTerm("i")

@@ -136,22 +136,16 @@ type readAnalysis struct {
 	iterated bool
 }
 
-// analyzeReads returns the input paths an evaluation of query may observe: of the rules
-// at or under query when it names a rule or data, read whole; of the consumed members
-// of the package it names otherwise (Prepare evaluates only those).
-func analyzeReads(c *ast.Compiler, query ast.Ref, consumed []string) *readNode {
+// analyzeReads returns the input paths an evaluation of query may observe when the
+// caller reads its value whole (members nil) or only the given members of it (a
+// package, of which Prepare evaluates only those).
+func analyzeReads(c *ast.Compiler, query ast.Ref, members []string) *readNode {
 	a := &readAnalysis{c: c, root: &readNode{}, rules: map[*ast.Rule]abstract{}, calls: map[string]abstract{}, visiting: map[string]bool{}}
-	if rules := c.GetRulesForVirtualDocument(query); len(rules) > 0 {
-		a.resolveData(query, nil)
-		for _, r := range rules {
-			a.whole(a.rule(r))
-		}
-		return a.root.freeze()
+	if members == nil {
+		a.whole(a.resolveData(query, nil))
 	}
-	for _, k := range consumed {
-		for _, r := range c.GetRulesWithPrefix(query.Append(ast.StringTerm(k))) {
-			a.whole(a.rule(r))
-		}
+	for _, k := range members {
+		a.whole(a.resolveData(query.Append(ast.StringTerm(k)), nil))
 	}
 	return a.root.freeze()
 }
