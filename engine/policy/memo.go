@@ -89,22 +89,11 @@ func (m *PlanMemo) KeyPaths() []string {
 	return out
 }
 
-// key hashes the parts of input, a plan-review input (see PlanInput), that the query's
-// evaluation may observe, with an unambiguous canonical encoding and SHA-256. PlanKey
-// computes the same from the typed plan.
-func (m *PlanMemo) key(input ast.Value) [32]byte {
-	c := canonPool.Get().(*canon)
-	c.project(input, m.reads)
-	key := sha256.Sum256(c.buf)
-	c.buf = c.buf[:0]
-	canonPool.Put(c)
-	return key
-}
-
-// PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments), computed
-// without building the Rego value: only what the key reads whole is converted. It fails
-// where PlanInput fails, so that a memo hit never answers an input evaluation would
-// reject.
+// PlanKey hashes, with an unambiguous canonical encoding and SHA-256, the parts of
+// PlanInput(plan, phase, request, metadata, enrichments) that the query's evaluation
+// may observe, without building the Rego value: only what is read whole is converted.
+// It fails where PlanInput fails, so that a memo hit never answers an input evaluation
+// would reject.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
 	c := canonPool.Get().(*canon)
 	defer func() {

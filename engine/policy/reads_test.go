@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -559,4 +560,15 @@ deny contains sprintf("%d", [x]) if { x := g("a", 1000000) with g as rand.intn }
 			}
 		})
 	}
+}
+
+// key is the test oracle for PlanKey: the same hash, computed by projecting a Rego
+// input value.
+func (m *PlanMemo) key(input ast.Value) [32]byte {
+	c := canonPool.Get().(*canon)
+	c.project(input, m.reads)
+	key := sha256.Sum256(c.buf)
+	c.buf = c.buf[:0]
+	canonPool.Put(c)
+	return key
 }
