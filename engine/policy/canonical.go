@@ -67,18 +67,9 @@ func (c *canon) project(v ast.Value, n *readNode) {
 			c.value(v)
 			return
 		}
-		c.tag(tagObject)
-		if n.sized {
-			c.length(x.Len())
-		}
-		for _, f := range n.order {
-			if t := x.Get(f.key); t != nil {
-				c.tag(tagPresent)
-				c.project(t.Value, f.node)
-			} else {
-				c.tag(tagAbsent)
-			}
-		}
+		_ = projectObject(c, n, x.Len(),
+			func(f readField) (*ast.Term, bool) { t := x.Get(f.key); return t, t != nil },
+			func(t *ast.Term, m *readNode) error { c.project(t.Value, m); return nil })
 	default:
 		c.value(v)
 	}
@@ -169,18 +160,31 @@ func (c *canon) projectMembers(ms []member, n *readNode) error {
 		c.value(t.Value)
 		return nil
 	}
-	c.tag(tagObject)
-	if n.sized {
-		c.length(len(ms))
-	}
-	for _, f := range n.order {
+	return projectObject(c, n, len(ms), func(f readField) (typed, bool) {
 		i := slices.IndexFunc(ms, func(m member) bool { return string(m.key.Value.(ast.String)) == f.name })
 		if i < 0 {
+			return typed{}, false
+		}
+		return ms[i].val, true
+	}, c.projectTyped)
+}
+
+// projectObject writes an object read in part: its tag, its size when n is sized, and
+// for each member n reads by name its absence or, through sub, its projection. get
+// looks a member up.
+func projectObject[V any](c *canon, n *readNode, size int, get func(readField) (V, bool), sub func(V, *readNode) error) error {
+	c.tag(tagObject)
+	if n.sized {
+		c.length(size)
+	}
+	for _, f := range n.order {
+		v, ok := get(f)
+		if !ok {
 			c.tag(tagAbsent)
 			continue
 		}
 		c.tag(tagPresent)
-		if err := c.projectTyped(ms[i].val, f.node); err != nil {
+		if err := sub(v, f.node); err != nil {
 			return err
 		}
 	}
@@ -196,22 +200,8 @@ func (c *canon) projectAny(x any, n *readNode) error {
 		return nil
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
-			c.tag(tagObject)
-			if n.sized {
-				c.length(len(v))
-			}
-			for _, f := range n.order {
-				e, ok := v[f.name]
-				if !ok {
-					c.tag(tagAbsent)
-					continue
-				}
-				c.tag(tagPresent)
-				if err := c.projectAny(e, f.node); err != nil {
-					return err
-				}
-			}
-			return nil
+			return projectObject(c, n, len(v),
+				func(f readField) (any, bool) { e, ok := v[f.name]; return e, ok }, c.projectAny)
 		}
 	case []any:
 		if v != nil && !n.whole {

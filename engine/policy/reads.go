@@ -72,8 +72,8 @@ func (n *readNode) paths(prefix string) []string {
 		self += "#"
 	}
 	out := []string{self}
-	for _, k := range sortedKeys(n.fields) {
-		out = append(out, n.fields[k].paths(prefix+"."+k)...)
+	for _, f := range n.order {
+		out = append(out, f.node.paths(prefix+"."+f.name)...)
 	}
 	if n.elems != nil {
 		out = append(out, n.elems.paths(prefix+"[*]")...)
