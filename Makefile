@@ -1,13 +1,13 @@
 GO ?= go
 # Packages with concurrency (engine, stores, reload, daemon) run under the race detector.
-RACE_PKGS := ./engine/... ./cmd/...
+RACE_PKGS := ./engine/... ./config/... ./cmd/...
 OTHER_PKGS := ./builtin/... ./schemas/...
 EXAMPLE ?= examples/stock-agent
 # Every fuzz target, as package:Func:count. `make fuzz` runs each for FUZZTIME; `make test`
 # runs each for its count of executions (about 5s on the CI machine): a count, unlike a
 # duration, cannot trip Go's race at the -fuzztime deadline ("context deadline exceeded"
 # with no failing input, golang/go#75804) on a loaded machine.
-FUZZ_TARGETS := ./engine/decl:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/ref:FuzzScan:80000 \
+FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/ref:FuzzScan:80000 \
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 \
 	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy:FuzzPlanMemo_KeysSound:4000
 FUZZTIME ?= 10s

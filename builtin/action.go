@@ -81,7 +81,7 @@ type Services struct {
 // WithDefaults fills every nil field with an in-process default.
 func (s Services) WithDefaults() Services {
 	if s.Cache == nil || s.Limiter == nil {
-		m := store.NewMemory(0)
+		m := store.NewMemory(store.MemoryOptions{})
 		if s.Cache == nil {
 			s.Cache = m
 		}

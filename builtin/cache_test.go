@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -99,7 +99,7 @@ func TestCacheStore_ThenLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := decl.Options{Services: builtin.Services{Cache: store.NewMemory(0)}}
+			opts := config.Options{Services: builtin.Services{Cache: store.NewMemory(store.MemoryOptions{})}}
 			gen := loadHooks(t, cacheHooks, opts)
 			resp, invs := runSynthesis(t, gen, requestCtx(gen, "req-store", stored.gate), stored.text, stored.metadata, "ACME trades at 42.")
 			if resp != "ACME trades at 42." {
@@ -167,7 +167,7 @@ func TestCacheStore_CachedAgainstIsTheStoringGate(t *testing.T) {
 // cache.store stores the response as it is at its place in the after_synthesis chain,
 // with the source and the ttl it is given.
 func TestCacheStore_StoresTheChainedResponse(t *testing.T) {
-	mem := store.NewMemory(0)
+	mem := store.NewMemory(store.MemoryOptions{})
 	gen := loadHooks(t, hooks(`hooks:
   - name: lookup
     stage: before_planning
@@ -185,7 +185,7 @@ func TestCacheStore_StoresTheChainedResponse(t *testing.T) {
     stage: after_synthesis
     steps:
       - cache.store: {key: "'short:' + request", ttl: 1ms}
-`), decl.Options{Services: builtin.Services{Cache: mem}})
+`), config.Options{Services: builtin.Services{Cache: mem}})
 	got, invs := runSynthesis(t, gen, requestCtx(gen, "req-1", noGate), "contact?", nil, "Write to ann@example.com.")
 	if got != "Write to [REDACTED]." {
 		t.Fatalf("AfterSynthesis = %q", got)

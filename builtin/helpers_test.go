@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
@@ -78,27 +78,27 @@ func writeConfig(t testing.TB, files map[string]string) string {
 
 // load writes files into a config directory and loads it; the test fails on any
 // load error.
-func load(t testing.TB, files map[string]string, opts ...decl.Options) *decl.Generation {
+func load(t testing.TB, files map[string]string, opts ...config.Options) *config.Generation {
 	t.Helper()
-	var o decl.Options
+	var o config.Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	gen, err := decl.Load(writeConfig(t, files), o)
+	gen, err := config.Load(writeConfig(t, files), o)
 	if err != nil {
-		t.Fatalf("decl.Load: %v", err)
+		t.Fatalf("config.Load: %v", err)
 	}
 	return gen
 }
 
 // loadHooks loads a config directory holding only hooks/test.yaml.
-func loadHooks(t testing.TB, yaml string, opts ...decl.Options) *decl.Generation {
+func loadHooks(t testing.TB, yaml string, opts ...config.Options) *config.Generation {
 	t.Helper()
 	return load(t, map[string]string{"hooks/test.yaml": yaml}, opts...)
 }
 
 // requestCtx returns a context carrying the request info of request id on gen.
-func requestCtx(gen *decl.Generation, id string, gate engine.Gate) context.Context {
+func requestCtx(gen *config.Generation, id string, gate engine.Gate) context.Context {
 	return engine.WithRequestInfo(context.Background(), engine.RequestInfo{ID: id, Generation: gen.ID, Gate: gate})
 }
 
@@ -115,7 +115,7 @@ type beforeRun struct {
 
 // runBefore runs gen's before_planning stage for a request with text and metadata,
 // recording into a fresh trail.
-func runBefore(t testing.TB, gen *decl.Generation, id, text string, metadata map[string]any, gate engine.Gate) beforeRun {
+func runBefore(t testing.TB, gen *config.Generation, id, text string, metadata map[string]any, gate engine.Gate) beforeRun {
 	t.Helper()
 	pctx := &engine.PipelineContext{Request: text, Metadata: metadata}
 	trail := engine.NewTrail()
@@ -124,7 +124,7 @@ func runBefore(t testing.TB, gen *decl.Generation, id, text string, metadata map
 }
 
 // runAfter runs gen's after_planning stage on plan, recording into a fresh trail.
-func runAfter(t testing.TB, gen *decl.Generation, pctx *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, []engine.Invocation, error) {
+func runAfter(t testing.TB, gen *config.Generation, pctx *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, []engine.Invocation, error) {
 	t.Helper()
 	trail := engine.NewTrail()
 	got, err := gen.Pipeline.AfterPlanning(requestCtx(gen, "req-plan", noGate), pctx, plan, nil, trail)
@@ -133,7 +133,7 @@ func runAfter(t testing.TB, gen *decl.Generation, pctx *engine.PipelineContext, 
 
 // runSynthesis runs gen's after_synthesis stage on response for a request with text
 // and metadata, recording into a fresh trail.
-func runSynthesis(t testing.TB, gen *decl.Generation, ctx context.Context, text string, metadata map[string]any, response string) (string, []engine.Invocation) {
+func runSynthesis(t testing.TB, gen *config.Generation, ctx context.Context, text string, metadata map[string]any, response string) (string, []engine.Invocation) {
 	t.Helper()
 	pctx := &engine.PipelineContext{Request: text, Metadata: metadata, Enrichments: map[string]any{}}
 	trail := engine.NewTrail()

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
 
 // stageRun runs one stage of gen with a fresh trail and returns its invocations and
 // what the stage produced (enrichments, plan step ids, response) as a string.
-func stageRun(t *testing.T, gen *decl.Generation, stage engine.Stage, metadata map[string]any) ([]engine.Invocation, string) {
+func stageRun(t *testing.T, gen *config.Generation, stage engine.Stage, metadata map[string]any) ([]engine.Invocation, string) {
 	t.Helper()
 	ctx := requestCtx(gen, "req-1", noGate)
 	pctx := &engine.PipelineContext{Request: "q", Metadata: metadata, Enrichments: map[string]any{}}

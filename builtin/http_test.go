@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 )
 
 // seenRequest is what the test server received.
@@ -192,7 +192,7 @@ func TestHTTPRetrieve_FailuresFailOpen(t *testing.T) {
 func TestHTTPRetrieve_URLMustBeHTTP(t *testing.T) {
 	for _, url := range []string{"ftp://example.com/x", "/relative", "http://"} {
 		t.Run(url, func(t *testing.T) {
-			_, err := decl.Load(writeConfig(t, map[string]string{"hooks/test.yaml": retrieveHooks(`{url: "` + url + `", key: k}`)}), decl.Options{})
+			_, err := config.Load(writeConfig(t, map[string]string{"hooks/test.yaml": retrieveHooks(`{url: "` + url + `", key: k}`)}), config.Options{})
 			list := wantLoadErrors(t, err, "invalid_params")
 			if e := list[0]; e.Line != 8 || !strings.Contains(e.Message, "absolute http or https URL") {
 				t.Errorf("error = %v", e)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 )
 
 // twoStepResult is a successful execution result of two steps.
@@ -28,7 +28,7 @@ func twoStepResult() *engine.ExecutionResult {
 }
 
 // runExecution runs gen's after_execution stage on result, recording into a fresh trail.
-func runExecution(t *testing.T, gen *decl.Generation, result *engine.ExecutionResult) []engine.Invocation {
+func runExecution(t *testing.T, gen *config.Generation, result *engine.ExecutionResult) []engine.Invocation {
 	t.Helper()
 	trail := engine.NewTrail()
 	gen.Pipeline.AfterExecution(requestCtx(gen, "req-1", noGate), &engine.PipelineContext{Request: "q"}, result, trail)
@@ -95,7 +95,7 @@ func TestEffect_RecordedOnInvocation(t *testing.T) {
   - name: execution-audit
     stage: after_execution
     steps:
-`+tt.steps+"\n"), decl.Options{Services: builtin.Services{Now: now}})
+`+tt.steps+"\n"), config.Options{Services: builtin.Services{Now: now}})
 			invs := runExecution(t, gen, twoStepResult())
 			wantInvocations(t, invs, 1)
 			status, reason := engine.InvocationSucceeded, engine.ReasonCompleted
@@ -253,7 +253,7 @@ func TestLog_Lines(t *testing.T) {
   - name: logger
     stage: `+tt.stage+`
     steps:
-      - log: `+tt.params+"\n"), decl.Options{Services: builtin.Services{Logger: slog.New(h)}})
+      - log: `+tt.params+"\n"), config.Options{Services: builtin.Services{Logger: slog.New(h)}})
 			ctx := requestCtx(gen, "req-9", noGate)
 			pctx := &engine.PipelineContext{Request: "q?", Metadata: map[string]any{"tenant": "acme"}, Enrichments: map[string]any{}}
 			trail := engine.NewTrail()
@@ -296,7 +296,7 @@ func TestLog_EvalErrorFailsOpen(t *testing.T) {
     stage: after_synthesis
     steps:
       - log: {message: "string(metadata.missing)", level: error}
-`), decl.Options{Services: builtin.Services{Logger: slog.New(h)}, Logger: slog.New(slog.DiscardHandler)})
+`), config.Options{Services: builtin.Services{Logger: slog.New(h)}, Logger: slog.New(slog.DiscardHandler)})
 	got, invs := runSynthesis(t, gen, requestCtx(gen, "req-1", noGate), "q", nil, "answer")
 	if got != "answer" {
 		t.Errorf("AfterSynthesis = %q", got)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/schemas"
 )
 
@@ -98,7 +98,7 @@ func TestRegistry_StagesEnforced(t *testing.T) {
     steps:
       - ` + name + `: ` + minimal[name] + "\n")}
 				maps.Copy(files, repoPolicies())
-				gen, err := decl.Load(writeConfig(t, files), decl.Options{})
+				gen, err := config.Load(writeConfig(t, files), config.Options{})
 				if spec.AllowedIn(stage) {
 					if err != nil {
 						t.Fatalf("load: %v", err)
@@ -149,7 +149,7 @@ func TestRegistry_ParamErrors(t *testing.T) {
     stage: ` + tt.stage + `
     steps:
 ` + stepLine + "\n")
-			_, err := decl.Load(writeConfig(t, map[string]string{"hooks/test.yaml": yaml}), decl.Options{})
+			_, err := config.Load(writeConfig(t, map[string]string{"hooks/test.yaml": yaml}), config.Options{})
 			list := wantLoadErrors(t, err, tt.kind)
 			e := list[0]
 			col := strings.Index(stepLine, tt.at) + 1 + tt.off

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
 
@@ -305,7 +305,7 @@ func TestRego_UndefinedQueryIsALoadError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decl.Load(writeConfig(t, tt.files), decl.Options{})
+			_, err := config.Load(writeConfig(t, tt.files), config.Options{})
 			list := wantLoadErrors(t, err, "undefined_query")
 			if e := list[0]; e.File != "hooks/plan.yaml" || e.Line == 0 || !strings.Contains(e.Message, tt.want) {
 				t.Errorf("error = %v, want one at the query in hooks/plan.yaml mentioning %q", e, tt.want)

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 )
 
 // synthesisHook is a hooks section with one after_synthesis hook named rewrite.
@@ -96,7 +96,7 @@ func TestRedact_CustomRegexAndReplacement(t *testing.T) {
 
 // A regex that is not RE2 is a load error at the param.
 func TestRedact_InvalidRegexIsALoadError(t *testing.T) {
-	_, err := decl.Load(writeConfig(t, map[string]string{"hooks/test.yaml": synthesisHook(`      - redact: {regex: ['(a']}`)}), decl.Options{})
+	_, err := config.Load(writeConfig(t, map[string]string{"hooks/test.yaml": synthesisHook(`      - redact: {regex: ['(a']}`)}), config.Options{})
 	list := wantLoadErrors(t, err, "invalid_params")
 	if e := list[0]; e.Line != 8 || !strings.Contains(e.Message, `invalid regex "(a"`) {
 		t.Errorf("error = %v, want one at line 8 naming the regex", e)
@@ -150,7 +150,7 @@ func TestTruncate_UTF8Boundary(t *testing.T) {
 
 // A suffix that does not fit is a load error.
 func TestTruncate_SuffixMustFit(t *testing.T) {
-	_, err := decl.Load(writeConfig(t, map[string]string{"hooks/test.yaml": synthesisHook(`      - truncate: {max_bytes: 3}`)}), decl.Options{})
+	_, err := config.Load(writeConfig(t, map[string]string{"hooks/test.yaml": synthesisHook(`      - truncate: {max_bytes: 3}`)}), config.Options{})
 	list := wantLoadErrors(t, err, "invalid_params")
 	if !strings.Contains(list[0].Message, "suffix (3 bytes) must be shorter than max_bytes (3)") {
 		t.Errorf("error = %v", list[0])

@@ -408,8 +408,7 @@ func TestAfterPlanning_RunsOncePerPhaseBeforeExecution(t *testing.T) {
 	}}
 	phase1 := threeStepPlan()
 	phase1.Terminal = new(bool)
-	l := recordingLifecycle(mustNew(t, []engine.Hook{hook}, engine.WithCatalog(testCatalog(t))), log, phase1, phaseTwoPlan())
-	l.Store = store
+	l := recordingLifecycle(t, mustNew(t, []engine.Hook{hook}, engine.WithCatalog(testCatalog(t))), store, log, phase1, phaseTwoPlan())
 	if _, err := l.Run(context.Background(), engine.Request{ID: "r", Text: "q"}); err != nil {
 		t.Fatal(err)
 	}
@@ -448,8 +447,7 @@ func runGoverned(t *testing.T, reject int) governedRun {
 	phase1 := threeStepPlan()
 	phase1.Terminal = new(bool)
 	p := mustNew(t, []engine.Hook{governed, r.exec, r.synth}, engine.WithCatalog(testCatalog(t)))
-	l := recordingLifecycle(p, r.log, phase1, phaseTwoPlan())
-	l.Store = r.store
+	l := recordingLifecycle(t, p, r.store, r.log, phase1, phaseTwoPlan())
 	r.out, r.err = l.Run(context.Background(), engine.Request{ID: "r", Text: "q"})
 	return r
 }

@@ -328,7 +328,7 @@ func TestBeforePlanning_ShortCircuitSkipsPlanningExecutionAndLaterStages(t *test
 	log := &eventLog{}
 	planner, exec, synth := &planHook{name: "plan-review"}, &executionHook{name: "audit"}, &synthesisHook{name: "redact"}
 	p := mustNew(t, []engine.Hook{decide("policy", authoritative("no")), planner, exec, synth})
-	l := recordingLifecycle(p, log, threeStepPlan())
+	l := recordingLifecycle(t, p, nil, log, threeStepPlan())
 	out, err := l.Run(context.Background(), engine.Request{ID: "r-1", Text: "hi"})
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -189,14 +189,21 @@ func TestEffects_LateUpdateCallsOnLateEffect(t *testing.T) {
 }
 
 func TestEffects_LateUpdateSavesNewRecordRevision(t *testing.T) {
-	trail, store := engine.NewTrail(), &putLog{}
-	w := engine.NewRecordWriter(store, trail, "req-1", "gen-1")
-	ctx := effectRun(t, trail, func(ctx context.Context) error { return engine.ReportEffect(ctx, pending("job")) })
-	if err := w.Save(context.Background()); err != nil {
+	store := &putLog{}
+	var hookCtx context.Context
+	p := mustNew(t, []engine.Hook{&synthesisHook{name: "worker", fn: func(ctx context.Context, _ *engine.PipelineContext, r string) (string, error) {
+		hookCtx = ctx
+		return r, engine.ReportEffect(ctx, pending("job"))
+	}}})
+	sess, err := newDriver(t, p, nil, store).Open(context.Background(), "req-1", engine.Opening{Text: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.AfterSynthesis(context.Background(), "r"); err != nil {
 		t.Fatal(err)
 	}
 	before := len(store.all())
-	if err := engine.ReportEffect(ctx, terminal("job", engine.EffectSucceeded, `{}`)); err != nil {
+	if err := engine.ReportEffect(hookCtx, terminal("job", engine.EffectSucceeded, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	revs := store.all()

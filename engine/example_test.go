@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // allowList is a required after-planning hook: every step's capability must be listed.
@@ -55,11 +55,16 @@ func Example() {
 	if err != nil {
 		panic(err) // nil entries and broken required hooks are construction errors
 	}
+	mem := store.NewMemory(store.MemoryOptions{}) // request states and records
+	driver, err := engine.NewDriver(engine.DriverConfig{
+		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g1", Pipeline: pipeline}},
+		States:      mem, Records: mem,
+	})
+	if err != nil {
+		panic(err)
+	}
 	for _, capability := range []string{"stock_quote", "execute_trade"} {
-		lc := &engine.Lifecycle{
-			Pipeline: pipeline, Planner: planner{capability}, Executor: tools{}, Synthesizer: model{},
-			Store: record.NewMemory(record.Retention{}),
-		}
+		lc := &engine.Lifecycle{Driver: driver, Planner: planner{capability}, Executor: tools{}, Synthesizer: model{}}
 		out, err := lc.Run(context.Background(), engine.Request{ID: "req-" + capability, Text: "ACME?"})
 		if rejected, ok := engine.AsRequiredAfterPlanningError(err); ok {
 			fmt.Printf("%s: rejected by %s, record %s\n", capability, rejected.Hook, out.Record.Status)

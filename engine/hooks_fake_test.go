@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // Test doubles shared by the stage tests. Each fake takes part in exactly one stage (a
@@ -315,11 +316,26 @@ func (l *eventLog) list() []string {
 	return append([]string(nil), l.events...)
 }
 
+// newDriver returns a driver over one generation of p and runner, writing records to
+// records (nil keeps them in the session).
+func newDriver(t testing.TB, p *engine.Pipeline, runner *op.Runner, records engine.RecordStore) *engine.Driver {
+	t.Helper()
+	d, err := engine.NewDriver(engine.DriverConfig{
+		Generations: engine.Fixed{Gen: &engine.Generation{ID: "gen-test", Pipeline: p, Runner: runner}},
+		Records:     records,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // recordingLifecycle returns a lifecycle over p whose planner serves plans in turn and
-// whose executor and synthesizer log to log.
-func recordingLifecycle(p *engine.Pipeline, log *eventLog, plans ...*engine.RoutingPlan) *engine.Lifecycle {
+// whose executor and synthesizer log to log; records go to records (nil: kept in the
+// session).
+func recordingLifecycle(t testing.TB, p *engine.Pipeline, records engine.RecordStore, log *eventLog, plans ...*engine.RoutingPlan) *engine.Lifecycle {
 	return &engine.Lifecycle{
-		Pipeline: p,
+		Driver: newDriver(t, p, nil, records),
 		Planner: planFunc(func(_ context.Context, _ *engine.PipelineContext, history []engine.PhaseRecord) (*engine.RoutingPlan, error) {
 			log.add("plan %d", len(history)+1)
 			if len(history) >= len(plans) {
@@ -366,7 +382,7 @@ func (s *putLog) Get(context.Context, string) (*engine.ExecutionRecord, error) {
 	if len(s.revs) == 0 {
 		return nil, engine.ErrRecordNotFound
 	}
-	return s.revs[len(s.revs)-1], nil
+	return engine.CloneRecord(s.revs[len(s.revs)-1])
 }
 
 func (s *putLog) all() []*engine.ExecutionRecord {

@@ -13,7 +13,7 @@ var (
 	forbiddenDirect = []string{"os", "io/fs", "io/ioutil", "path/filepath"}
 	// forbiddenAnywhere may not appear anywhere in the core's dependency graph.
 	forbiddenAnywhere = []string{"gopkg.in/yaml.v3", "go.yaml.in/yaml/v3", "net/http", "github.com/fsnotify/fsnotify",
-		"github.com/agentd-dev/agentd/engine/decl", "github.com/agentd-dev/agentd/cmd/agentd"}
+		"github.com/agentd-dev/agentd/config", "github.com/agentd-dev/agentd/cmd/agentd"}
 	corePackages = []string{".", "./op", "./ref"}
 )
 

@@ -13,7 +13,7 @@ const SkipDependencyFailed = "dependency_failed"
 
 // runSteps runs the steps of one accepted plan in dependency order (plan order among
 // ready steps). done holds the results of earlier phases.
-func (l *Lifecycle) runSteps(ctx context.Context, requestID string, plan *RoutingPlan, done []StepResult) []StepResult {
+func (l *Lifecycle) runSteps(ctx context.Context, s *Session, plan *RoutingPlan, done []StepResult) []StepResult {
 	results := make([]StepResult, 0, len(plan.Steps))
 	ok := make(map[string]bool, len(plan.Steps))
 	for _, i := range dependencyOrder(plan.Steps) {
@@ -25,7 +25,7 @@ func (l *Lifecycle) runSteps(ctx context.Context, requestID string, plan *Routin
 		if blocked(step, ok) {
 			r.Skipped, r.SkipReason = true, SkipDependencyFailed
 		} else {
-			l.runStep(ctx, requestID, step, slices.Concat(done, results), &r)
+			l.runStep(ctx, s, step, slices.Concat(done, results), &r)
 		}
 		ok[step.StepID] = r.Success
 		results = append(results, r)
@@ -44,14 +44,14 @@ func blocked(step RoutingStep, ok map[string]bool) bool {
 
 // runStep runs one step as a tool_call operation: guards first, then the executor;
 // finish always runs.
-func (l *Lifecycle) runStep(ctx context.Context, requestID string, step RoutingStep, done []StepResult, r *StepResult) {
+func (l *Lifecycle) runStep(ctx context.Context, s *Session, step RoutingStep, done []StepResult, r *StepResult) {
 	call := op.Call{
-		Operation: op.ToolCall, RequestID: requestID, StepID: step.StepID,
+		Operation: op.ToolCall, RequestID: s.ID(), StepID: step.StepID,
 		Namespace: step.Namespace, AgentName: step.AgentName,
 		Capability: r.Capability, Parameters: r.Parameters,
 	}
 	started := time.Now()
-	opctx, finish, err := l.Runner.Start(ctx, call)
+	opctx, finish, err := s.StartOperation(ctx, call)
 	if err != nil {
 		r.Error = err.Error()
 		if finish != nil {

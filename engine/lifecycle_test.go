@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
-	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // countingPlanner returns plans[i] for phase i+1.
@@ -132,7 +132,7 @@ type fixture struct {
 	planner *countingPlanner
 	exec    *countingExecutor
 	synth   *countingSynthesizer
-	store   *record.Memory
+	store   *store.Memory
 	lc      *engine.Lifecycle
 }
 
@@ -142,8 +142,8 @@ func newFixture(t *testing.T, hooks []engine.Hook, runner *op.Runner, plans ...*
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{planner: &countingPlanner{plans: plans}, exec: &countingExecutor{}, synth: &countingSynthesizer{}, store: record.NewMemory(record.Retention{})}
-	f.lc = &engine.Lifecycle{Pipeline: p, Runner: runner, Planner: f.planner, Executor: f.exec, Synthesizer: f.synth, Store: f.store, Generation: "gen-test"}
+	f := &fixture{planner: &countingPlanner{plans: plans}, exec: &countingExecutor{}, synth: &countingSynthesizer{}, store: store.NewMemory(store.MemoryOptions{})}
+	f.lc = &engine.Lifecycle{Driver: newDriver(t, p, runner, f.store), Planner: f.planner, Executor: f.exec, Synthesizer: f.synth}
 	return f
 }
 

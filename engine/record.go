@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 )
 
@@ -32,12 +31,17 @@ type PhaseRecord struct {
 
 // ExecutionRecord is the stored evidence of one request: every hook invocation in
 // order, the accepted plan of each phase with its results, the final response and its
-// source. Revision grows with every rewrite; stores never let a lower or equal revision
-// replace a stored record.
+// source. Status says whether the work succeeded; Lifecycle, separately, whether the
+// request completed. Revision grows with every rewrite; stores never let a lower or
+// equal revision replace a stored record.
 type ExecutionRecord struct {
-	RequestID           string           `json:"request_id"`
-	Generation          string           `json:"generation,omitempty"`
-	Status              RecordStatus     `json:"status"`
+	RequestID  string           `json:"request_id"`
+	Generation string           `json:"generation,omitempty"`
+	Status     RecordStatus     `json:"status"`
+	Lifecycle  RequestLifecycle `json:"lifecycle,omitempty"`
+	// OpenUntil is when the request's state expires while it is open: a record still
+	// open after it was abandoned (see LifecycleAt).
+	OpenUntil           *time.Time       `json:"open_until,omitempty"`
 	Error               string           `json:"error,omitempty"`
 	PipelineHooks       []Invocation     `json:"pipeline_hooks"`
 	Phases              []PhaseRecord    `json:"phases,omitempty"`
@@ -66,72 +70,24 @@ type RecordStore interface {
 	Get(ctx context.Context, requestID string) (*ExecutionRecord, error)
 }
 
-// RecordWriter keeps the evolving record of one request and writes a new revision of
-// it on every Save, with the invocations of its Trail. Late effect updates on the trail
-// save a new revision too. It is safe for concurrent use.
-type RecordWriter struct {
-	mu    sync.Mutex
-	store RecordStore
-	trail *Trail
-	rec   ExecutionRecord
-}
-
-// NewRecordWriter starts the record of a request; trail must not be nil.
-func NewRecordWriter(store RecordStore, trail *Trail, requestID, generation string) *RecordWriter {
-	now := time.Now().UTC()
-	w := &RecordWriter{store: store, trail: trail, rec: ExecutionRecord{
-		RequestID: requestID, Generation: generation, Status: RecordRunning,
-		CreatedAt: now, UpdatedAt: now,
-	}}
-	trail.OnLateEffect(func() { _ = w.Save(context.WithoutCancel(context.Background())) })
-	return w
-}
-
-// Update applies fn to the record under the writer's lock. fn must not retain rec.
-func (w *RecordWriter) Update(fn func(rec *ExecutionRecord)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	fn(&w.rec)
-}
-
-// Snapshot returns a copy of the current record with the trail's invocations.
-func (w *RecordWriter) Snapshot() *ExecutionRecord {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.snapshotLocked()
-}
-
-func (w *RecordWriter) snapshotLocked() *ExecutionRecord {
-	rec := w.rec
-	rec.PipelineHooks = w.trail.Invocations()
-	if rec.PipelineHooks == nil {
-		rec.PipelineHooks = []Invocation{}
+// LifecycleAt returns the record's lifecycle as of now: an open request whose state
+// expired at OpenUntil is abandoned; a record without a lifecycle stays without one
+// (unknown completion).
+func (r *ExecutionRecord) LifecycleAt(now time.Time) RequestLifecycle {
+	if r.Lifecycle == LifecycleOpen && r.OpenUntil != nil && now.After(*r.OpenUntil) {
+		return LifecycleAbandoned
 	}
-	rec.Phases = append([]PhaseRecord(nil), w.rec.Phases...)
-	return &rec
-}
-
-// Save writes the next revision. A nil store makes it a no-op. ErrStaleRevision from
-// the store means a newer revision already landed and is not returned as an error.
-func (w *RecordWriter) Save(ctx context.Context) error {
-	if w.store == nil {
-		return nil
-	}
-	w.mu.Lock()
-	w.rec.Revision++
-	w.rec.UpdatedAt = time.Now().UTC()
-	snap := w.snapshotLocked()
-	w.mu.Unlock()
-	if err := w.store.Put(ctx, snap); err != nil && !errors.Is(err, ErrStaleRevision) {
-		return err
-	}
-	return nil
+	return r.Lifecycle
 }
 
 // CloneRecord returns a deep copy of rec sharing no mutable memory with it. Values a
 // plan or result holds that are not JSON-shaped fail with a *CloneError.
 func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 	out := *rec
+	if rec.OpenUntil != nil {
+		t := *rec.OpenUntil
+		out.OpenUntil = &t
+	}
 	out.PipelineHooks = make([]Invocation, len(rec.PipelineHooks))
 	for i, inv := range rec.PipelineHooks {
 		out.PipelineHooks[i] = copyInvocation(inv)

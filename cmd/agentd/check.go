@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
@@ -26,7 +26,7 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 // loadDirArg parses the single DIR argument of command and compiles it. On failure it
 // prints the usage or every config error and returns a nil generation with the exit
 // code.
-func loadDirArg(command string, args []string, stderr io.Writer) (string, *decl.Generation, int) {
+func loadDirArg(command string, args []string, stderr io.Writer) (string, *config.Generation, int) {
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, "usage: agentd %s DIR\n", command) }
@@ -37,7 +37,7 @@ func loadDirArg(command string, args []string, stderr io.Writer) (string, *decl.
 		return "", nil, exitUsage
 	}
 	dir := fs.Arg(0)
-	gen, err := decl.Load(dir, decl.Options{})
+	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
 		printLoadError(stderr, dir, err)
 		return dir, nil, exitFailed
@@ -61,7 +61,7 @@ func printLoadError(w io.Writer, dir string, err error) {
 
 // printSummary prints the compiled generation: hooks per stage in order, the required
 // hook, the guards and the generation id.
-func printSummary(w io.Writer, gen *decl.Generation) {
+func printSummary(w io.Writer, gen *config.Generation) {
 	fmt.Fprintf(w, "generation %s (%d files)\n", gen.ID, len(gen.Files))
 	for _, stage := range engine.Stages {
 		hooks := gen.StageHooks(stage)

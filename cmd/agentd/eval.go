@@ -12,9 +12,8 @@ import (
 	"os"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/record"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -50,15 +49,15 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 		return exitFailed
 	}
-	gen, err := decl.Load(*dir, decl.Options{})
+	gen, err := config.Load(*dir, config.Options{})
 	if err != nil {
 		printLoadError(stderr, *dir, err)
 		return exitFailed
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
-	mem := store.NewMemory(0)
-	svc, err := server.New(server.Config{Registry: registry, Requests: mem, Records: record.NewMemory(record.Retention{})})
+	mem := store.NewMemory(store.MemoryOptions{})
+	svc, err := server.New(server.Config{Registry: registry, States: mem, Records: mem})
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 		return exitFailed

@@ -18,9 +18,8 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/record"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine/store"
 	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
 )
@@ -48,7 +47,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
-	fs.IntVar(&f.maxRecords, "max-records", record.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
+	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -105,7 +104,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	}
 	defer stores.close()
 	registry := reload.NewRegistry(8)
-	reloader, err := reload.NewReloader(f.config, decl.Options{
+	reloader, err := reload.NewReloader(f.config, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
 	}, registry, logger, tel.meter)
@@ -116,7 +115,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
 	}
 	svc, err := server.New(server.Config{
-		Registry: registry, Requests: stores.requests, Records: stores.records,
+		Registry: registry, States: stores.states, Records: stores.records,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
 	})
 	if err != nil {
@@ -170,21 +169,21 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 
 // stores are the state and record stores the daemon runs on.
 type stores struct {
-	requests store.Requests
-	cache    store.Cache
-	limiter  store.Limiter
-	records  engine.RecordStore
-	close    func()
+	states  engine.StateStore
+	cache   store.Cache
+	limiter store.Limiter
+	records engine.RecordStore
+	close   func()
 }
 
 // openStores opens the --store backend: in-process memory, or Redis shared by
 // replicas. Redis need not be up: the daemon serves, calls that need state answer 503
 // store_unavailable, and the store reconnects by itself when Redis returns.
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
-	retention := record.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
+	retention := store.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
 	if f.store == "memory" {
-		mem := store.NewMemory(0)
-		return &stores{requests: mem, cache: mem, limiter: mem, records: record.NewMemory(retention), close: func() {}}, nil
+		mem := store.NewMemory(store.MemoryOptions{Retention: retention})
+		return &stores{states: mem, cache: mem, limiter: mem, records: mem, close: func() {}}, nil
 	}
 	redisstore.SetLogger(logger)
 	rs, err := redisstore.Open(f.store)
@@ -194,7 +193,7 @@ func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*store
 	if err := rs.Ping(ctx); err != nil {
 		logger.Warn("redis store not reachable yet; calls that need state answer 503 until it is", "error", err.Error())
 	}
-	return &stores{requests: rs, cache: rs, limiter: rs, records: rs.Records(retention), close: func() { _ = rs.Close() }}, nil
+	return &stores{states: rs, cache: rs, limiter: rs, records: rs.Records(retention), close: func() { _ = rs.Close() }}, nil
 }
 
 // reloadOnHangup forces a reload on every SIGHUP until ctx is done.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/agentd-dev/agentd/engine/hooktest"
+	"github.com/agentd-dev/agentd/config/hooktest"
 )
 
 func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -12,7 +12,7 @@ func runTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if gen == nil {
 		return code
 	}
-	report, err := hooktest.Run(ctx, dir, gen)
+	report, err := hooktest.Run(ctx, dir, gen, hooktest.Options{})
 	if err != nil {
 		printLoadError(stderr, dir, err)
 		return exitFailed

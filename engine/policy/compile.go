@@ -94,6 +94,16 @@ func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
 	return b, nil
 }
 
+// Data returns a fresh copy of the merged data document the policies read as data,
+// exactly as evaluation sees it.
+func (b *Bundle) Data() (map[string]any, error) {
+	doc, err := b.data.toJSON()
+	if err != nil {
+		return nil, err
+	}
+	return doc.(map[string]any), nil
+}
+
 // Modules returns the module file names, sorted.
 func (b *Bundle) Modules() []string { return slices.Clone(b.modules) }
 

@@ -3,10 +3,25 @@ package store_test
 import (
 	"testing"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 	"github.com/agentd-dev/agentd/engine/store/storetest"
 )
 
-func TestMemory_Conformance(t *testing.T) {
-	storetest.Run(t, func(*testing.T) storetest.Store { return store.NewMemory(0) })
+func newMemory(*testing.T) *store.Memory { return store.NewMemory(store.MemoryOptions{}) }
+
+func TestMemory_States(t *testing.T) {
+	storetest.States(t, func(t *testing.T) engine.StateStore { return newMemory(t) })
+}
+
+func TestMemory_Records(t *testing.T) {
+	storetest.Records(t, func(t *testing.T) engine.RecordStore { return newMemory(t) })
+}
+
+func TestMemory_Cache(t *testing.T) {
+	storetest.Cache(t, func(t *testing.T) store.Cache { return newMemory(t) })
+}
+
+func TestMemory_Limiter(t *testing.T) {
+	storetest.Limiter(t, func(t *testing.T) store.Limiter { return newMemory(t) })
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/internal/expiring"
 )
 
@@ -15,17 +16,28 @@ import (
 const DefaultCacheTTL = 10 * time.Minute
 
 // DefaultRequestTTL applies when PutRequest is given no ttl.
-const DefaultRequestTTL = 30 * time.Minute
+const DefaultRequestTTL = engine.DefaultStateTTL
 
-// Memory is an in-process Requests, Cache and Limiter. It bounds itself: the cache and
-// the request states each hold at most maxEntries entries (expired ones are swept
-// first, then the ones closest to expiry are evicted).
+// MemoryOptions configure a Memory. The zero value is valid.
+type MemoryOptions struct {
+	// MaxEntries bounds the cache entries and the request states, each; 0 means 10,000.
+	MaxEntries int
+	// Retention says how long records are kept and how many at most.
+	Retention Retention
+}
+
+// Memory is the in-process store: request states, execution records, the response
+// cache and rate-limit counters. It bounds itself: expired entries are swept first,
+// then the oldest written are evicted. Values are copied in and out, so a caller never
+// aliases stored state, exactly as with a remote store.
 type Memory struct {
-	mu       sync.Mutex
-	cache    *expiring.Map[CacheEntry]
-	requests *expiring.Map[[]byte]
-	windows  map[string]window
-	now      func() time.Time
+	mu        sync.Mutex
+	cache     *expiring.Map[CacheEntry]
+	requests  *expiring.Map[[]byte]
+	records   *expiring.Map[memoryRecord]
+	windows   map[string]window
+	retention Retention
+	now       func() time.Time
 }
 
 type window struct {
@@ -34,17 +46,26 @@ type window struct {
 	count  int
 }
 
+type memoryRecord struct {
+	revision int64
+	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
+	data     []byte
+}
+
 // maxWindows is the number of rate-limit windows above which finished ones are swept.
 const maxWindows = 10_000
 
-// NewMemory returns an empty store holding at most maxEntries cache entries (0 means
-// 10,000).
-func NewMemory(maxEntries int) *Memory {
-	if maxEntries <= 0 {
-		maxEntries = 10_000
+// NewMemory returns an empty store.
+func NewMemory(opts MemoryOptions) *Memory {
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = 10_000
+	}
+	if opts.Retention.MaxRecords <= 0 {
+		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
 	return &Memory{
-		cache: expiring.New[CacheEntry](maxEntries), requests: expiring.New[[]byte](maxEntries),
+		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[[]byte](opts.MaxEntries),
+		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), retention: opts.Retention,
 		windows: map[string]window{}, now: time.Now,
 	}
 }
@@ -75,14 +96,12 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 	e.CachedAgainst = maps.Clone(e.CachedAgainst)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	m.cache.Put(key, e, now.Add(ttl))
+	m.cache.Put(key, e, m.now().Add(ttl))
 	return nil
 }
 
-// GetRequest implements Requests. States are stored JSON-encoded, so callers never
-// alias stored state, exactly as with a remote store.
-func (m *Memory) GetRequest(ctx context.Context, id string) (*RequestState, bool, error) {
+// GetRequest implements engine.StateStore. States are stored JSON-encoded.
+func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -92,15 +111,15 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*RequestState, bool
 	if !ok {
 		return nil, false, nil
 	}
-	var s RequestState
+	var s engine.RequestState
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, false, fmt.Errorf("decode request state: %w", err)
 	}
 	return &s, true, nil
 }
 
-// PutRequest implements Requests.
-func (m *Memory) PutRequest(ctx context.Context, s *RequestState, ttl time.Duration) error {
+// PutRequest implements engine.StateStore.
+func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -115,6 +134,53 @@ func (m *Memory) PutRequest(ctx context.Context, s *RequestState, ttl time.Durat
 	defer m.mu.Unlock()
 	m.requests.Put(s.ID, data, m.now().Add(ttl))
 	return nil
+}
+
+// Put implements engine.RecordStore. Records are deep-copied (engine.CloneRecord), or
+// JSON-encoded when they hold values that are not JSON-shaped.
+func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e := memoryRecord{revision: rec.Revision}
+	if c, err := engine.CloneRecord(rec); err == nil {
+		e.rec = c
+	} else if e.data, err = json.Marshal(rec); err != nil {
+		return fmt.Errorf("encode execution record: %w", err)
+	}
+	now := m.now()
+	var expires time.Time
+	if ttl := m.retention.TTL(rec.Status); ttl > 0 {
+		expires = now.Add(ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.records.Get(rec.RequestID, now); ok && old.revision >= rec.Revision {
+		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
+	}
+	m.records.Put(rec.RequestID, e, expires)
+	return nil
+}
+
+// Get implements engine.RecordStore.
+func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	e, ok := m.records.Get(requestID, m.now())
+	m.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
+	}
+	if e.rec != nil {
+		return engine.CloneRecord(e.rec)
+	}
+	var rec engine.ExecutionRecord
+	if err := json.Unmarshal(e.data, &rec); err != nil {
+		return nil, fmt.Errorf("decode execution record: %w", err)
+	}
+	return &rec, nil
 }
 
 // Allow implements Limiter with fixed windows aligned to the first event.
@@ -146,7 +212,8 @@ func (m *Memory) sweepWindows(now time.Time) {
 }
 
 var (
-	_ Requests = (*Memory)(nil)
-	_ Cache    = (*Memory)(nil)
-	_ Limiter  = (*Memory)(nil)
+	_ engine.StateStore  = (*Memory)(nil)
+	_ engine.RecordStore = (*Memory)(nil)
+	_ Cache              = (*Memory)(nil)
+	_ Limiter            = (*Memory)(nil)
 )

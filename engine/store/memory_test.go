@@ -8,7 +8,7 @@ import (
 )
 
 func TestMemory_CacheIsBounded(t *testing.T) {
-	m := NewMemory(3)
+	m := NewMemory(MemoryOptions{MaxEntries: 3})
 	ctx := context.Background()
 	for i := range 10 {
 		if err := m.PutCache(ctx, fmt.Sprint(i), CacheEntry{Response: "x"}, time.Duration(i+1)*time.Minute); err != nil {

@@ -1,6 +1,8 @@
-// Package store holds agentd's shared state: request states between stage calls, the
-// response cache and rate-limit counters. Memory is the in-process default; every
-// implementation passes the same conformance suite (storetest).
+// Package store holds agentd's shared state: request states between stage calls
+// (engine.StateStore), execution records (engine.RecordStore), the response cache and
+// rate-limit counters. Memory is the in-process default and the redis sub-package the
+// store replicas share; every implementation passes the conformance suite of each
+// interface (storetest).
 package store
 
 import (
@@ -39,30 +41,24 @@ type Limiter interface {
 	Allow(ctx context.Context, key string, limit int, window time.Duration) (bool, error)
 }
 
-// RequestState is what agentd keeps about a request between its stage calls: the config
-// generation it runs on, its pipeline context and cache gate, and the steps of its
-// accepted phases (for plan validation of later phases).
-type RequestState struct {
-	ID                string               `json:"id"`
-	Generation        string               `json:"generation"`
-	Request           string               `json:"request"`
-	Metadata          map[string]any       `json:"metadata,omitempty"`
-	Enrichments       map[string]any       `json:"enrichments,omitempty"`
-	CacheVary         map[string]string    `json:"cache_vary,omitempty"`
-	CacheReadDisabled bool                 `json:"cache_read_disabled,omitempty"`
-	PriorSteps        []engine.RoutingStep `json:"prior_steps,omitempty"`
-	Phase             int                  `json:"phase,omitempty"`
-	// PhasePlanID is the plan_id of the last accepted phase's incoming plan and
-	// PhaseStart the index in PriorSteps where that phase's steps begin: a call that
-	// re-sends that plan is answered from the record instead of starting a new phase.
-	PhasePlanID string `json:"phase_plan_id,omitempty"`
-	PhaseStart  int    `json:"phase_start,omitempty"`
+// Retention says how long execution records are kept, by outcome, and how many at
+// most; zero durations keep them until evicted. A running record is kept for the error
+// retention.
+type Retention struct {
+	Success time.Duration
+	Error   time.Duration
+	// MaxRecords bounds the records an in-process store holds, the oldest written
+	// going first; 0 means DefaultMaxRecords.
+	MaxRecords int
 }
 
-// Requests keeps request states between stage calls.
-type Requests interface {
-	// GetRequest returns the state of request id; ok is false when unknown or expired.
-	GetRequest(ctx context.Context, id string) (state *RequestState, ok bool, err error)
-	// PutRequest stores state for ttl (0 means the store's default).
-	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
+// DefaultMaxRecords bounds Memory's records when Retention.MaxRecords is 0.
+const DefaultMaxRecords = 10_000
+
+// TTL returns how long a record with status is kept (0: until evicted).
+func (r Retention) TTL(status engine.RecordStatus) time.Duration {
+	if status == engine.RecordSucceeded {
+		return r.Success
+	}
+	return r.Error
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 )
 
 // beforeHook is one before_planning hook of the stage: a `when` condition, then either
@@ -77,16 +77,16 @@ func beforeMetadata() map[string]any {
 	return map[string]any{"tenant": "acme", "user": "u-1", "locale": "en-GB", "tier": "gold"}
 }
 
-// AgentdBeforePlanning is agentd's side: the stage loaded by decl.Load from dir
+// AgentdBeforePlanning is agentd's side: the stage loaded by config.Load from dir
 // (written here), Pipeline.BeforePlanning with a nil trail and a fresh enrichments map
 // per operation. It returns the side and the enrichments one run produces.
 func AgentdBeforePlanning(dir string) (Side, map[string]any, error) {
 	if err := fixture.Write(dir, []fixture.File{{Name: "hooks/before.yaml", Data: []byte(beforeYAML())}}); err != nil {
 		return Side{}, nil, err
 	}
-	gen, err := decl.Load(dir, decl.Options{})
+	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
-		return Side{}, nil, fmt.Errorf("decl.Load: %w", err)
+		return Side{}, nil, fmt.Errorf("config.Load: %w", err)
 	}
 	if n := len(gen.StageHooks(engine.StageBeforePlanning)); n != BeforeHooks {
 		return Side{}, nil, fmt.Errorf("loaded %d before_planning hooks, want %d", n, BeforeHooks)

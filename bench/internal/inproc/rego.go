@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
+	"github.com/agentd-dev/agentd/config"
 )
 
 // PlanCase is one plan review: a plan of Steps steps against an allow-list of Size.
@@ -22,7 +22,7 @@ func (c PlanCase) String() string {
 	return fmt.Sprintf("%d-step plan, %d-entry allow-list", c.Steps, c.Size.Entries())
 }
 
-// AgentdPlanReview is agentd's side: a generation loaded by decl.Load from dir (written
+// AgentdPlanReview is agentd's side: a generation loaded by config.Load from dir (written
 // here: the required `rego: {query: data.agentd.plan}` hook over policies and the
 // generated allow-list), its Pipeline.AfterPlanning called with a nil trail, as the
 // daemon calls it minus the HTTP, state and record layers. Each operation varies the
@@ -31,9 +31,9 @@ func AgentdPlanReview(dir string, policies []fixture.File, c PlanCase, v fixture
 	if err := fixture.AgentdConfig(dir, policies, c.Size); err != nil {
 		return Side{}, err
 	}
-	gen, err := decl.Load(dir, decl.Options{})
+	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
-		return Side{}, fmt.Errorf("decl.Load: %w", err)
+		return Side{}, fmt.Errorf("config.Load: %w", err)
 	}
 	ctx := engine.WithRequestInfo(context.Background(), engine.RequestInfo{
 		ID: "req-bench", Generation: gen.ID, Gate: engine.NewGate(nil, false),

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 )
 
 // Result is the latency distribution of the edits.
@@ -38,7 +38,7 @@ func Measure(ctx context.Context, dir string, policies []fixture.File, edits int
 	}
 	logger := slog.New(slog.DiscardHandler)
 	reg := reload.NewRegistry(4)
-	r, err := reload.NewReloader(dir, decl.Options{}, reg, logger, nil)
+	r, err := reload.NewReloader(dir, config.Options{}, reg, logger, nil)
 	if err != nil {
 		return Result{}, err
 	}

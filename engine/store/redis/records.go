@@ -10,7 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/record"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // putRecordScript is the revision-gated write of an execution record, one atomic step
@@ -44,14 +44,14 @@ return {1}
 // Records is a Redis-backed engine.RecordStore sharing its Store's connection pool, key
 // prefix and timeout. A record lives in the hash <prefix>rec:<request id> with the
 // fields revision and record (JSON), and expires after the retention of its outcome
-// (record.Retention; zero keeps it until deleted).
+// (store.Retention; zero keeps it until deleted).
 type Records struct {
 	s         *Store
-	retention record.Retention
+	retention store.Retention
 }
 
 // Records returns the execution record store on s's Redis.
-func (s *Store) Records(retention record.Retention) *Records {
+func (s *Store) Records(retention store.Retention) *Records {
 	return &Records{s: s, retention: retention}
 }
 

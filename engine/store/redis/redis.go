@@ -1,8 +1,8 @@
 // Package redis keeps agentd's shared state in Redis, so that several agentd replicas
 // share request states, response-cache entries, rate-limit windows and execution
-// records. Store implements store.Requests, store.Cache and store.Limiter; Records
+// records. Store implements engine.StateStore, store.Cache and store.Limiter; Records
 // implements engine.RecordStore on the same connection pool. Both pass the conformance
-// suites the in-memory stores pass (storetest, recordtest).
+// suites the in-memory stores pass (storetest).
 //
 // Failure policy: every operation runs under a short deadline of its own, and every
 // failure to reach Redis (refused, reset, timed out, an error reply) is wrapped with
@@ -34,7 +34,7 @@ const (
 	DefaultCacheTimeout = 250 * time.Millisecond
 )
 
-// Store is a Redis-backed store.Requests, store.Cache and store.Limiter. It is safe for
+// Store is a Redis-backed engine.StateStore, store.Cache and store.Limiter. It is safe for
 // concurrent use. Keys:
 //
 //	<prefix>req:<request id>    request state, JSON, expiring after the request TTL

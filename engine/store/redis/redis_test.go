@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/record"
-	"github.com/agentd-dev/agentd/engine/record/recordtest"
 	"github.com/agentd-dev/agentd/engine/store"
 	"github.com/agentd-dev/agentd/engine/store/redis"
 	"github.com/agentd-dev/agentd/engine/store/redis/redistest"
@@ -31,15 +29,17 @@ func open(t *testing.T) *redis.Store {
 }
 
 func TestStore_Conformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store { return open(t) })
+	storetest.States(t, func(t *testing.T) engine.StateStore { return open(t) })
+	storetest.Cache(t, func(t *testing.T) store.Cache { return open(t) })
+	storetest.Limiter(t, func(t *testing.T) store.Limiter { return open(t) })
 }
 
 func TestRecords_Conformance(t *testing.T) {
-	recordtest.Run(t, func(t *testing.T) engine.RecordStore { return open(t).Records(record.Retention{}) })
+	storetest.Records(t, func(t *testing.T) engine.RecordStore { return open(t).Records(store.Retention{}) })
 }
 
 func TestRecords_RetentionByOutcome(t *testing.T) {
-	r := open(t).Records(record.Retention{Success: 50 * time.Millisecond, Error: time.Hour})
+	r := open(t).Records(store.Retention{Success: 50 * time.Millisecond, Error: time.Hour})
 	ctx := context.Background()
 	for _, rec := range []*engine.ExecutionRecord{
 		{RequestID: "ok", Status: engine.RecordSucceeded, Revision: 1},
@@ -70,7 +70,7 @@ func TestRecords_RetentionByOutcome(t *testing.T) {
 
 func TestRecords_RetentionFollowsTheLatestOutcome(t *testing.T) {
 	s := open(t)
-	r := s.Records(record.Retention{Success: 50 * time.Millisecond, Error: time.Hour})
+	r := s.Records(store.Retention{Success: 50 * time.Millisecond, Error: time.Hour})
 	ctx := context.Background()
 	if err := r.Put(ctx, &engine.ExecutionRecord{RequestID: "r", Status: engine.RecordRunning, Revision: 1}); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestRecords_RetentionFollowsTheLatestOutcome(t *testing.T) {
 	if _, err := r.Get(ctx, "r"); !errors.Is(err, engine.ErrRecordNotFound) {
 		t.Fatalf("a record rewritten as succeeded kept its running retention: err = %v", err)
 	}
-	keep := s.Records(record.Retention{})
+	keep := s.Records(store.Retention{})
 	if err := keep.Put(ctx, &engine.ExecutionRecord{RequestID: "k", Status: engine.RecordSucceeded, Revision: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRecords_RetentionFollowsTheLatestOutcome(t *testing.T) {
 
 // Revisions beyond 2^53 compare exactly, although Lua numbers are doubles.
 func TestRecords_RevisionsCompareExactly(t *testing.T) {
-	r := open(t).Records(record.Retention{})
+	r := open(t).Records(store.Retention{})
 	ctx := context.Background()
 	const big = int64(1) << 53
 	if err := r.Put(ctx, &engine.ExecutionRecord{RequestID: "r", Revision: big + 1}); err != nil {
@@ -130,7 +130,7 @@ func TestStore_ReplicasShareStateAndLimits(t *testing.T) {
 	}
 	a, b := replicas[0], replicas[1]
 	ctx := context.Background()
-	if err := a.PutRequest(ctx, &store.RequestState{ID: "r", Generation: "g"}, time.Minute); err != nil {
+	if err := a.PutRequest(ctx, &engine.RequestState{ID: "r", Generation: "g"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if st, ok, err := b.GetRequest(ctx, "r"); err != nil || !ok || st.Generation != "g" {
@@ -229,14 +229,14 @@ func assertUnavailable(t *testing.T, s *redis.Store, within time.Duration) {
 	ctx := context.Background()
 	ops := map[string]func() error{
 		"GetRequest": func() error { _, _, err := s.GetRequest(ctx, "r"); return err },
-		"PutRequest": func() error { return s.PutRequest(ctx, &store.RequestState{ID: "r"}, time.Minute) },
+		"PutRequest": func() error { return s.PutRequest(ctx, &engine.RequestState{ID: "r"}, time.Minute) },
 		"GetCache":   func() error { _, _, err := s.GetCache(ctx, "k"); return err },
 		"PutCache":   func() error { return s.PutCache(ctx, "k", store.CacheEntry{}, time.Minute) },
 		"Allow":      func() error { _, err := s.Allow(ctx, "k", 1, time.Minute); return err },
 		"Record.Put": func() error {
-			return s.Records(record.Retention{}).Put(ctx, &engine.ExecutionRecord{RequestID: "r", Revision: 1})
+			return s.Records(store.Retention{}).Put(ctx, &engine.ExecutionRecord{RequestID: "r", Revision: 1})
 		},
-		"Record.Get": func() error { _, err := s.Records(record.Retention{}).Get(ctx, "r"); return err },
+		"Record.Get": func() error { _, err := s.Records(store.Retention{}).Get(ctx, "r"); return err },
 		"Ping":       func() error { return s.Ping(ctx) },
 	}
 	for name, op := range ops {
@@ -292,7 +292,7 @@ func TestStore_RecoversWhenRedisReturns(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	st := &store.RequestState{ID: "before", Generation: "g"}
+	st := &engine.RequestState{ID: "before", Generation: "g"}
 	if err := s.PutRequest(ctx, st, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -26,21 +27,21 @@ end
 return n
 `)
 
-// GetRequest implements store.Requests.
-func (s *Store) GetRequest(ctx context.Context, id string) (*store.RequestState, bool, error) {
+// GetRequest implements engine.StateStore.
+func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
 	data, ok, err := s.get(ctx, s.timeout, s.key("req:", id))
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	var st store.RequestState
+	var st engine.RequestState
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
 	}
 	return &st, true, nil
 }
 
-// PutRequest implements store.Requests; ttl 0 means store.DefaultRequestTTL.
-func (s *Store) PutRequest(ctx context.Context, st *store.RequestState, ttl time.Duration) error {
+// PutRequest implements engine.StateStore; ttl 0 means store.DefaultRequestTTL.
+func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl time.Duration) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode request state: %w", err)
@@ -118,7 +119,7 @@ func millis(d time.Duration) int64 {
 }
 
 var (
-	_ store.Requests = (*Store)(nil)
-	_ store.Cache    = (*Store)(nil)
-	_ store.Limiter  = (*Store)(nil)
+	_ engine.StateStore = (*Store)(nil)
+	_ store.Cache       = (*Store)(nil)
+	_ store.Limiter     = (*Store)(nil)
 )

@@ -1,4 +1,6 @@
-// Package storetest is the conformance suite every store.Cache and store.Limiter passes.
+// Package storetest holds the conformance suites of agentd's store interfaces, one per
+// interface: States (engine.StateStore), Records (engine.RecordStore), Cache and
+// Limiter. Every implementation passes each suite of the interfaces it implements.
 package storetest
 
 import (
@@ -13,23 +15,16 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// Store is what the suite needs: every interface of one backend.
-type Store interface {
-	store.Requests
-	store.Cache
-	store.Limiter
-}
-
-// Run checks the Requests, Cache and Limiter contracts against stores made by newStore; each
+// States checks the engine.StateStore contract against stores made by newStore; each
 // subtest gets a fresh store with no keys in common with other subtests.
-func Run(t *testing.T, newStore func(t *testing.T) Store) {
+func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 	ctx := context.Background()
 	t.Run("RequestStateRoundTripsAndIsCopied", func(t *testing.T) {
 		s := newStore(t)
 		if _, ok, err := s.GetRequest(ctx, "req-1"); ok || err != nil {
 			t.Fatalf("GetRequest(unknown) = ok %v, err %v", ok, err)
 		}
-		in := &store.RequestState{ID: "req-1", Generation: "g-1", Request: "hi",
+		in := &engine.RequestState{ID: "req-1", Generation: "g-1", Request: "hi",
 			Metadata: map[string]any{"tenant": "acme"}, Enrichments: map[string]any{"rag_context": "x"},
 			CacheVary: map[string]string{"locale": "en"}, PriorSteps: []engine.RoutingStep{{StepID: "step-1"}}, Phase: 1}
 		if err := s.PutRequest(ctx, in, time.Minute); err != nil {
@@ -42,6 +37,11 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("GetRequest = %+v, %v, %v", got, ok, err)
 		}
 	})
+}
+
+// Cache checks the store.Cache contract against stores made by newStore.
+func Cache(t *testing.T, newStore func(t *testing.T) store.Cache) {
+	ctx := context.Background()
 	t.Run("CacheMissIsNotAnError", func(t *testing.T) {
 		_, ok, err := newStore(t).GetCache(ctx, "missing")
 		if ok || err != nil {
@@ -76,6 +76,11 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// Limiter checks the store.Limiter contract against stores made by newStore.
+func Limiter(t *testing.T, newStore func(t *testing.T) store.Limiter) {
+	ctx := context.Background()
 	t.Run("LimiterHoldsUnderConcurrency", func(t *testing.T) {
 		s := newStore(t)
 		var allowed atomic.Int32

@@ -113,8 +113,11 @@ test_multi_step_plan_with_one_bad_step if {
 	vs[0].step_id == "step-3"
 }
 
+# An absent allow-list reads as undefined and a null one as a non-object: both deny.
+# The test replaces it with null, so it holds with or without the data documents loaded
+# (opa test policies/ and opa test policies/ data/).
 test_missing_allowlist_denies_every_step if {
-	vs := plan.violations with input as plan_input([quote_step, trade_step])
+	vs := plan.violations with input as plan_input([quote_step, trade_step]) with data.agentd.allowlist as null
 	codes(vs) == {["step-1", "namespace_not_allowed"], ["step-2", "namespace_not_allowed"]}
 	contains(vs[0].message, "no allow-list")
 }

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/record"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -69,16 +68,14 @@ func FuzzAPIBodies(f *testing.F) {
 	} {
 		f.Add(seed.route, []byte(seed.body))
 	}
-	gen, err := decl.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), decl.Options{})
+	gen, err := config.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), config.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
-	svc, err := New(Config{
-		Registry: registry, Requests: store.NewMemory(1000),
-		Records: record.NewMemory(record.Retention{Success: time.Second, Error: time.Second}),
-	})
+	mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1000, Retention: store.Retention{Success: time.Second, Error: time.Second}})
+	svc, err := New(Config{Registry: registry, States: mem, Records: mem})
 	if err != nil {
 		f.Fatal(err)
 	}

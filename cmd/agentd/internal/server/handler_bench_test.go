@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/record"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -17,13 +16,13 @@ import (
 // stock-agent example through the whole HTTP handler (decode, state, policy, record,
 // encode), without the network.
 func BenchmarkHandler_AfterPlanning(b *testing.B) {
-	gen, err := decl.Load("../../../../examples/stock-agent", decl.Options{})
+	gen, err := config.Load("../../../../examples/stock-agent", config.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
-	svc, err := New(Config{Registry: registry, Requests: store.NewMemory(0), Records: record.NewMemory(record.Retention{})})
+	svc, err := New(Config{Registry: registry, States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{})})
 	if err != nil {
 		b.Fatal(err)
 	}

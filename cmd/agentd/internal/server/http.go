@@ -8,8 +8,8 @@ import (
 	"net/http"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 )
 
 // HTTPOptions configure Handler.
@@ -160,23 +160,23 @@ type StatusBody struct {
 	Generation     string                           `json:"generation,omitempty"`
 	LoadedAt       string                           `json:"loaded_at,omitempty"`
 	Files          []string                         `json:"files"`
-	Hooks          map[engine.Stage][]decl.HookInfo `json:"hooks"`
+	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                           `json:"required_hook,omitempty"`
-	Guards         []decl.GuardInfo                 `json:"guards"`
+	Guards         []config.GuardInfo                 `json:"guards"`
 	PolicyRevision string                           `json:"policy_revision,omitempty"`
 	LastReload     reload.Status                    `json:"last_reload"`
 }
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() StatusBody {
-	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]decl.HookInfo{}, Guards: []decl.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	g := s.cfg.Registry.Current()
 	if g == nil {
 		return body
 	}
 	body.Generation, body.LoadedAt, body.Files, body.PolicyRevision = g.ID, g.LoadedAt.Format("2006-01-02T15:04:05.000Z07:00"), g.Files, g.PolicyRevision
 	for _, st := range engine.Stages {
-		body.Hooks[st] = append([]decl.HookInfo{}, g.StageHooks(st)...)
+		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
 	body.Guards = append(body.Guards, g.Guards...)

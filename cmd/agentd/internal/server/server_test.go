@@ -13,9 +13,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/decl"
-	"github.com/agentd-dev/agentd/engine/record"
-	"github.com/agentd-dev/agentd/engine/reload"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -30,16 +29,16 @@ func (boomHook) BeforePlanning(_ context.Context, pctx *engine.PipelineContext) 
 	return nil, nil
 }
 
-func newTestService(t *testing.T, hooks ...engine.Hook) (*Service, *record.Memory) {
+func newTestService(t *testing.T, hooks ...engine.Hook) (*Service, *store.Memory) {
 	t.Helper()
 	p, err := engine.New(hooks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	registry := reload.NewRegistry(2)
-	registry.Swap(&decl.Generation{ID: "g-test", Pipeline: p})
-	records := record.NewMemory(record.Retention{})
-	svc, err := New(Config{Registry: registry, Requests: store.NewMemory(0), Records: records})
+	registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-test", Pipeline: p}})
+	records := store.NewMemory(store.MemoryOptions{})
+	svc, err := New(Config{Registry: registry, States: records, Records: records})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestHandler_HookPanicIs500ForThatCallOnly(t *testing.T) {
 }
 
 func TestHandler_NotReadyWithoutGeneration(t *testing.T) {
-	svc, err := New(Config{Registry: reload.NewRegistry(1), Requests: store.NewMemory(0), Records: record.NewMemory(record.Retention{})})
+	svc, err := New(Config{Registry: reload.NewRegistry(1), States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +92,7 @@ func TestService_RequestStaysOnItsGeneration(t *testing.T) {
 		t.Fatal(e)
 	}
 	p, _ := engine.New(nil)
-	svc.cfg.Registry.Swap(&decl.Generation{ID: "g-next", Pipeline: p})
+	svc.cfg.Registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-next", Pipeline: p}})
 	resp, e := svc.AfterSynthesis(ctx, &AfterSynthesisRequest{RequestID: "r", Response: &text})
 	if e != nil || resp.Generation != "g-test" {
 		t.Fatalf("after a swap the request ran on %v (%v), want g-test", resp, e)
@@ -107,19 +106,19 @@ func TestService_RequestStaysOnItsGeneration(t *testing.T) {
 // downRequests is a request store whose backend is unreachable.
 type downRequests struct{}
 
-func (downRequests) GetRequest(context.Context, string) (*store.RequestState, bool, error) {
+func (downRequests) GetRequest(context.Context, string) (*engine.RequestState, bool, error) {
 	return nil, false, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 }
-func (downRequests) PutRequest(context.Context, *store.RequestState, time.Duration) error {
+func (downRequests) PutRequest(context.Context, *engine.RequestState, time.Duration) error {
 	return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 }
 
 func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 	p, _ := engine.New(nil)
 	registry := reload.NewRegistry(1)
-	registry.Swap(&decl.Generation{ID: "g-test", Pipeline: p})
+	registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-test", Pipeline: p}})
 	reader := sdkmetric.NewManualReader()
-	svc, err := New(Config{Registry: registry, Requests: downRequests{}, Records: record.NewMemory(record.Retention{}),
+	svc, err := New(Config{Registry: registry, States: downRequests{}, Records: store.NewMemory(store.MemoryOptions{}),
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {
 		t.Fatal(err)

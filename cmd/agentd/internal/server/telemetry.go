@@ -4,14 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // telemetry holds the service's instruments. Every label is bounded: stages, outcomes,
@@ -81,20 +79,18 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	return &t, nil
 }
 
-func (t *telemetry) operation(ctx context.Context, operation op.Operation, outcome string) {
-	t.operations.Add(ctx, 1, t.sets.get(attrKey{k1: "operation", v1: string(operation), k2: "outcome", v2: outcome}))
+// Checked implements engine.Observer: the check counter by operation and outcome.
+func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
+	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: string(r.Call.Operation), k2: "outcome", v2: string(r.Outcome)}))
 }
 
-// observe records one finished stage call: metrics, and one decision log line.
-func (s *Service) observe(c *call, outcome string) {
-	ctx := context.WithoutCancel(c.ctx)
-	elapsed := time.Since(c.started)
-	stage := string(c.stage)
+// Staged implements engine.Observer: metrics, and one decision log line.
+func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
+	stage := string(r.Stage)
 	sets := &s.tel.sets
-	s.tel.calls.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "outcome", v2: outcome}))
-	s.tel.duration.Record(ctx, elapsed.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
-	invocations := c.recorded()
-	for _, inv := range invocations {
+	s.tel.calls.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "outcome", v2: string(r.Outcome)}))
+	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
+	for _, inv := range r.Invocations {
 		reason := ""
 		if inv.Decision != nil {
 			reason = inv.Decision.Reason
@@ -105,26 +101,31 @@ func (s *Service) observe(c *call, outcome string) {
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String("request_id", c.state.ID), slog.String("generation", c.gen.ID),
-		slog.String("stage", string(c.stage)), slog.String("outcome", outcome),
-		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int("hooks", len(invocations)),
+		slog.String("request_id", r.RequestID), slog.String("generation", r.Generation),
+		slog.String("stage", stage), slog.String("outcome", string(r.Outcome)),
+		slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000), slog.Int("hooks", len(r.Invocations)),
 	}
 	if s.cfg.LogPayloads {
-		attrs = append(attrs, slog.String("request", c.pctx.Request), slog.Any("metadata", c.pctx.Metadata))
-		if c.response != "" {
-			attrs = append(attrs, slog.String("response", c.response))
+		attrs = append(attrs, slog.String("request", r.Request), slog.Any("metadata", r.Metadata))
+		if r.Response != "" {
+			attrs = append(attrs, slog.String("response", r.Response))
 		}
 	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "stage decision", attrs...)
 }
 
-// refused records a stage call answered with an error before or instead of a decision
-// (a missing field, no live generation, a retired generation, an unavailable store):
-// the stage-call counter with the error type as outcome, and one warn line.
-func (s *Service) refused(ctx context.Context, stage engine.Stage, id string, e *APIError) {
-	ctx = context.WithoutCancel(ctx)
-	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: e.Type}))
+// Refused implements engine.Observer: a stage call answered with an error before or
+// instead of a decision (no live generation, a retired generation, an unavailable
+// store) counts with the refusal as outcome, and logs one warn line.
+func (s *Service) Refused(ctx context.Context, stage engine.Stage, id string, r *engine.RefusalError) {
+	code := string(engine.RefusedStoreUnavailable)
+	msg := ""
+	if r != nil {
+		code = string(r.Code)
+		msg = r.Error()
+	}
+	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: code}))
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stage refused",
 		slog.String("request_id", id), slog.String("stage", string(stage)),
-		slog.String("error_type", e.Type), slog.String("error", e.Message))
+		slog.String("error_type", code), slog.String("error", msg))
 }

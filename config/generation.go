@@ -1,0 +1,60 @@
+package config
+
+import (
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/policy"
+)
+
+// Generation is one compiled configuration: what the driver runs (the embedded
+// engine.Generation, whose ID is a content hash of every loaded file, names and bytes)
+// and what describes it. It is immutable and safe for concurrent use; a reload builds a
+// new one beside it.
+type Generation struct {
+	engine.Generation
+	Dir      string
+	Files    []string
+	Catalog  *engine.Catalog
+	// Policies is the compiled Rego bundle (modules and data documents).
+	Policies *policy.Bundle
+	Hooks    []HookInfo
+	Guards   []GuardInfo
+	LoadedAt time.Time
+}
+
+// HookInfo describes one compiled hook, in registration order.
+type HookInfo struct {
+	Name     string       `json:"name"`
+	Stage    engine.Stage `json:"stage"`
+	Required bool         `json:"required,omitempty"`
+	When     string       `json:"when,omitempty"`
+	Steps    []string     `json:"steps"`
+	// Notes are the steps' own descriptions (builtin.Describer), such as what a rego
+	// step's decision memo is keyed on.
+	Notes []string `json:"notes,omitempty"`
+	File  string   `json:"file"`
+	Line  int      `json:"line"`
+}
+
+// GuardInfo describes one compiled guard rule, in order.
+type GuardInfo struct {
+	Name      string       `json:"name"`
+	Operation op.Operation `json:"operation"`
+	Code      string       `json:"code,omitempty"`
+	Kind      string       `json:"kind"`
+	File      string       `json:"file"`
+	Line      int          `json:"line"`
+}
+
+// StageHooks returns the hooks of stage in run order.
+func (g *Generation) StageHooks(stage engine.Stage) []HookInfo {
+	var out []HookInfo
+	for _, h := range g.Hooks {
+		if h.Stage == stage {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+package config
+
+import (
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agentd-dev/agentd/engine/diag"
+)
+
+// settings are the directory-wide knobs; each may be set by at most one file.
+type settings struct {
+	celCostLimit uint64
+	regoTimeout  time.Duration
+	hookTimeout  time.Duration
+}
+
+func (l *loader) readSettings() {
+	setBy := map[string]document{}
+	for _, d := range l.docs {
+		s := get(d.root, "settings")
+		if s == nil || !d.usable("settings") {
+			continue
+		}
+		for i := 0; i+1 < len(s.Content); i += 2 {
+			k, v := s.Content[i], s.Content[i+1]
+			if first, dup := setBy[k.Value]; dup {
+				l.errs = append(l.errs, d.src.Errorf(diag.KindInvalidValue, k, "settings."+k.Value, "setting %q is already set in %s", k.Value, first.src.Name))
+				continue
+			}
+			setBy[k.Value] = d
+			l.applySetting(d, k.Value, v)
+		}
+	}
+}
+
+func (l *loader) applySetting(d document, key string, v *yaml.Node) {
+	bad := func(format string, args ...any) {
+		l.errs = append(l.errs, d.src.Errorf(diag.KindInvalidValue, v, "settings."+key, format, args...))
+	}
+	switch key {
+	case "cel_cost_limit":
+		n, err := strconv.ParseUint(v.Value, 0, 64) // base 0: YAML also writes integers as 0x2710 or 10_000
+		if err != nil || n == 0 {
+			bad("cel_cost_limit must be a positive integer, got %q", v.Value)
+			return
+		}
+		l.settings.celCostLimit = n
+	case "rego_timeout", "hook_timeout":
+		d, err := time.ParseDuration(v.Value)
+		if err != nil || d <= 0 {
+			bad("%s must be a positive duration like 50ms, got %q", key, v.Value)
+			return
+		}
+		if key == "rego_timeout" {
+			l.settings.regoTimeout = d
+		} else {
+			l.settings.hookTimeout = d
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultStateTTL is how long a request's state is kept between stage calls when
+// DriverConfig.StateTTL is 0.
+const DefaultStateTTL = 30 * time.Minute
+
+// DriverConfig configures a Driver. Generations is required.
+type DriverConfig struct {
+	Generations Generations
+	// States keeps request states between calls. Nil keeps a request's state only in
+	// its Session, which then must serve the whole request (as Lifecycle does).
+	States StateStore
+	// Records keeps execution records. Nil keeps a request's record only in its
+	// Session (see Session.Record).
+	Records RecordStore
+	// StateTTL is how long a request's state is kept after its last call; 0 means
+	// DefaultStateTTL.
+	StateTTL time.Duration
+	// Observer is told about every finished call; nil tells no one.
+	Observer Observer
+}
+
+// Driver is the one request driver: every entry point (the HTTP API, the gateways,
+// `agentd eval`, the pipeline cases of `agentd test` and the Go Lifecycle) runs a
+// request's stages through it. It opens or loads the request's state, pins the
+// generation the request opened on, runs one stage on it, writes the request's state
+// and its execution record through one revision-gated path, and checks operations.
+//
+// A Driver is safe for concurrent use. The calls of one request are expected in
+// lifecycle order, not concurrently; concurrent record writes of one request (late
+// effect updates, two replicas) are serialized by the record store's revision gate.
+type Driver struct {
+	gens     Generations
+	states   StateStore
+	records  RecordStore
+	ttl      time.Duration
+	observer Observer
+	now      func() time.Time
+}
+
+// NewDriver returns a driver.
+func NewDriver(cfg DriverConfig) (*Driver, error) {
+	if cfg.Generations == nil {
+		return nil, errors.New("engine: a driver needs Generations")
+	}
+	if cfg.StateTTL <= 0 {
+		cfg.StateTTL = DefaultStateTTL
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	return &Driver{gens: cfg.Generations, states: cfg.States, records: cfg.Records, ttl: cfg.StateTTL, observer: cfg.Observer, now: time.Now}, nil
+}
+
+// Generations returns where the driver finds generations.
+func (d *Driver) Generations() Generations { return d.gens }
+
+// RefusalCode is why the driver refused a call before running any hook. The codes are
+// bounded and safe as metric labels.
+type RefusalCode string
+
+// Refusal codes.
+const (
+	// RefusedNotReady: no generation is live yet.
+	RefusedNotReady RefusalCode = "not_ready"
+	// RefusedGenerationRetired: the request's generation is no longer kept.
+	RefusedGenerationRetired RefusalCode = "generation_retired"
+	// RefusedStoreUnavailable: the state or record store could not be reached.
+	RefusedStoreUnavailable RefusalCode = "store_unavailable"
+)
+
+// RefusalError reports a call the driver refused before running any hook. Err is the
+// cause (a store error, say); it is for logs, not for clients.
+type RefusalError struct {
+	Code       RefusalCode
+	RequestID  string
+	Generation string
+	Err        error
+}
+
+func (e *RefusalError) Error() string {
+	switch e.Code {
+	case RefusedNotReady:
+		return "no config generation is live"
+	case RefusedGenerationRetired:
+		return fmt.Sprintf("request %q runs on config generation %s, which is no longer retained", e.RequestID, e.Generation)
+	}
+	return fmt.Sprintf("request %q: %s: %v", e.RequestID, e.Code, e.Err)
+}
+
+func (e *RefusalError) Unwrap() error { return e.Err }
+
+// AsRefusal finds a *RefusalError in err's chain.
+func AsRefusal(err error) (*RefusalError, bool) {
+	var r *RefusalError
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+func unavailable(id string, err error) error {
+	return &RefusalError{Code: RefusedStoreUnavailable, RequestID: id, Err: err}
+}
+
+// Opening is what a request starts from.
+type Opening struct {
+	Text     string
+	Metadata map[string]any
+	// Enrichments seed the request's enrichments before any hook runs.
+	Enrichments       map[string]any
+	CacheVary         map[string]string
+	CacheReadDisabled bool
+}
+
+// Open starts request id afresh on the live generation, for a before_planning call:
+// its first record write replaces any record an earlier request with the same id left.
+// Nothing is written until the session's first stage call.
+func (d *Driver) Open(ctx context.Context, id string, o Opening) (*Session, error) {
+	return d.open(ctx, StageBeforePlanning, id, o)
+}
+
+func (d *Driver) open(ctx context.Context, stage Stage, id string, o Opening) (*Session, error) {
+	gen := d.gens.Live()
+	if gen == nil {
+		return nil, d.refuse(ctx, stage, id, &RefusalError{Code: RefusedNotReady, RequestID: id})
+	}
+	return d.newSession(gen, d.openState(id, gen, o), true), nil
+}
+
+// Resume loads request id for a call of stage, or opens it from o (on the live
+// generation) when it is unknown or its state expired. The request runs on the
+// generation it opened on; a request whose generation is no longer kept is refused
+// (RefusedGenerationRetired).
+func (d *Driver) Resume(ctx context.Context, stage Stage, id string, o Opening) (*Session, error) {
+	st, err := d.load(ctx, id)
+	if err != nil {
+		return nil, d.refuse(ctx, stage, id, err)
+	}
+	if st == nil {
+		return d.open(ctx, stage, id, o)
+	}
+	gen := d.gens.Lookup(st.Generation)
+	if gen == nil {
+		return nil, d.refuse(ctx, stage, id, &RefusalError{Code: RefusedGenerationRetired, RequestID: id, Generation: st.Generation})
+	}
+	if st.Enrichments == nil {
+		st.Enrichments = map[string]any{}
+	}
+	return d.newSession(gen, st, false), nil
+}
+
+// load returns the stored state of id, nil when unknown.
+func (d *Driver) load(ctx context.Context, id string) (*RequestState, error) {
+	if d.states == nil {
+		return nil, nil
+	}
+	st, ok, err := d.states.GetRequest(ctx, id)
+	if err != nil {
+		return nil, unavailable(id, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return st, nil
+}
+
+func (d *Driver) openState(id string, gen *Generation, o Opening) *RequestState {
+	enrichments := make(map[string]any, len(o.Enrichments))
+	for k, v := range o.Enrichments {
+		enrichments[k] = v
+	}
+	return &RequestState{
+		ID: id, Generation: gen.ID, Request: o.Text, Metadata: o.Metadata, Enrichments: enrichments,
+		CacheVary: cloneStrings(o.CacheVary), CacheReadDisabled: o.CacheReadDisabled,
+		Lifecycle: LifecycleOpen, OpenedAt: d.now().UTC(),
+	}
+}
+
+// refuse tells the observer about a refused call of stage and returns err.
+func (d *Driver) refuse(ctx context.Context, stage Stage, id string, err error) error {
+	r, _ := AsRefusal(err)
+	d.observer.Refused(context.WithoutCancel(ctx), stage, id, r)
+	return err
+}

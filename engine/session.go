@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Session is one request as the driver runs it: its pinned generation and its state.
+// A Session serves the calls of one request in lifecycle order; it is not safe for
+// concurrent use. Entry points that serve one call per network request (the HTTP API)
+// take a new Session per call with Driver.Resume; the Go Lifecycle keeps one for the
+// whole request.
+type Session struct {
+	d     *Driver
+	gen   *Generation
+	state *RequestState
+	// fresh is set until the first record write: that write replaces any record an
+	// earlier request with the same id left.
+	fresh bool
+	// mu guards fresh and local: late effect updates write the record from other
+	// goroutines.
+	mu sync.Mutex
+	// local is the record when the driver has no record store.
+	local *ExecutionRecord
+}
+
+func (d *Driver) newSession(gen *Generation, st *RequestState, fresh bool) *Session {
+	return &Session{d: d, gen: gen, state: st, fresh: fresh}
+}
+
+// ID returns the request id.
+func (s *Session) ID() string { return s.state.ID }
+
+// Generation returns the generation the request runs on.
+func (s *Session) Generation() *Generation { return s.gen }
+
+// Context returns the request's pipeline context: its text, metadata and the
+// enrichments so far. The maps are the session's own: a planner or synthesizer must
+// treat them as read-only.
+func (s *Session) Context() *PipelineContext {
+	return &PipelineContext{Request: s.state.Request, Metadata: s.state.Metadata, Enrichments: s.state.Enrichments}
+}
+
+// stageCall is one stage call in progress.
+type stageCall struct {
+	stage   Stage
+	ctx     context.Context
+	trail   *Trail
+	pctx    *PipelineContext
+	started time.Time
+	// invocations is the trail's snapshot once the stage ran (see recorded).
+	invocations []Invocation
+	response    string
+}
+
+func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
+	st := s.state
+	gate := NewGate(st.CacheVary, st.CacheReadDisabled)
+	return &stageCall{
+		stage: stage, trail: NewTrail(), started: time.Now(),
+		ctx:  WithRequestInfo(ctx, RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate}),
+		pctx: &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
+	}
+}
+
+// recorded returns the call's invocations, copied from the trail once: the record, the
+// result and the observer share that read-only snapshot.
+func (c *stageCall) recorded() []Invocation {
+	if c.invocations == nil {
+		c.invocations = c.trail.Invocations()
+		if c.invocations == nil {
+			c.invocations = []Invocation{}
+		}
+	}
+	return c.invocations
+}
+
+// done reports the finished call to the observer.
+func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
+	s.d.observer.Staged(context.WithoutCancel(c.ctx), &StageReport{
+		RequestID: s.state.ID, Generation: s.gen.ID, Stage: c.stage, Outcome: outcome,
+		Started: c.started, Duration: time.Since(c.started), Invocations: c.recorded(),
+		Request: c.pctx.Request, Metadata: c.pctx.Metadata, Response: c.response, Err: err,
+	})
+}
+
+// run runs fn, which runs hooks; a hook panic fails the request's record and is
+// re-raised with its original value.
+func (s *Session) run(c *stageCall, fn func() error) error {
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("pipeline hook panic: %v", r)
+			_ = s.commit(c, s.failing(err))
+			s.done(c, OutcomePanic, err)
+			panic(r)
+		}
+	}()
+	return fn()
+}
+
+// BeforePlanningResult is the outcome of before_planning.
+type BeforePlanningResult struct {
+	Enrichments map[string]any
+	// ShortCircuit is the accepted short circuit; nil means planning goes on.
+	ShortCircuit *ShortCircuitOutcome
+	Invocations  []Invocation
+}
+
+// BeforePlanning runs before_planning. An accepted short circuit completes the request.
+// A decision that breaks the contract (*ContractError) fails it.
+func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, error) {
+	c := s.begin(ctx, StageBeforePlanning)
+	var out *BeforePlanningResult
+	err := s.run(c, func() error {
+		gate := NewGate(s.state.CacheVary, s.state.CacheReadDisabled)
+		sc, err := s.gen.Pipeline.BeforePlanning(c.ctx, c.pctx, gate, c.trail)
+		if err != nil {
+			_ = s.commit(c, s.failing(err))
+			s.done(c, OutcomeHookContract, err)
+			return err
+		}
+		outcome := OutcomeContinue
+		finish := func(*ExecutionRecord) {}
+		if sc != nil {
+			outcome = OutcomeShortCircuit
+			finish = s.completing(sc.ShortCircuit.Response, SourceShortCircuit)
+		}
+		if err := s.commit(c, finish); err != nil {
+			return err
+		}
+		out = &BeforePlanningResult{Enrichments: c.pctx.Enrichments, ShortCircuit: sc, Invocations: c.recorded()}
+		s.done(c, outcome, nil)
+		return nil
+	})
+	return out, err
+}
+
+// PlanResult is the outcome of one after_planning phase.
+type PlanResult struct {
+	Plan        *RoutingPlan
+	Invocations []Invocation
+	// Replayed is set when the call re-sent the last phase's plan and was answered
+	// from the record without running the hooks again.
+	Replayed bool
+}
+
+// AfterPlanning reviews the plan of one phase: phase > 0 sets its number, else the
+// plan's own phase_number, else the next phase. The incoming plan is validated first
+// (a *PlanError, the request goes on); then after_planning runs on it. A rejection by
+// the required hook (*RequiredAfterPlanningError) fails the request; an accepted plan
+// becomes the phase's plan, and its steps the prior steps of later phases.
+//
+// A call that re-sends the last accepted phase's plan (its plan_id and at least one of
+// its step ids, with no other phase number) is answered from the record as it was the
+// first time, without running the hooks again, and changes nothing.
+func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase int) (*PlanResult, error) {
+	if plan == nil {
+		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)
+	}
+	c := s.begin(ctx, StageAfterPlanning)
+	st := s.state
+	if s.resent(plan, phase) {
+		if out := s.replayPhase(c.ctx); out != nil {
+			s.done(c, OutcomeReplayed, nil)
+			return out, nil
+		}
+	}
+	switch {
+	case phase > 0:
+		plan.PhaseNumber = phase
+	case plan.PhaseNumber == 0:
+		plan.PhaseNumber = st.Phase + 1
+	}
+	planID := plan.PlanID
+	if err := ValidatePlan(plan, s.gen.Pipeline.catalog, st.PriorSteps); err != nil {
+		s.done(c, OutcomeInvalidPlan, err)
+		return nil, err
+	}
+	var out *PlanResult
+	err := s.run(c, func() error {
+		accepted, err := s.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, st.PriorSteps, c.trail)
+		if err != nil {
+			_ = s.commit(c, s.failing(err))
+			s.done(c, OutcomeRejected, err)
+			return err
+		}
+		st.PhaseStart, st.PhasePlanID = len(st.PriorSteps), planID
+		st.PriorSteps = append(st.PriorSteps, accepted.Steps...)
+		st.Phase = accepted.PhaseNumber
+		if err := s.commit(c, func(rec *ExecutionRecord) {
+			rec.Phases = append(rec.Phases, PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted})
+		}); err != nil {
+			return err
+		}
+		out = &PlanResult{Plan: accepted, Invocations: c.recorded()}
+		s.done(c, OutcomeAccepted, nil)
+		return nil
+	})
+	return out, err
+}
+
+// resent reports whether plan re-sends the last accepted phase's plan: the same
+// plan_id, a step id of that phase (a new phase could not reuse one), and no other
+// phase number.
+func (s *Session) resent(plan *RoutingPlan, phase int) bool {
+	st := s.state
+	if st.Phase == 0 || plan.PlanID == "" || plan.PlanID != st.PhasePlanID ||
+		phase != 0 && phase != st.Phase || plan.PhaseNumber != 0 && plan.PhaseNumber != st.Phase {
+		return false
+	}
+	last := st.PriorSteps[min(st.PhaseStart, len(st.PriorSteps)):]
+	for _, in := range plan.Steps {
+		for _, done := range last {
+			if done.StepID == in.StepID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// replayPhase answers a re-sent plan with the last phase's accepted plan and review from
+// the record, or returns nil when the record no longer has them.
+func (s *Session) replayPhase(ctx context.Context) *PlanResult {
+	rec, err := s.Record(ctx)
+	if err != nil || len(rec.Phases) == 0 || rec.Phases[len(rec.Phases)-1].Phase != s.state.Phase {
+		return nil
+	}
+	phase := rec.Phases[len(rec.Phases)-1]
+	invocations := []Invocation{}
+	for _, inv := range rec.PipelineHooks {
+		if inv.Phase == StageAfterPlanning && inv.PlanPhase == phase.Phase {
+			invocations = append(invocations, inv)
+		}
+	}
+	return &PlanResult{Plan: phase.Plan, Invocations: invocations, Replayed: true}
+}
+
+// StageResult is the outcome of after_execution.
+type StageResult struct {
+	Invocations []Invocation
+}
+
+// AfterExecution runs the observe-only after_execution hooks on the combined result and
+// records it (see ReportResults).
+func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (*StageResult, error) {
+	if result == nil {
+		return nil, errors.New("engine: after_execution needs a result")
+	}
+	c := s.begin(ctx, StageAfterExecution)
+	var out *StageResult
+	err := s.run(c, func() error {
+		s.gen.Pipeline.AfterExecution(c.ctx, c.pctx, result, c.trail)
+		if err := s.commit(c, func(rec *ExecutionRecord) { attachResults(rec, result) }); err != nil {
+			return err
+		}
+		out = &StageResult{Invocations: c.recorded()}
+		s.done(c, OutcomeCompleted, nil)
+		return nil
+	})
+	return out, err
+}
+
+// SynthesisResult is the outcome of after_synthesis.
+type SynthesisResult struct {
+	Response    string
+	Invocations []Invocation
+}
+
+// AfterSynthesis runs the chained after_synthesis hooks and completes the request with
+// the final response (a request that already failed stays failed).
+func (s *Session) AfterSynthesis(ctx context.Context, response string) (*SynthesisResult, error) {
+	c := s.begin(ctx, StageAfterSynthesis)
+	var out *SynthesisResult
+	err := s.run(c, func() error {
+		final := s.gen.Pipeline.AfterSynthesis(c.ctx, c.pctx, response, c.trail)
+		if err := s.commit(c, s.completing(final, SourceAfterSynthesis)); err != nil {
+			return err
+		}
+		out = &SynthesisResult{Response: final, Invocations: c.recorded()}
+		c.response = final
+		s.done(c, OutcomeCompleted, nil)
+		return nil
+	})
+	return out, err
+}
+
+// ReportResults records the combined result of the request's executed steps so far:
+// it becomes the record's result, and each step result is filed under the accepted
+// phase whose plan has that step. No hook runs.
+func (s *Session) ReportResults(ctx context.Context, result *ExecutionResult) error {
+	return s.writeRecord(ctx, func(rec *ExecutionRecord) { attachResults(rec, result) })
+}
+
+// Fail fails the request with err (a planner or synthesizer error, say): the record
+// and the state say failed.
+func (s *Session) Fail(ctx context.Context, err error) error {
+	return s.commit(s.begin(ctx, ""), s.failing(err))
+}
+
+// attachResults makes result the record's result and files each step result under the
+// phase whose plan has that step.
+func attachResults(rec *ExecutionRecord, result *ExecutionResult) {
+	rec.Result = cloneResult(result)
+	for i := range rec.Phases {
+		ph := &rec.Phases[i]
+		ph.Results = ph.Results[:0]
+		for _, r := range result.Steps {
+			for _, st := range ph.Plan.Steps {
+				if st.StepID == r.StepID {
+					ph.Results = append(ph.Results, r)
+				}
+			}
+		}
+	}
+}
+
+func cloneResult(r *ExecutionResult) *ExecutionResult {
+	c := *r
+	c.Steps = append([]StepResult(nil), r.Steps...)
+	return &c
+}
