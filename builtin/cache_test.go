@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 

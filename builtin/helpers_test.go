@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 

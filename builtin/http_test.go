@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // seenRequest is what the test server received.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // twoStepResult is a successful execution result of two steps.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/builtin"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/schemas"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/builtin"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
 

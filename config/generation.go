@@ -14,9 +14,9 @@ import (
 // new one beside it.
 type Generation struct {
 	engine.Generation
-	Dir      string
-	Files    []string
-	Catalog  *engine.Catalog
+	Dir     string
+	Files   []string
+	Catalog *engine.Catalog
 	// Policies is the compiled Rego bundle (modules and data documents).
 	Policies *policy.Bundle
 	Hooks    []HookInfo

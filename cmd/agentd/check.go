@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 

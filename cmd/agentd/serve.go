@@ -17,9 +17,9 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
 )

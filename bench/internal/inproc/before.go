@@ -12,8 +12,8 @@ import (
 	"github.com/google/cel-go/ext"
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // beforeHook is one before_planning hook of the stage: a `when` condition, then either

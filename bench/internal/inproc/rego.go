@@ -8,8 +8,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // PlanCase is one plan review: a plan of Steps steps against an allow-list of Size.

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // HTTPOptions configure Handler.
@@ -157,14 +157,14 @@ func writeError(w http.ResponseWriter, e *APIError) { writeJSON(w, e.Status, e) 
 
 // StatusBody is GET /v1/status.
 type StatusBody struct {
-	Generation     string                           `json:"generation,omitempty"`
-	LoadedAt       string                           `json:"loaded_at,omitempty"`
-	Files          []string                         `json:"files"`
+	Generation     string                             `json:"generation,omitempty"`
+	LoadedAt       string                             `json:"loaded_at,omitempty"`
+	Files          []string                           `json:"files"`
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
-	RequiredHook   string                           `json:"required_hook,omitempty"`
+	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
-	PolicyRevision string                           `json:"policy_revision,omitempty"`
-	LastReload     reload.Status                    `json:"last_reload"`
+	PolicyRevision string                             `json:"policy_revision,omitempty"`
+	LastReload     reload.Status                      `json:"last_reload"`
 }
 
 // Status describes the live generation and the last reload.

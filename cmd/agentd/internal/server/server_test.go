@@ -12,9 +12,9 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
