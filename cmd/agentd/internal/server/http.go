@@ -20,6 +20,16 @@ type HTTPOptions struct {
 	MaxBody int64
 	// Metrics serves /metrics; nil answers 404.
 	Metrics http.Handler
+	// Mounts are further routes served beside the API (the gateways, the viewer),
+	// behind the same authorization and panic recovery.
+	Mounts []Mount
+}
+
+// Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
+// "/mcp", "GET /ui/") and its handler. The handler bounds its own request bodies.
+type Mount struct {
+	Pattern string
+	Handler http.Handler
 }
 
 // Handler returns the HTTP API of s.
@@ -72,6 +82,9 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 	})
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", s.authorize(opts, opts.Metrics))
+	}
+	for _, m := range opts.Mounts {
+		mux.Handle(m.Pattern, s.authorize(opts, m.Handler))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
