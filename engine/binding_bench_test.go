@@ -22,7 +22,9 @@ func BenchmarkCheck_Binding(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := mustNew(b, []engine.Hook{&passRequired{passPlan{"allowed-operations"}}}, engine.WithCatalog(catalog))
-	params := func(i int) map[string]any { return map[string]any{"symbol": fmt.Sprintf("SYM%d", i), "exchange": "NYSE"} }
+	params := func(i int) map[string]any {
+		return map[string]any{"symbol": fmt.Sprintf("SYM%d", i), "exchange": "NYSE"}
+	}
 	for _, mode := range []engine.BindingMode{engine.BindingOff, engine.BindingStrict} {
 		b.Run("binding="+string(mode), func(b *testing.B) {
 			mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
