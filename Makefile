@@ -12,7 +12,7 @@ FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/r
 	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy:FuzzPlanMemo_KeysSound:4000
 FUZZTIME ?= 10s
 
-.PHONY: build run test test-race test-go test-policies fuzz bench lint fmt
+.PHONY: build run generate test test-race test-go test-policies fuzz bench lint fmt
 
 ## build: the agentd binary in bin/.
 build:
@@ -21,6 +21,11 @@ build:
 ## run: the daemon on the stock-agent example (http://127.0.0.1:8181).
 run:
 	$(GO) run ./cmd/agentd serve --config $(EXAMPLE)
+
+## generate: what is generated from the action registry in builtin/ (the action $defs of
+## schemas/hookset.schema.json and the README's action table); a test fails when it drifts.
+generate:
+	$(GO) generate ./...
 
 ## test: every Go test (race detector on the concurrent packages), the Rego policy tests and
 ## a short run of every fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
