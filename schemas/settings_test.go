@@ -62,4 +62,3 @@ func thousands(n uint64) string {
 	}
 	return s
 }
-
