@@ -123,17 +123,11 @@ func (p *Params) paramNames() string {
 	return strings.Join(names, ", ")
 }
 
-// Stage is the stage of the hook being compiled.
-func (p *Params) Stage() engine.Stage { return p.ctx.Stage }
-
 // Hook is the name of the hook being compiled.
 func (p *Params) Hook() string { return p.ctx.Hook }
 
 // Services are the run-time dependencies.
 func (p *Params) Services() Services { return p.ctx.Services }
-
-// Rego is the compiled policy bundle, nil when policies failed to compile.
-func (p *Params) Rego() *policy.Bundle { return p.ctx.Rego }
 
 // Has reports whether param name was given.
 func (p *Params) Has(name string) bool { _, ok := p.values[name]; return ok }

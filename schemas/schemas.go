@@ -4,9 +4,10 @@
 // the loader maps back to a yaml.Node position.
 //
 // The schema files are the contract of the config format: editors use them through
-// `# yaml-language-server: $schema=...`, the daemon serves the bytes (File), and the
-// loader validates every document before compiling it. Rules a schema cannot express
-// (one file per settings key, one required hook, CEL and Rego validity) are the loader's.
+// `# yaml-language-server: $schema=...`, File gives the bytes to whoever publishes
+// them, and the loader validates every document before compiling it. Rules a schema
+// cannot express (one file per settings key, one required hook, CEL and Rego validity)
+// are the loader's.
 //
 // The HookSet schema is written by hand except its action $defs (step and action.<name>),
 // which `go generate ./builtin` writes from the builtin registry; a test there fails when

@@ -1,8 +1,8 @@
 // Command gendocs writes what is generated from the built-in action registry: the action
 // $defs of the HookSet schema (the step's action list and one action.<name> per action;
 // every other part of the schema stays as written) and the README's action table
-// (between <!-- actions:begin --> and <!-- actions:end -->). It runs from builtin's
-// go:generate line:
+// (between <!-- actions:begin --> and <!-- actions:end -->). The go:generate line of
+// package builtin runs it:
 //
 //	go generate ./builtin
 //
