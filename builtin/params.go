@@ -29,8 +29,10 @@ type Context struct {
 	Errors     *diag.List
 }
 
-// Params gives an action's Compile typed, position-aware access to its params. Every
-// accessor reports a problem once, at the offending node, and returns a zero value.
+// Params gives an action's Compile typed, position-aware access to its params, each read
+// as its Param declares it. An accessor returns the declared default when the param is
+// absent; a value that breaks the declaration is reported once, at the offending node,
+// and read as the default (or the zero value when there is none).
 type Params struct {
 	ctx    *Context
 	spec   *Spec
