@@ -20,6 +20,16 @@ type HTTPOptions struct {
 	MaxBody int64
 	// Metrics serves /metrics; nil answers 404.
 	Metrics http.Handler
+	// Mounts are further routes served beside the API (the gateways, the viewer),
+	// behind the same authorization and panic recovery.
+	Mounts []Mount
+}
+
+// Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
+// "/mcp", "GET /ui/") and its handler. The handler bounds its own request bodies.
+type Mount struct {
+	Pattern string
+	Handler http.Handler
 }
 
 // Handler returns the HTTP API of s.
@@ -53,6 +63,7 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		}
 		return resp, http.StatusOK, nil
 	})
+	post("/v1/operations/finish", stage(opts, s.FinishOperation))
 	route(http.MethodGet, "/v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
@@ -72,6 +83,9 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 	})
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", s.authorize(opts, opts.Metrics))
+	}
+	for _, m := range opts.Mounts {
+		mux.Handle(m.Pattern, s.authorize(opts, m.Handler))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
@@ -164,6 +178,8 @@ type StatusBody struct {
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
+	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
+	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
 }
 
@@ -179,6 +195,10 @@ func (s *Service) Status() StatusBody {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.PlanBinding = g.Binding
+	if g.MaxRequestAge > 0 {
+		body.MaxRequestAge = g.MaxRequestAge.String()
+	}
 	body.Guards = append(body.Guards, g.Guards...)
 	return body
 }
