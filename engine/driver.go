@@ -59,9 +59,6 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	return &Driver{gens: cfg.Generations, states: cfg.States, records: cfg.Records, ttl: cfg.StateTTL, observer: cfg.Observer, now: time.Now}, nil
 }
 
-// Generations returns where the driver finds generations.
-func (d *Driver) Generations() Generations { return d.gens }
-
 // RefusalCode is why the driver refused a call before running any hook. The codes are
 // bounded and safe as metric labels.
 type RefusalCode string
