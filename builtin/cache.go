@@ -96,7 +96,16 @@ type cacheStore struct {
 	now   func() time.Time
 }
 
+// Run stores the final response, except for a request that failed or never had a plan
+// accepted: its text was never reviewed as an answer, so it must not answer the next
+// request with the same question. A skipped store is reported as a skipped effect.
 func (a *cacheStore) Run(ctx context.Context, s *State) error {
+	if s.Info.Failed || s.Info.Phase == 0 {
+		return engine.ReportEffect(ctx, engine.Effect{
+			EffectID: "cache.store", Name: "cache.store", Status: engine.EffectSkipped, StartedAt: a.now().UTC(),
+			Summary: "not stored: the request failed or had no plan accepted",
+		})
+	}
 	key, err := a.eval(ctx, s)
 	if err != nil {
 		return err

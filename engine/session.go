@@ -68,9 +68,15 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	gate := NewGate(st.CacheVary, st.CacheReadDisabled)
 	return &stageCall{
 		stage: stage, trail: NewTrail(), started: time.Now(),
-		ctx:  WithRequestInfo(ctx, RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate}),
+		ctx:  WithRequestInfo(ctx, s.info(gate)),
 		pctx: &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 	}
+}
+
+// info describes the request to the hooks of a call.
+func (s *Session) info(gate Gate) RequestInfo {
+	st := s.state
+	return RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate, Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed}
 }
 
 // recorded returns the call's invocations, copied from the trail once: the record, the
