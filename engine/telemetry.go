@@ -21,7 +21,8 @@ const (
 )
 
 // MetricShortCircuitDecision counts before_planning short-circuit decisions by the
-// bounded labels reason, kind and status. Hook names and sources are never labels.
+// bounded labels reason, kind and status. Hook names and sources are never labels
+// (docs/semantics.md §3.8).
 const MetricShortCircuitDecision = "pipeline.short_circuit.decision"
 
 // telemetry holds the pipeline's instruments. tracer is nil for a no-op provider, so
