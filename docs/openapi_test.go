@@ -82,6 +82,10 @@ var enumFamilies = []struct {
 	{schema: "FinalResponseSource", dir: "../engine", prefix: "Source"},
 	{schema: "StageCallOutcome", dir: "../engine", prefix: "Outcome"},
 	{schema: "RefusalCode", dir: "../engine", prefix: "Refused"},
+	{schema: "BindingMode", dir: "../engine", typ: "BindingMode"},
+	{schema: "PlanBindingCode", dir: "../engine", prefix: "Code"},
+	{schema: "CheckOutcome", dir: "../engine", prefix: "Check"},
+	{schema: "RunStatus", dir: "../engine", prefix: "Run"},
 	{schema: "Operation", dir: "../engine/op", typ: "Operation"},
 	{schema: "ErrorType", dir: "../cmd/agentd/internal/server", prefix: "Type"},
 }

@@ -330,7 +330,14 @@ const (
 	quotePlan = `{"plan_id":"p-quote","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"quote ACME","metadata":{"capability":"stock_quote","parameters":{"symbol":"ACME"}}}]}`
 	tradePlan = `{"plan_id":"p-trade","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"symbol":"ACME","amount":100}}}]}`
 	result    = `{"plan_id":"p-quote","steps":[{"step_id":"step-1","agent_name":"stock-service","capability":"stock_quote","namespace":"demo-tools","parameters":{"symbol":"ACME"},"response":{"data":{"price":182.5,"currency":"USD"}},"success":true,"duration":1500000,"attempts":1}],"success":true,"total_duration":1700000,"phase_count":1}`
-	trade     = `{"request_id":"r1","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"execute_trade","parameters":{"symbol":"ACME","amount":%s}}`
+	quote     = `{"request_id":"r1","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}`
+	// brokerPlan has a trade the guard allows, one above its limit and one it cannot
+	// evaluate; the allow-list reviews identities only, so it accepts all three.
+	brokerPlan = `{"plan_id":"p-broker","steps":[` +
+		`{"step_id":"step-1","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":500}}},` +
+		`{"step_id":"step-2","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":25000}}},` +
+		`{"step_id":"step-3","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":"lots"}}}]}`
+	trade = `{"request_id":"r4","step_id":"%s","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"amount":%s}}`
 )
 
 // TestOpenAPI_ResponsesMatch runs a script of calls covering every documented status
@@ -405,6 +412,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		ae = "/v1/hooks/after_execution"
 		as = "/v1/hooks/after_synthesis"
 		oc = "/v1/operations/check"
+		of = "/v1/operations/finish"
 	)
 	huge := `{"request_id":"r","request":"` + strings.Repeat("x", testMaxBody) + `"}`
 
@@ -415,14 +423,28 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("allowed plan", ap, `{"request_id":"r1","plan":`+quotePlan+`}`, 200),
 		post("re-sent plan", ap, `{"request_id":"r1","plan":`+quotePlan+`}`, 200),
 		post("invalid plan", ap, `{"request_id":"r1","plan":{"plan_id":"p-bad","steps":[{"step_id":"step-2","agent_name":"nobody","namespace":"demo-tools","instruction":"x"}]}}`, 422),
-		post("allowed tool call", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "500")+`}`, 200),
-		post("denied tool call", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "25000")+`}`, 403),
-		post("broken guard", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, `"lots"`)+`}`, 403),
+		post("allowed tool call", oc, `{"operation":"tool_call","call":`+quote+`}`, 200),
+		post("finish", of, `{"request_id":"r1","step_id":"step-1","status":"succeeded","response":{"data":{"price":182.5,"currency":"USD"}},"duration":1500000}`, 200),
+		post("step already executed", oc, `{"operation":"tool_call","call":`+quote+`}`, 403),
+		post("finish of a step never started", of, `{"request_id":"r1","step_id":"step-9","status":"failed","retryable":true}`, 409),
+		bad(post("finish with an unknown status", of, `{"request_id":"r1","step_id":"step-1","status":"running"}`, 400)),
+		post("broker plan", ap, `{"request_id":"r4","request":"Buy ACME","plan":`+brokerPlan+`}`, 200),
+		post("guard denial", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-2", "25000")+`}`, 403),
+		post("broken guard", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-3", `"lots"`)+`}`, 403),
+		post("plan mismatch", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-1", "900")+`}`, 403),
+		post("not in the plan", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-7", "500")+`}`, 403),
+		post("bound trade", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-1", "500")+`}`, 200),
 		post("invalid call", oc, `{"operation":"tool_call","call":{"request_id":"r1"}}`, 400),
 		post("after_execution", ae, `{"request_id":"r1","result":`+result+`}`, 200),
 		post("after_synthesis", as, `{"request_id":"r1","response":"ACME trades at 182.50 USD; ask ops@example.com"}`, 200),
 		post("cache hit", bp, `{"request_id":"r2","request":"What is ACME trading at?","metadata":{"tenant":"acme"},"cache_vary":{"tenant":"acme"}}`, 200),
 		post("rejected plan", ap, `{"request_id":"r3","request":"Buy ACME","plan":`+tradePlan+`}`, 403),
+		post("failed request reopened", bp, `{"request_id":"r3","request":"Buy ACME"}`, 409),
+		post("failed request after_planning", ap, `{"request_id":"r3","plan":`+quotePlan+`}`, 409),
+		post("failed request after_execution", ae, `{"request_id":"r3","result":`+result+`}`, 409),
+		post("failed request after_synthesis", as, `{"request_id":"r3","response":"Bought."}`, 409),
+		post("failed request check", oc, `{"call":{"operation":"turn","request_id":"r3"}}`, 409),
+		post("failed request finish", of, `{"request_id":"r3","step_id":"step-1","status":"succeeded"}`, 409),
 		get("record", "/v1/executions/r1", 200),
 		get("rejected record", "/v1/executions/r3", 200),
 		get("no record", "/v1/executions/nobody", 404),
@@ -441,16 +463,19 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		bad(post("missing result", ae, `{"request_id":"r"}`, 400)),
 		bad(post("missing response", as, `{"request_id":"r"}`, 400)),
 		bad(post("missing call", oc, `{"operation":"turn"}`, 400)),
+		bad(post("missing status", of, `{"request_id":"r1","step_id":"step-1"}`, 400)),
 		bad(post("oversized before_planning", bp, huge, 413)),
 		bad(post("oversized after_planning", ap, huge, 413)),
 		bad(post("oversized after_execution", ae, huge, 413)),
 		bad(post("oversized after_synthesis", as, huge, 413)),
 		bad(post("oversized check", oc, huge, 413)),
+		bad(post("oversized finish", of, huge, 413)),
 		noToken(post("no token before_planning", bp, `{"request_id":"r","request":"x"}`, 401)),
 		noToken(post("no token after_planning", ap, `{"request_id":"r","plan":`+quotePlan+`}`, 401)),
 		noToken(post("no token after_execution", ae, `{"request_id":"r","result":`+result+`}`, 401)),
 		noToken(post("no token after_synthesis", as, `{"request_id":"r","response":"x"}`, 401)),
 		noToken(post("no token check", oc, `{"call":{"operation":"turn","request_id":"r"}}`, 401)),
+		noToken(post("no token finish", of, `{"request_id":"r","step_id":"step-1","status":"succeeded"}`, 401)),
 		noToken(get("no token record", "/v1/executions/r1", 401)),
 		noToken(get("no token status", "/v1/status", 401)),
 		noToken(get("no token openapi", "/v1/openapi.json", 401)),
@@ -490,6 +515,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("store down after_execution", ae, `{"request_id":"d","result":{"plan_id":"p","steps":[],"success":true,"total_duration":0,"phase_count":0}}`, 503),
 		post("store down after_synthesis", as, `{"request_id":"d","response":"x"}`, 503),
 		post("store down check", oc, `{"call":{"operation":"turn","request_id":"d"}}`, 503),
+		post("store down finish", of, `{"request_id":"d","step_id":"step-1","status":"succeeded"}`, 503),
 		{name: "store down record", method: http.MethodGet, path: "/v1/executions/d", want: 503},
 	} {
 		run(down, c)
