@@ -28,6 +28,8 @@ type HTTPOptions struct {
 
 // Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
 // "/mcp", "GET /ui/") and its handler. The handler bounds its own request bodies.
+// docs/openapi.yaml documents every mounted route like the API's own; the route test
+// checks the patterns listed in its mountedRoutes.
 type Mount struct {
 	Pattern string
 	Handler http.Handler
