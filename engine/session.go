@@ -178,7 +178,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		plan.PhaseNumber = st.Phase + 1
 	}
 	planID := plan.PlanID
-	if err := ValidatePlan(plan, s.gen.Pipeline.catalog, st.PriorSteps); err != nil {
+	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
 		s.done(c, OutcomeInvalidPlan, err)
 		return nil, err
 	}

@@ -92,8 +92,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	out, code := runScript(ctx, h, calls)
-	data, _ := json.Marshal(out)
-	printJSON(stdout, data)
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+	printJSON(stdout, data.Bytes())
 	return code
 }
 
