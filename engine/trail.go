@@ -35,16 +35,6 @@ func (t *Trail) OnLateEffect(fn func()) {
 	t.mu.Unlock()
 }
 
-// Len returns the number of invocations recorded so far.
-func (t *Trail) Len() int {
-	if t == nil {
-		return 0
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.invocations)
-}
-
 // Invocations returns a deep copy of every invocation recorded so far, in order.
 func (t *Trail) Invocations() []Invocation { return t.Since(0) }
 
