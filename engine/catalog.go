@@ -21,7 +21,7 @@ type CatalogAgent struct {
 }
 
 // Catalog is the compiled, immutable set of agents and capabilities that ValidatePlan
-// checks plans against (SPEC §2 rules 2, 3 and the returns part of rule 7). Build it
+// checks plans against (docs/semantics.md §2.2, §2.3 and the returns part of §2.7). Build it
 // with NewCatalog; it is safe for concurrent use.
 //
 // A nil *Catalog is valid and means "no catalog": ValidatePlan then skips the catalog

@@ -36,6 +36,7 @@ type DriverConfig struct {
 // A Driver is safe for concurrent use. The calls of one request are expected in
 // lifecycle order, not concurrently; concurrent record writes of one request (late
 // effect updates, two replicas) are serialized by the record store's revision gate.
+// The contract is docs/semantics.md §8.
 type Driver struct {
 	gens     Generations
 	states   StateStore

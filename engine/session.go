@@ -166,7 +166,8 @@ type PlanResult struct {
 //
 // A call that re-sends the last accepted phase's plan (its plan_id and at least one of
 // its step ids, with no other phase number) is answered from the record as it was the
-// first time, without running the hooks again, and changes nothing.
+// first time, without running the hooks again, and changes nothing (docs/semantics.md
+// §8.5, §8.6).
 func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase int) (*PlanResult, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)

@@ -9,7 +9,7 @@ import (
 // steps succeeded: open while stage calls are expected, completed after
 // after_synthesis or an accepted short circuit, failed after a terminating rejection,
 // abandoned when its state expired while it was still open. A record without a
-// lifecycle (written before it existed) has unknown completion.
+// lifecycle (written before it existed) has unknown completion (docs/semantics.md §6.7).
 type RequestLifecycle string
 
 // Request lifecycles.
