@@ -37,10 +37,12 @@ type PhaseRecord struct {
 // request completed. Revision grows with every rewrite; stores never let a lower or
 // equal revision replace a stored record.
 type ExecutionRecord struct {
-	RequestID  string           `json:"request_id"`
-	Generation string           `json:"generation,omitempty"`
-	Status     RecordStatus     `json:"status"`
-	Lifecycle  RequestLifecycle `json:"lifecycle,omitempty"`
+	RequestID  string `json:"request_id"`
+	Generation string `json:"generation,omitempty"`
+	// Tenant is the tenant the request's metadata names (TenantOf), if any.
+	Tenant    string           `json:"tenant,omitempty"`
+	Status    RecordStatus     `json:"status"`
+	Lifecycle RequestLifecycle `json:"lifecycle,omitempty"`
 	// OpenUntil is when the request's state expires while it is open: a record still
 	// open after it was abandoned (see LifecycleAt).
 	OpenUntil     *time.Time       `json:"open_until,omitempty"`
