@@ -31,7 +31,7 @@ type serveFlags struct {
 	debounce, successRetention, errorRetention, drain         time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
 	maxBody                                                   int64
-	maxRecords, maxConns                                      int
+	maxRecords, maxFailedRecords, maxConns                    int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -55,6 +55,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "connections open at once at most (keep it below the open-file limit); more wait to be accepted")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
+	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -204,7 +205,7 @@ type stores struct {
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
 	retention := store.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
 	if f.store == "memory" {
-		mem := store.NewMemory(store.MemoryOptions{Retention: retention})
+		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxFailedRecords: f.maxFailedRecords})
 		return &stores{states: mem, cache: mem, limiter: mem, records: mem, close: func() {}}, nil
 	}
 	redisstore.SetLogger(logger)

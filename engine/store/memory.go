@@ -24,17 +24,26 @@ type MemoryOptions struct {
 	MaxEntries int
 	// Retention says how long records are kept and how many at most.
 	Retention Retention
+	// MaxFailedRecords bounds the records of failed requests, kept apart from the
+	// others so that a flood of new requests cannot evict them before their retention;
+	// 0 means Retention.MaxRecords.
+	MaxFailedRecords int
 }
 
 // Memory is the in-process store: request states, execution records, the response
 // cache and rate-limit counters. It bounds itself: expired entries are swept first,
-// then the oldest written are evicted. Values are copied in and out, so a caller never
-// aliases stored state, exactly as with a remote store.
+// then the oldest written are evicted. Records of failed requests have a bound of
+// their own. Values are copied in and out, so a caller never aliases stored state,
+// exactly as with a remote store.
 type Memory struct {
-	mu        sync.Mutex
-	cache     *expiring.Map[CacheEntry]
-	requests  *expiring.Map[memoryState]
+	mu       sync.Mutex
+	cache    *expiring.Map[CacheEntry]
+	requests *expiring.Map[memoryState]
+	// records holds the records of requests that did not fail, failed those of failed
+	// requests. A request's record moves between them as its status changes, leaving a
+	// tombstone behind (see record).
 	records   *expiring.Map[memoryRecord]
+	failed    *expiring.Map[memoryRecord]
 	windows   map[string]window
 	retention Retention
 	now       func() time.Time
@@ -55,7 +64,7 @@ type memoryState struct {
 type memoryRecord struct {
 	revision int64
 	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
-	data     []byte
+	data     []byte                  // nil with rec: a tombstone
 }
 
 // maxWindows is the number of rate-limit windows above which finished ones are swept.
@@ -69,10 +78,14 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if opts.Retention.MaxRecords <= 0 {
 		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
+	if opts.MaxFailedRecords <= 0 {
+		opts.MaxFailedRecords = opts.Retention.MaxRecords
+	}
 	return &Memory{
 		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[memoryState](opts.MaxEntries),
-		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), retention: opts.Retention,
-		windows: map[string]window{}, now: time.Now,
+		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), failed: expiring.New[memoryRecord](opts.MaxFailedRecords),
+		retention: opts.Retention,
+		windows:   map[string]window{}, now: time.Now,
 	}
 }
 
@@ -172,12 +185,33 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.records.Get(rec.RequestID, now); ok && old.revision >= rec.Revision {
+	if old, ok := m.record(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
-	m.records.Put(rec.RequestID, e, expires)
+	into, other := m.records, m.failed
+	if rec.Status == engine.RecordFailed {
+		into, other = m.failed, m.records
+	}
+	into.Put(rec.RequestID, e, expires)
+	if _, ok := other.Get(rec.RequestID, now); ok {
+		other.Put(rec.RequestID, memoryRecord{revision: rec.Revision}, expires)
+	}
 	return nil
 }
+
+// record returns the entry of id: of its entries among the records and the failed
+// ones, the one of the higher revision, a record before a tombstone. The caller holds
+// m.mu.
+func (m *Memory) record(id string, now time.Time) (memoryRecord, bool) {
+	r, rok := m.records.Get(id, now)
+	f, fok := m.failed.Get(id, now)
+	if !fok || rok && (r.revision > f.revision || r.revision == f.revision && f.tombstone()) {
+		return r, rok
+	}
+	return f, true
+}
+
+func (e memoryRecord) tombstone() bool { return e.rec == nil && e.data == nil }
 
 // Get implements engine.RecordStore.
 func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
@@ -185,9 +219,9 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 		return nil, err
 	}
 	m.mu.Lock()
-	e, ok := m.records.Get(requestID, m.now())
+	e, ok := m.record(requestID, m.now())
 	m.mu.Unlock()
-	if !ok {
+	if !ok || e.tombstone() {
 		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
 	}
 	if e.rec != nil {
