@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -277,5 +278,30 @@ func TestHardening_UnknownOperationsAreBounded(t *testing.T) {
 	}
 	if n := len(svc.tel.sets.sets); n != maxAttrSets {
 		t.Fatalf("the attribute-set cache holds %d sets, want its bound %d", n, maxAttrSets)
+	}
+}
+
+// leakyPanicHook panics with a value that quotes the request text.
+type leakyPanicHook struct{}
+
+func (leakyPanicHook) Name() string { return "leaky-panic" }
+func (leakyPanicHook) BeforePlanning(_ context.Context, pctx *engine.PipelineContext) (*engine.ShortCircuit, error) {
+	panic("cannot handle " + pctx.Request)
+}
+
+// TestHardening_PanicLogsNoRequestText: a hook panic's value is logged by its type
+// only, unless payloads are logged.
+func TestHardening_PanicLogsNoRequestText(t *testing.T) {
+	for _, payloads := range []bool{false, true} {
+		svc, _ := newTestService(t, leakyPanicHook{})
+		var log strings.Builder
+		svc.cfg.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+		svc.cfg.LogPayloads = payloads
+		if rec := post(svc.Handler(HTTPOptions{}), "/v1/hooks/before_planning", `{"request_id":"r","request":"SECRET-QUESTION"}`); rec.Code != http.StatusInternalServerError {
+			t.Fatalf("answer = %d %s", rec.Code, rec.Body)
+		}
+		if !strings.Contains(log.String(), "request panicked") || strings.Contains(log.String(), "SECRET-QUESTION") != payloads {
+			t.Fatalf("with payloads %v the log is:\n%s", payloads, log.String())
+		}
 	}
 }

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -149,12 +151,21 @@ func (s *Service) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.cfg.Logger.ErrorContext(r.Context(), "request panicked", slog.String("path", r.URL.Path), slog.Any("panic", v))
+				s.cfg.Logger.ErrorContext(r.Context(), "request panicked", slog.String("path", r.URL.Path), slog.String("panic", s.panicText(v)))
 				writeError(w, apiError(http.StatusInternalServerError, TypeInternal, "internal error: a hook panicked"))
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// panicText tells a panic's value for the log: a Go runtime error as it is, any other
+// value (which may quote request data) by its type only, unless payloads are logged.
+func (s *Service) panicText(v any) string {
+	if _, ok := v.(runtime.Error); ok || s.cfg.LogPayloads {
+		return fmt.Sprint(v)
+	}
+	return fmt.Sprintf("a %T (its value is logged with --log-payloads)", v)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
