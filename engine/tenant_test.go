@@ -37,7 +37,9 @@ func TestHardening_TenantConfinement(t *testing.T) {
 		}
 		return err
 	}
-	open := func(ctx context.Context, id string, metadata map[string]any) error { return openOn(d, ctx, id, metadata) }
+	open := func(ctx context.Context, id string, metadata map[string]any) error {
+		return openOn(d, ctx, id, metadata)
+	}
 	for id, tn := range map[string]string{"globex-1": "tenant-globex", "acme-1": "tenant-acme"} {
 		if err := open(ctx, id, tenant(tn)); err != nil {
 			t.Fatal(err)
