@@ -12,9 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 )
 
 // rawCall sends head (request line and headers, no body) on a connection of its own,
@@ -214,4 +217,24 @@ func TestHardening_StoreErrorsNameNoAddress(t *testing.T) {
 			t.Errorf("--store %s: exit %d, %s", url, code, stderr)
 		}
 	}
+}
+
+// TestHardening_READMETokenFileParses: the README's token file example is one the
+// daemon reads.
+func TestHardening_READMETokenFileParses(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
+		if !strings.Contains(m[1], "token_sha256") {
+			continue
+		}
+		tokens, err := server.ParseTokenFile("README.md", []byte(m[1]))
+		if err != nil || len(tokens) != 3 || tokens[1].Role != server.RoleOrchestrator || tokens[1].Tenant != "acme" {
+			t.Fatalf("the README's token file = %+v, %v", tokens, err)
+		}
+		return
+	}
+	t.Fatal("the README has no token file example")
 }
