@@ -27,7 +27,7 @@ import (
 
 type serveFlags struct {
 	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel string
-	watch, logPayloads                                        bool
+	watch, logPayloads, requirePlanReview                     bool
 	debounce, successRetention, errorRetention, drain         time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
 	maxBody                                                   int64
@@ -56,6 +56,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "connections open at once at most (keep it below the open-file limit); more wait to be accepted")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
+	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -121,7 +122,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	reloader, err := reload.NewReloader(f.config, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
-	}, registry, logger, tel.meter)
+	}, registry, logger, tel.meter, reloadOptions(f)...)
 	if err != nil {
 		return err
 	}
@@ -187,6 +188,14 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("agentd stopped")
+	return nil
+}
+
+// reloadOptions are the reload policies the flags ask for.
+func reloadOptions(f *serveFlags) []reload.Option {
+	if f.requirePlanReview {
+		return []reload.Option{reload.RequirePlanReview()}
+	}
 	return nil
 }
 
