@@ -305,3 +305,29 @@ func TestHardening_PanicLogsNoRequestText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseTokenFile: whatever a token file holds, parsing it neither panics nor
+// accepts a token without a known role.
+func FuzzParseTokenFile(f *testing.F) {
+	f.Add([]byte("s3cret\n"))
+	f.Add([]byte("- token: s3cret\n  role: orchestrator\n  tenant: acme\n"))
+	f.Add([]byte(`[{"token_sha256":"` + strings.Repeat("ab", 32) + `","role":"viewer"}]`))
+	f.Add([]byte("- token: s3cret\n  role: root\n  owner: me\n- [x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tokens, err := ParseTokenFile("tokens", data)
+		if err != nil {
+			if tokens != nil {
+				t.Fatalf("tokens %v with error %v", tokens, err)
+			}
+			return
+		}
+		if len(tokens) == 0 {
+			t.Fatal("no tokens and no error")
+		}
+		for _, tok := range tokens {
+			if tok.Role != RoleAdmin && tok.Role != RoleOrchestrator && tok.Role != RoleViewer {
+				t.Fatalf("token with role %q", tok.Role)
+			}
+		}
+	})
+}
