@@ -30,8 +30,8 @@ type serveFlags struct {
 	watch, logPayloads, requirePlanReview                     bool
 	debounce, successRetention, errorRetention, drain         time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
-	maxBody                                                   int64
-	maxRecords, maxFailedRecords, maxConns                    int
+	maxBody, memoryBytes                                      int64
+	maxRecords, maxFailedRecords, maxRecordEntries, maxConns  int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -54,6 +54,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.writeTimeout, "write-timeout", time.Minute, "how long a response may take; on a streaming route, each write of it")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "connections open at once at most (keep it below the open-file limit); more wait to be accepted")
+	fs.Int64Var(&f.memoryBytes, "memory-bytes", store.DefaultMaxBytes, "bytes the memory store's request states and records may hold, half each (the oldest written go first)")
+	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
 	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
@@ -130,7 +132,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
 	}
 	svc, err := server.New(server.Config{
-		Registry: registry, States: stores.states, Records: stores.records,
+		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
 	})
 	if err != nil {
@@ -214,7 +216,7 @@ type stores struct {
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
 	retention := store.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
 	if f.store == "memory" {
-		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxFailedRecords: f.maxFailedRecords})
+		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxFailedRecords: f.maxFailedRecords, MaxBytes: f.memoryBytes})
 		return &stores{states: mem, cache: mem, limiter: mem, records: mem, close: func() {}}, nil
 	}
 	redisstore.SetLogger(logger)
