@@ -51,7 +51,8 @@ func compileRetrieve(p *Params) Action {
 		p.Errorf("url", "url must be an absolute http or https URL, got %q", a.url)
 		return a
 	}
-	a.client = retrieveClient(p.Services().HTTP, u, p.Bool("block_private"))
+	a.blockPrivate = p.Bool("block_private")
+	a.client = retrieveClient(p.Services().HTTP, u, a.blockPrivate)
 	return a
 }
 
@@ -113,6 +114,7 @@ type retrieve struct {
 	headers          map[string]string
 	timeout          time.Duration
 	maxBytes         int64
+	blockPrivate     bool
 	client           *http.Client
 }
 
