@@ -92,6 +92,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	catalog := l.compileCatalog()
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
+	openai := l.compileOpenAIGateway(catalog)
 	if len(l.errs) > 0 {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
@@ -103,7 +104,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 	id, files := cf.generationID()
 	return &Generation{
 		Generation: engine.Generation{ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision},
-		Dir:        dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, LoadedAt: time.Now().UTC(),
+		Dir:        dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
+		Gateways: Gateways{OpenAI: openai}, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 
