@@ -28,10 +28,11 @@ func init() {
 		},
 	})
 	register(&Spec{
-		Name:    "cache.store",
-		Summary: "Stores the final response in the response cache, against the request's reserved dimensions.",
-		Stages:  []engine.Stage{engine.StageAfterSynthesis},
-		Params:  append(cacheParams[:2:2], Param{Name: "ttl", Type: "duration", Doc: "time to live; default 10m"}),
+		Name:          "cache.store",
+		KeepsResponse: true,
+		Summary:       "Stores the final response in the response cache, against the request's reserved dimensions.",
+		Stages:        []engine.Stage{engine.StageAfterSynthesis},
+		Params:        append(cacheParams[:2:2], Param{Name: "ttl", Type: "duration", Doc: "time to live; default 10m"}),
 		Compile: func(p *Params) Action {
 			return &cacheStore{cacheKey: compileCacheKey(p), ttl: p.Duration("ttl", store.DefaultCacheTTL), cache: p.Services().Cache, now: p.Services().Now}
 		},

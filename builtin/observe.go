@@ -13,8 +13,9 @@ import (
 
 func init() {
 	register(&Spec{
-		Name:    "effect",
-		Summary: "Reports a hook effect (recorded in the execution record beside the invocation).",
+		Name:          "effect",
+		KeepsResponse: true,
+		Summary:       "Reports a hook effect (recorded in the execution record beside the invocation).",
 		Params: []Param{
 			{Name: "id", Type: "string", Required: true, Doc: "effect id, stable within the invocation"},
 			{Name: "name", Type: "string", Doc: "display name"},
@@ -34,8 +35,9 @@ func init() {
 		},
 	})
 	register(&Spec{
-		Name:    "log",
-		Summary: "Writes a structured log line with the request id, generation and hook.",
+		Name:          "log",
+		KeepsResponse: true,
+		Summary:       "Writes a structured log line with the request id, generation and hook.",
 		Params: []Param{
 			{Name: "message", Type: "CEL string", Required: true, Doc: "the message"},
 			{Name: "level", Type: "`debug` \\| `info` \\| `warn` \\| `error`", Doc: "default `info`"},

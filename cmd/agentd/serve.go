@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
+	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -134,8 +135,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: svc.Driver(), Logger: logger, MaxBody: f.maxBody})
 	srv := &http.Server{
-		Handler:           svc.Handler(server.HTTPOptions{Token: token, MaxBody: f.maxBody, Metrics: tel.metrics}),
+		Handler: svc.Handler(server.HTTPOptions{
+			Token: token, MaxBody: f.maxBody, Metrics: tel.metrics, Mounts: gateway.Mounts(),
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
