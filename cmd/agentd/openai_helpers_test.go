@@ -130,6 +130,7 @@ const upstreamKey = "UPSTREAM_API_KEY=sk-upstream-7f3a9c"
 // official OpenAI client pointed at it.
 type gateway struct {
 	d        *daemon
+	dir      string // the config directory
 	upstream string
 	client   openai.Client
 }
@@ -139,8 +140,9 @@ type gateway struct {
 func startGateway(t *testing.T, script, settings string, extra map[string]string, flags ...string) *gateway {
 	t.Helper()
 	up := startUpstream(t, script, upstreamKey)
-	d := startDaemonEnv(t, []string{upstreamKey}, gatewayConfig(t, up, settings, extra), flags...)
-	return &gateway{d: d, upstream: up, client: newClient(d.url, "unused")}
+	dir := gatewayConfig(t, up, settings, extra)
+	d := startDaemonEnv(t, []string{upstreamKey}, dir, flags...)
+	return &gateway{d: d, dir: dir, upstream: up, client: newClient(d.url, "unused")}
 }
 
 func newClient(daemonURL, apiKey string) openai.Client {

@@ -119,13 +119,16 @@ func (u *upstream) call(ctx context.Context, cfg *config.OpenAIGateway, method, 
 }
 
 // failure classifies a transport error: the client gone, the upstream silent past the
-// timeout (504) or unreachable (502).
+// timeout (504), unreachable (502, before its answer began) or cut off (a malformed
+// reply, 502).
 func (x *exchange) failure(err error) *apiError {
 	switch {
 	case x.parent.Err() != nil:
 		return errClientGone
 	case errors.Is(context.Cause(x.ctx), errTimeout):
 		return newError(http.StatusGatewayTimeout, typeUpstream, codeTimeout, "the upstream did not answer within %v", x.timeout)
+	case x.resp != nil:
+		return malformed("the reply was cut off: %s", x.scrub([]byte(err.Error())))
 	}
 	return newError(http.StatusBadGateway, typeUpstream, codeUnreachable, "the upstream is unreachable: %s", x.scrub([]byte(err.Error())))
 }
