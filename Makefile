@@ -24,8 +24,10 @@ run:
 
 ## test: every Go test (race detector on the concurrent packages), the Rego policy tests and
 ## a short run of every fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
-## a private redis-server started for the run (scripts/redis.sh), or skip without one.
+## a private redis-server started for the run (scripts/redis.sh), or skip without one. The
+## npm packages of the Node tests are installed first (scripts/npm-deps.sh).
 test:
+	@./scripts/npm-deps.sh
 	@fuzzcache=$$(mktemp -d) && trap 'rm -rf "$$fuzzcache"' EXIT && \
 		./scripts/redis.sh with $(MAKE) --no-print-directory test-race test-go test-policies fuzz \
 			FUZZ_BY_COUNT=1 FUZZCACHE="$$fuzzcache"
