@@ -60,7 +60,12 @@ func (c *chatCall) serve(ctx context.Context) *apiError {
 	if e != nil {
 		return e
 	}
-	writeJSON(c.w, http.StatusOK, completionBody(rep, ans))
+	out, err := completionBody(rep, ans)
+	if err != nil {
+		return malformed("%v", err)
+	}
+	c.w.Header().Set("Content-Type", "application/json")
+	_, _ = c.w.Write(out)
 	return nil
 }
 

@@ -4,34 +4,47 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
-// completionBody is a non-streamed reply with the answer in place: the upstream's
-// members as they were, but for the message's content and tool calls and the choice's
-// finish_reason.
-func completionBody(rep *reply, ans *answer) map[string]json.RawMessage {
-	msg := clone(rep.message)
+// completionBody is a non-streamed reply with the answer in place: the reply as the
+// upstream sent it when the answer is its own (same content, calls and finish reason),
+// else its members as they were but for the message's content and tool calls and the
+// choice's finish_reason.
+func completionBody(rep *reply, ans *answer) (json.RawMessage, error) {
+	if ans.finish == rep.finish && equalText(ans.content, rep.content) && slices.Equal(ans.calls, rep.calls) {
+		return rep.raw, nil
+	}
+	var body, choice, msg map[string]json.RawMessage
+	var choices []json.RawMessage
+	if err := json.Unmarshal(rep.raw, &body); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(body["choices"], &choices); err != nil || len(choices) != 1 {
+		return nil, fmt.Errorf("choices: %v", err)
+	}
+	if err := json.Unmarshal(choices[0], &choice); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(choice["message"], &msg); err != nil {
+		return nil, err
+	}
 	msg["content"] = mustJSON(ans.content)
 	delete(msg, "tool_calls")
 	if len(ans.calls) > 0 {
 		msg["tool_calls"] = mustJSON(ans.calls)
 	}
-	choice := clone(rep.choice)
 	choice["message"] = mustJSON(msg)
 	choice["finish_reason"] = mustJSON(ans.finish)
-	body := clone(rep.body)
 	body["choices"] = mustJSON([]any{choice})
-	return body
+	return mustJSON(body), nil
 }
 
-func clone(m map[string]json.RawMessage) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+func equalText(a, b *string) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // mustJSON encodes values the gateway built itself, which always encode.

@@ -63,7 +63,9 @@ func FuzzUpstreamReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if rep, e := parseCompletion(data); e == nil {
 			assertCalls(t, rep.calls)
-			_ = completionBody(rep, &answer{calls: rep.calls, finish: "tool_calls"})
+			if out, err := completionBody(rep, &answer{finish: "stop"}); err != nil || !json.Valid(out) {
+				t.Fatalf("rewritten reply %q: %v", out, err)
+			}
 		}
 		a := &assembler{}
 		if _, _, e := a.add(data); e != nil {

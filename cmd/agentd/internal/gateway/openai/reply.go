@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 )
@@ -13,9 +14,9 @@ type reply struct {
 	refusal *string
 	calls   []toolCall
 	finish  string
-	// body and choice are the members of a non-streamed reply and of its choice, and
-	// message those of its message: what the gateway does not set is forwarded as is.
-	body, choice, message map[string]json.RawMessage
+	// raw is a non-streamed reply as the upstream sent it, forwarded as it is when the
+	// answer is the reply's own.
+	raw []byte
 	// meta and usage come from the chunks of a streamed reply.
 	meta  chunkMeta
 	usage json.RawMessage
@@ -24,54 +25,47 @@ type reply struct {
 // final reports whether the reply is the answer (no tool calls) rather than a round.
 func (r *reply) final() bool { return len(r.calls) == 0 }
 
-// parseCompletion decodes and checks a non-streamed chat completion: exactly one choice
-// with an assistant message whose content and refusal are strings or null and whose
-// tool calls are well formed. A legacy function_call is refused: it would be a tool
-// call the gateway cannot review.
-func parseCompletion(data []byte) (*reply, *apiError) {
-	r := &reply{}
-	if err := json.Unmarshal(data, &r.body); err != nil || r.body == nil {
-		return nil, malformed("not a JSON object")
-	}
-	var choices []map[string]json.RawMessage
-	if err := json.Unmarshal(r.body["choices"], &choices); err != nil {
-		return nil, malformed("choices is not an array of objects")
-	}
-	if len(choices) != 1 {
-		return nil, malformed("%d choices, want 1", len(choices))
-	}
-	r.choice = choices[0]
-	if err := json.Unmarshal(r.choice["message"], &r.message); err != nil || r.message == nil {
-		return nil, malformed("the choice has no message object")
-	}
-	if e := decodeMember(r.choice, "finish_reason", &r.finish); e != nil {
-		return nil, e
-	}
-	if e := decodeMember(r.message, "content", &r.content); e != nil {
-		return nil, e
-	}
-	if e := decodeMember(r.message, "refusal", &r.refusal); e != nil {
-		return nil, e
-	}
-	if e := decodeMember(r.message, "tool_calls", &r.calls); e != nil {
-		return nil, e
-	}
-	if fc := r.message["function_call"]; len(fc) > 0 && !bytes.Equal(fc, []byte("null")) {
-		return nil, malformed("legacy function_call is not supported; the upstream must answer with tool_calls")
-	}
-	return r, checkCalls(r.calls)
+// completionWire is what the gateway reads of a non-streamed chat completion.
+type completionWire struct {
+	Choices []struct {
+		Message *struct {
+			Content      *string         `json:"content"`
+			Refusal      *string         `json:"refusal"`
+			ToolCalls    []toolCall      `json:"tool_calls"`
+			FunctionCall json.RawMessage `json:"function_call"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
 }
 
-// decodeMember decodes member key of obj into v when present and not null.
-func decodeMember(obj map[string]json.RawMessage, key string, v any) *apiError {
-	raw, ok := obj[key]
-	if !ok || bytes.Equal(raw, []byte("null")) {
-		return nil
+// parseCompletion decodes and checks a non-streamed chat completion: exactly one choice
+// with a message whose content and refusal are strings or null and whose tool calls
+// are well formed. A legacy function_call is refused: it would be a tool call the
+// gateway cannot review.
+func parseCompletion(data []byte) (*reply, *apiError) {
+	var w completionWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return nil, malformed("%s has the wrong type", typeErr.Field)
+		}
+		return nil, malformed("not a JSON object")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return malformed("%s has the wrong type: %s", key, typeOf(raw))
+	if len(w.Choices) != 1 {
+		return nil, malformed("%d choices, want 1", len(w.Choices))
 	}
-	return nil
+	c := w.Choices[0]
+	if c.Message == nil {
+		return nil, malformed("the choice has no message object")
+	}
+	if fc := c.Message.FunctionCall; len(fc) > 0 && !bytes.Equal(fc, []byte("null")) {
+		return nil, malformed("legacy function_call is not supported; the upstream must answer with tool_calls")
+	}
+	r := &reply{content: c.Message.Content, refusal: c.Message.Refusal, calls: c.Message.ToolCalls, raw: data}
+	if c.FinishReason != nil {
+		r.finish = *c.FinishReason
+	}
+	return r, checkCalls(r.calls)
 }
 
 // checkCalls requires every tool call to have a unique id, and every function call a

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -121,7 +120,7 @@ func TestParseCompletion_KeepsWhatItDoesNotSet(t *testing.T) {
 		t.Fatal(e)
 	}
 	text := "ok"
-	body, err := json.Marshal(completionBody(rep, &answer{content: &text, finish: "stop"}))
+	body, err := completionBody(rep, &answer{content: &text, finish: "stop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +131,10 @@ func TestParseCompletion_KeepsWhatItDoesNotSet(t *testing.T) {
 	}
 	if strings.Contains(string(body), "tool_calls") {
 		t.Errorf("withheld tool calls are still in %s", body)
+	}
+	same, err := completionBody(rep, &answer{calls: rep.calls, finish: rep.finish})
+	if err != nil || string(same) != string(rep.raw) {
+		t.Errorf("an unchanged answer is not the upstream's reply as sent: %s", same)
 	}
 }
 
