@@ -97,7 +97,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 		return reject(InvocationFailed, ReasonInvalidType, ErrNoPlan)
 	}
 	if next != current { // a PlanReader handing back the current plan changed nothing
-		if err := ValidatePlan(next, p.catalog, prior); err != nil {
+		if err := p.ValidatePlan(next, prior); err != nil {
 			return reject(InvocationFailed, ReasonInvalidPlan, err)
 		}
 	}

@@ -55,6 +55,7 @@ type Option func(*options)
 
 type options struct {
 	catalog *Catalog
+	limits  PlanLimits
 	tracer  trace.TracerProvider
 	meter   metric.MeterProvider
 	logger  *slog.Logger
@@ -63,6 +64,10 @@ type options struct {
 // WithCatalog sets the catalog that plans are validated against after every accepted
 // after_planning mutation. Without it the catalog rules of ValidatePlan are skipped.
 func WithCatalog(c *Catalog) Option { return func(o *options) { o.catalog = c } }
+
+// WithPlanLimits sets the size limits of plans (rule 0 of plan validation); zero
+// fields keep DefaultPlanLimits.
+func WithPlanLimits(l PlanLimits) Option { return func(o *options) { o.limits = l } }
 
 // WithTracerProvider sets where hook spans go; the default records nothing.
 func WithTracerProvider(tp trace.TracerProvider) Option {
@@ -87,6 +92,7 @@ type Pipeline struct {
 	execution []executionEntry
 	synthesis []synthesisEntry
 	catalog   *Catalog
+	limits    PlanLimits
 	tel       telemetry
 	logger    *slog.Logger
 	names     map[Stage][]string // hook names per stage, in run order
@@ -139,7 +145,7 @@ func New(hooks []Hook, opts ...Option) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{hooks: append([]Hook(nil), hooks...), catalog: o.catalog, tel: tel, logger: o.logger, names: map[Stage][]string{}}
+	p := &Pipeline{hooks: append([]Hook(nil), hooks...), catalog: o.catalog, limits: o.limits.withDefaults(), tel: tel, logger: o.logger, names: map[Stage][]string{}}
 	if err := p.index(); err != nil {
 		return nil, err
 	}
@@ -197,6 +203,9 @@ func (p *Pipeline) Hooks() []Hook { return append([]Hook(nil), p.hooks...) }
 
 // Catalog returns the catalog plans are validated against (nil when none).
 func (p *Pipeline) Catalog() *Catalog { return p.catalog }
+
+// PlanLimits returns the size limits plans are validated within.
+func (p *Pipeline) PlanLimits() PlanLimits { return p.limits }
 
 // StageHooks returns the names of the hooks taking part in stage, in run order.
 func (p *Pipeline) StageHooks(stage Stage) []string {
