@@ -120,6 +120,9 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		if len(rec.Phases) != 1 || len(rec.Phases[0].Plan.Steps) != 1 || len(rec.Phases[0].Results) != 1 {
 			t.Fatalf("record phases = %+v", rec.Phases)
 		}
+		if got := rec.operations(); !slices.Equal(got, []string{"step-1-1:allow>succeeded"}) {
+			t.Errorf("record operations = %v, want the check and the client's finish", got)
+		}
 		step := rec.Phases[0].Plan.Steps[0]
 		if step.StepID != "step-1-1" || step.AgentName != "stock-service" || step.Metadata["capability"] != "stock_quote" ||
 			step.Metadata["tool_call_id"] != "call_q" || rec.Phases[0].Results[0].StepID != "step-1-1" {
@@ -163,6 +166,10 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		if rec := g.record(t, id); rec.Status != "failed" || rec.Lifecycle != "failed" || len(rec.Phases) != 0 {
 			t.Errorf("record: %s %s %d phases", rec.Status, rec.Lifecycle, len(rec.Phases))
 		}
+		again, id2 := g.complete(t, ask("trade: buy 100 ACME"))
+		if id2 != id+"-2" || !strings.Contains(again.Choices[0].Message.Content, "capability_not_allowed") {
+			t.Errorf("the same conversation again: request %q (the first was %q), %+v", id2, id, again.Choices[0])
+		}
 	})
 
 	t.Run("parallel tool calls are one phase", func(t *testing.T) {
@@ -205,6 +212,9 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		if rec.Lifecycle != "completed" || len(rec.Phases) != 1 || len(rec.Phases[0].Plan.Steps) != 2 || len(rec.Phases[0].Results) != 1 ||
 			rec.Phases[0].Results[0].StepID != "step-1-1" {
 			t.Errorf("record: %s %+v", rec.Lifecycle, rec.Phases)
+		}
+		if got := rec.operations(); !slices.Equal(got, []string{"step-1-1:allow>succeeded", "step-1-2:deny:symbol_halted"}) {
+			t.Errorf("record operations = %v", got)
 		}
 	})
 

@@ -212,6 +212,14 @@ type execution struct {
 		Phase    string `json:"phase"`
 		Status   string `json:"status"`
 	} `json:"pipeline_hooks"`
+	Operations []struct {
+		StepID  string `json:"step_id"`
+		Outcome string `json:"outcome"`
+		Code    string `json:"code"`
+		Finish  *struct {
+			Status string `json:"status"`
+		} `json:"finish"`
+	} `json:"operations"`
 	Phases []struct {
 		Phase int `json:"phase"`
 		Plan  struct {
@@ -239,6 +247,22 @@ func (g *gateway) record(t *testing.T, id string) execution {
 		t.Fatal(err)
 	}
 	return rec
+}
+
+// operations lists a record's operation checks as "step:outcome[:code][>finish]".
+func (e execution) operations() []string {
+	var out []string
+	for _, o := range e.Operations {
+		s := o.StepID + ":" + o.Outcome
+		if o.Code != "" {
+			s += ":" + o.Code
+		}
+		if o.Finish != nil {
+			s += ">" + o.Finish.Status
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // hooks lists a record's invocations as "hook@stage:status".

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -18,6 +20,10 @@ type chatCall struct {
 	req  *chatRequest
 	conv *conversation
 	id   string
+	// derived is set when id was derived from the conversation (see requestID); it is
+	// returned in the response header idHeader.
+	derived  bool
+	idHeader string
 	// gen and cfg are the live generation's until the request is known, then its own.
 	gen  *config.Generation
 	cfg  *config.OpenAIGateway
@@ -29,6 +35,7 @@ type chatCall struct {
 // error to answer.
 func (c *chatCall) serve(ctx context.Context) *apiError {
 	short, e := c.begin(ctx)
+	c.w.Header().Set(c.idHeader, c.id)
 	if e != nil {
 		return e
 	}
@@ -71,11 +78,12 @@ func (c *chatCall) serve(ctx context.Context) *apiError {
 
 // begin runs the stage of what the client sent. A user turn opens the request and runs
 // before_planning; an accepted short circuit is returned as the answer. Tool results
-// resume the request and run after_execution on the turn's combined result.
+// resume the request, report how each call of the last round ended, and run
+// after_execution on the turn's combined result.
 func (c *chatCall) begin(ctx context.Context) (*string, *apiError) {
 	o := engine.Opening{Text: c.conv.text, Metadata: c.req.metadata}
 	if c.conv.newTurn {
-		sess, err := c.g.driver.Open(ctx, c.id, o)
+		sess, err := c.open(ctx, o)
 		if err != nil {
 			return nil, driverError(err)
 		}
@@ -89,19 +97,92 @@ func (c *chatCall) begin(ctx context.Context) (*string, *apiError) {
 		}
 		return nil, nil
 	}
-	sess, err := c.g.driver.Resume(ctx, engine.StageAfterExecution, c.id, o)
+	sess, rec, err := c.resume(ctx, o)
 	if err != nil {
 		return nil, driverError(err)
 	}
 	c.pin(sess)
 	steps := stepIndex{}
-	if rec, err := sess.Record(ctx); err == nil {
+	if rec != nil {
 		steps = indexSteps(rec)
 	}
-	if _, err := sess.AfterExecution(ctx, combinedResult(c.cfg, c.id, c.conv, steps)); err != nil {
+	result := combinedResult(c.cfg, c.id, c.conv, steps)
+	if e := c.report(ctx, result, steps); e != nil {
+		return nil, e
+	}
+	if _, err := sess.AfterExecution(ctx, result); err != nil {
 		return nil, driverError(err)
 	}
 	return nil, nil
+}
+
+// open opens the request of a user turn. A derived id whose request failed (an
+// identical conversation was refused, and its evidence is kept) is passed over for the
+// next one (see derivedN).
+func (c *chatCall) open(ctx context.Context, o engine.Opening) (*engine.Session, error) {
+	base := c.id
+	for n := 1; ; n++ {
+		c.id = derivedN(base, n)
+		sess, err := c.g.driver.Open(ctx, c.id, o)
+		if r, ok := engine.AsRefusal(err); !ok || r.Code != engine.RefusedRequestFailed || !c.derived || n == maxDerived {
+			return sess, err
+		}
+	}
+}
+
+// resume loads the request tool results continue, with its record (nil when it has
+// none yet). A derived id stands for id, id-2, …: the request is the first whose record
+// holds the conversation's first round; else the first id not taken (the request is
+// then opened afresh, as for a state that expired); else the failed one, refused.
+func (c *chatCall) resume(ctx context.Context, o engine.Opening) (*engine.Session, *engine.ExecutionRecord, error) {
+	base, failed := c.id, error(nil)
+	for n := 1; n <= maxDerived; n++ {
+		c.id = derivedN(base, n)
+		sess, err := c.g.driver.Resume(ctx, engine.StageAfterExecution, c.id, o)
+		if r, ok := engine.AsRefusal(err); ok && r.Code == engine.RefusedRequestFailed && c.derived {
+			failed = cmp.Or(failed, err)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		rec, err := sess.Record(ctx)
+		switch {
+		case errors.Is(err, engine.ErrRecordNotFound):
+			return sess, nil, nil
+		case err != nil:
+			return nil, nil, &engine.RefusalError{Code: engine.RefusedStoreUnavailable, RequestID: c.id, Err: err}
+		case !c.derived || c.conv.continues(rec):
+			return sess, rec, nil
+		}
+	}
+	c.id = base
+	return nil, nil, cmp.Or(failed, error(&engine.RefusalError{Code: engine.RefusedConflict, RequestID: base}))
+}
+
+// report tells the driver how each tool call of the last round ended: as the client
+// ran it, with its content as the response (the step results of result). A call
+// already reported (the client sent the results again) or never allowed is left as it
+// is.
+func (c *chatCall) report(ctx context.Context, result *engine.ExecutionResult, steps stepIndex) *apiError {
+	last := len(c.conv.rounds)
+	for _, r := range c.conv.results {
+		if r.phase != last {
+			continue
+		}
+		id := steps.step(c.conv, r)
+		for _, sr := range result.Steps {
+			if sr.StepID != id {
+				continue
+			}
+			err := c.g.driver.Finish(ctx, engine.Finish{RequestID: c.id, StepID: id, Status: engine.RunSucceeded, Response: sr.Response})
+			var fe *engine.FinishError
+			if err != nil && !errors.As(err, &fe) {
+				return driverError(err)
+			}
+		}
+	}
+	return nil
 }
 
 // pin makes the request's own generation (and its gateways.openai) the call's.

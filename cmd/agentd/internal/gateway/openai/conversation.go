@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // conversation is where a request stands, as its messages tell. The last user message
@@ -88,22 +89,46 @@ const maxRequestID = 128
 
 // requestID returns the call's request id: the configured header, else the configured
 // body field, else one derived from the conversation up to its last user message (and
-// the body's user), which every round of the turn shares.
-func requestID(cfg *config.OpenAIGateway, h http.Header, req *chatRequest, conv *conversation) (string, *apiError) {
+// the body's user), which every round of the turn shares (derived is then set).
+func requestID(cfg *config.OpenAIGateway, h http.Header, req *chatRequest, conv *conversation) (id string, derived bool, e *apiError) {
 	if id := h.Get(cfg.RequestIDHeader); id != "" {
-		return id, checkID(id, cfg.RequestIDHeader)
+		return id, false, checkID(id, cfg.RequestIDHeader)
 	}
 	if cfg.RequestIDField != nil {
 		if raw, ok := lookup(req.fields, cfg.RequestIDField); ok {
 			var id string
 			param := strings.Join(cfg.RequestIDField, ".")
 			if json.Unmarshal(raw, &id) != nil || id == "" {
-				return "", badRequest(codeInvalidField, param, "%s must be a non-empty string: it is the request id", param)
+				return "", false, badRequest(codeInvalidField, param, "%s must be a non-empty string: it is the request id", param)
 			}
-			return id, checkID(id, param)
+			return id, false, checkID(id, param)
 		}
 	}
-	return derivedID(req, conv), nil
+	return derivedID(req, conv), true, nil
+}
+
+// maxDerived bounds the ids a derived id stands for: id, id-2, … id-16.
+const maxDerived = 16
+
+// derivedN is the n-th id (1-based) of derived id base: a later identical conversation
+// takes the next one when an earlier one's request failed, whose id stays taken.
+func derivedN(base string, n int) string {
+	if n == 1 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(n)
+}
+
+// continues reports whether rec is the request the conversation continues: its first
+// phase holds every tool call of the conversation's first round.
+func (c *conversation) continues(rec *engine.ExecutionRecord) bool {
+	steps := indexSteps(rec)[1]
+	for _, call := range c.rounds[0] {
+		if _, ok := steps[call.ID]; !ok {
+			return false
+		}
+	}
+	return len(c.rounds[0]) > 0
 }
 
 func checkID(id, param string) *apiError {

@@ -86,8 +86,8 @@ func driverError(err error) *apiError {
 		switch r.Code {
 		case engine.RefusedNotReady:
 			return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "%v", r)
-		case engine.RefusedGenerationRetired:
-			return newError(http.StatusConflict, typeServer, string(r.Code), "%v", r)
+		case engine.RefusedGenerationRetired, engine.RefusedGenerationExpired, engine.RefusedRequestFailed, engine.RefusedConflict:
+			return newError(http.StatusConflict, typeInvalidRequest, string(r.Code), "%v", r)
 		}
 		return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "state store unavailable")
 	}

@@ -32,7 +32,7 @@ func FuzzChatRequest(f *testing.F) {
 		if e != nil {
 			return
 		}
-		id, e := requestID(cfg, http.Header{}, req, conv)
+		id, _, e := requestID(cfg, http.Header{}, req, conv)
 		if e == nil && (id == "" || len(id) > maxRequestID) {
 			t.Fatalf("request id %q", id)
 		}

@@ -96,15 +96,14 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	id, e := requestID(cfg, r.Header, req, conv)
+	id, derived, e := requestID(cfg, r.Header, req, conv)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	w.Header().Set(cfg.RequestIDHeader, id)
-	c := &chatCall{g: g, w: w, req: req, conv: conv, id: id, gen: gen, cfg: cfg}
+	c := &chatCall{g: g, w: w, req: req, conv: conv, id: id, derived: derived, idHeader: cfg.RequestIDHeader, gen: gen, cfg: cfg}
 	if e := c.serve(r.Context()); e != nil && e != errClientGone {
-		g.logger.WarnContext(r.Context(), "openai gateway call failed", "request_id", id, "status", e.Status, "code", e.Code, "error", e.Message)
+		g.logger.WarnContext(r.Context(), "openai gateway call failed", "request_id", c.id, "status", e.Status, "code", e.Code, "error", e.Message)
 		writeError(w, e)
 	}
 }
