@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,19 @@ func (g *gateway) generation(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return st.Generation
+}
+
+func TestCLI_CheckShowsTheOpenAIGateway(t *testing.T) {
+	code, out, errOut := runCLI(t, "check", filepath.Join(repoRoot(t), "examples", "openai-gateway"))
+	if code != exitOK {
+		t.Fatalf("check exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"gateway openai: upstream http://127.0.0.1:9300/v1 (key from $UPSTREAM_API_KEY), on_reject refuse, timeout 30s, request id header X-Request-Id",
+		"  get_quote -> demo-tools/stock-service/stock_quote", "  place_trade -> demo-tools/stock-service/execute_trade",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
 }
