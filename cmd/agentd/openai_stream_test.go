@@ -68,6 +68,8 @@ var streamScript = script(
 	  "tool_calls": [{"id": "call_secret_trade", "name": "place_trade", "arguments": "{\"symbol\":\"ACME\",\"amount\":18250}"}]}`,
 	`{"user": "stream: talk first, then cut", "round": 1, "chunk": 4, "cut_after": 9, "content": "Checking the price.",
 	  "tool_calls": [{"id": "call_cut", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\"}"}]}`,
+	`{"user": "stream: an upstream that does not stream", "round": 1, "no_stream": true,
+	  "content": "One moment.", "tool_calls": [{"id": "call_ns", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\"}"}]}`,
 )
 
 // TestOpenAIGateway_Streaming checks streamed calls with the official client: tool
@@ -156,6 +158,21 @@ func TestOpenAIGateway_Streaming(t *testing.T) {
 		}
 		if strings.Join(pieces, "") != "ACME trades at 182.50 USD. Questions: ir@acme.example" || len(pieces) != 14 || pieces[0] != "ACME" {
 			t.Errorf("content pieces = %q, want the upstream's 4-byte pieces", pieces)
+		}
+	})
+
+	t.Run("an upstream that does not stream is reviewed, then written as a stream", func(t *testing.T) {
+		t.Parallel()
+		s := passthrough.stream(t, ask("stream: an upstream that does not stream"))
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		calls := s.toolCallChunks()
+		if s.header.Get("X-Agentd-Stream") != "buffered" || len(calls) != 1 || calls[0].Choices[0].Delta.ToolCalls[0].ID != "call_ns" {
+			t.Errorf("%s, tool call chunks:\n%s", s.header.Get("X-Agentd-Stream"), s.raw())
+		}
+		if c := s.acc.Choices[0]; c.Message.Content != "One moment." || c.FinishReason != "tool_calls" {
+			t.Errorf("accumulated = %+v", c)
 		}
 	})
 

@@ -134,7 +134,7 @@ func complete(w http.ResponseWriter, r *http.Request, s *script) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rep.Status)
 		_, _ = w.Write(rep.Body)
-	case req.Stream:
+	case req.Stream && !rep.NoStream:
 		streamReply(w, s.Model, rep, system, req.StreamOptions.IncludeUsage)
 	default:
 		writeJSON(w, http.StatusOK, completion(s.Model, rep, system))

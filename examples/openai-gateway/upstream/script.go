@@ -44,6 +44,9 @@ type reply struct {
 	// (default 5); CutAfter, when set, drops the connection after that many chunks.
 	Chunk    int `json:"chunk"`
 	CutAfter int `json:"cut_after"`
+	// NoStream answers with one completion even when a stream is asked for, as an
+	// upstream that does not stream does.
+	NoStream bool `json:"no_stream"`
 }
 
 // scriptedCall is a tool call of a scripted reply.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -39,6 +40,9 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 		return e
 	}
 	defer x.close()
+	if isJSON(x.resp.Header.Get("Content-Type")) {
+		return c.unstreamed(ctx, x, s)
+	}
 	asm := &assembler{}
 	events := x.events()
 	for {
@@ -68,6 +72,41 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 	}
 	s.finish(ans, rep.usage)
 	return nil
+}
+
+// unstreamed answers a streamed call whose upstream answered with one JSON completion
+// (it does not stream): the completion is reviewed as one, then written as chunks.
+func (c *chatCall) unstreamed(ctx context.Context, x *exchange, s *streamWriter) *apiError {
+	data, e := x.readAll()
+	if e != nil {
+		return e
+	}
+	rep, e := parseCompletion(data)
+	if e != nil {
+		return e
+	}
+	var meta chunkMeta
+	_ = json.Unmarshal(data, &meta)
+	var usage struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	_ = json.Unmarshal(data, &usage)
+	ans, e := c.decide(ctx, rep)
+	if e != nil {
+		return e
+	}
+	s.mode, s.meta = modeBuffered, meta
+	s.w.Header().Set(HeaderStreamMode, modeBuffered)
+	if bytes.Equal(usage.Usage, jsonNull) {
+		usage.Usage = nil
+	}
+	s.finish(ans, usage.Usage)
+	return nil
+}
+
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 func nonEmpty(s string) *string {
