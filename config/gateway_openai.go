@@ -133,15 +133,20 @@ func (l *loader) openAIGateway(d document, n *yaml.Node, catalog *engine.Catalog
 	for i := 0; i+1 < len(contentOf(tools)); i += 2 {
 		k, v := tools.Content[i], tools.Content[i+1]
 		id := ToolIdentity{Namespace: scalar(get(v, "namespace")), Agent: scalar(get(v, "agent")), Capability: scalar(get(v, "capability"))}
-		if catalog != nil {
-			if _, ok := catalog.Capability(id.Namespace, id.Agent, id.Capability); !ok {
-				bad(diag.KindGateway, v, "tools."+k.Value, "tool %q maps to %s/%s capability %q, which the catalog does not have",
-					k.Value, id.Namespace, id.Agent, id.Capability)
-			}
+		if catalog != nil && !catalogHas(catalog, id) {
+			bad(diag.KindGateway, v, "tools."+k.Value, "tool %q maps to %s/%s capability %q, which the catalog does not have",
+				k.Value, id.Namespace, id.Agent, id.Capability)
 		}
 		gw.tools[k.Value] = id
 		gw.names = append(gw.names, k.Value)
 	}
 	slices.Sort(gw.names)
 	return gw
+}
+
+// catalogHas reports whether a plan step with identity id passes plan validation's
+// catalog rules, as every step of the gateway's plans must.
+func catalogHas(catalog *engine.Catalog, id ToolIdentity) bool {
+	step := engine.RoutingStep{StepID: "step-1", Namespace: id.Namespace, AgentName: id.Agent, Metadata: map[string]any{"capability": id.Capability}}
+	return engine.ValidatePlan(&engine.RoutingPlan{Steps: []engine.RoutingStep{step}}, catalog, nil) == nil
 }

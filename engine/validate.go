@@ -13,8 +13,8 @@ import (
 // holds for each *PlanError ValidatePlan returns.
 var ErrInvalidPlan = errors.New("invalid plan")
 
-// PlanError codes, one per way a plan can break a SPEC §2 rule. They are stable and
-// safe as metric labels; callers and tests compare codes, never messages.
+// PlanError codes, one per way a plan can break a plan rule (docs/semantics.md §2). They
+// are stable and safe as metric labels; callers and tests compare codes, never messages.
 const (
 	PlanCodeNilPlan                      = "nil_plan"                       // rule 1
 	PlanCodeEmptyPlan                    = "empty_plan"                     // rule 1
@@ -66,10 +66,10 @@ func (l PlanLimits) withDefaults() PlanLimits {
 	return l
 }
 
-// PlanError is the one error type of plan validation. Rule is the SPEC §2 rule number
-// (1–8), Code one of the PlanCode constants, StepID the offending step (empty for
-// plan-level failures and for a step without an id, whose index is then named in
-// Message). It matches ErrInvalidPlan.
+// PlanError is the one error type of plan validation. Rule is the plan rule number
+// (0–8; rule N is docs/semantics.md §2.N), Code one of the PlanCode constants, StepID
+// the offending step (empty for plan-level failures and for a step without an id, whose
+// index is then named in Message). It matches ErrInvalidPlan.
 type PlanError struct {
 	Rule    int
 	Code    string
@@ -106,16 +106,16 @@ func AsPlanError(err error) (*PlanError, bool) {
 	return pe, ok
 }
 
-// ValidatePlan checks plan against SPEC §2, within DefaultPlanLimits, and returns nil
-// or the first failure as a *PlanError. It never repairs or modifies the plan, the
-// catalog or prior. It costs time linear in the size of the plan and prior (each limit
-// bounds a term).
+// ValidatePlan checks plan against the plan rules (docs/semantics.md §2), within
+// DefaultPlanLimits, and returns nil or the first failure as a *PlanError. It never
+// repairs or modifies the plan, the catalog or prior. It costs time linear in the size
+// of the plan and prior (each limit bounds a term).
 //
 // prior holds the steps of the completed earlier phases of the same request; a non-empty
 // prior (or a PhaseNumber of 2 or more) makes this a phase 2+ plan. catalog may be nil,
 // which skips the catalog rules: 2, 3 and the returns part of 7.
 //
-// Rules run in SPEC order and, within a rule, over the steps in plan order; the first
+// Rules run in rule order and, within a rule, over the steps in plan order; the first
 // failure wins, so the result is deterministic and never depends on map iteration:
 //
 //  0. too_many_steps, too_many_dependencies (depends_on and implicit_deps entries

@@ -448,7 +448,7 @@ func TestValidatePlan_FirstFailureWins(t *testing.T) {
 
 func TestValidatePlan_DoesNotMutate(t *testing.T) {
 	catalog := vpCatalog(t)
-	agentsBefore := catalog.Agents()
+	agentsBefore := cloneAgents(catalog.agents)
 	plans := []*RoutingPlan{
 		vpPhase(2,
 			vpImplicit(vpStep("step-3", "execute_trade", map[string]any{
@@ -479,9 +479,17 @@ func TestValidatePlan_DoesNotMutate(t *testing.T) {
 			t.Fatalf("plan %d mutated (types or nil-ness)", i)
 		}
 	}
-	if !reflect.DeepEqual(catalog.Agents(), agentsBefore) {
+	if !reflect.DeepEqual(catalog.agents, agentsBefore) {
 		t.Fatal("catalog mutated")
 	}
+}
+
+func cloneAgents(agents []CatalogAgent) []CatalogAgent {
+	out := make([]CatalogAgent, len(agents))
+	for i, a := range agents {
+		out[i] = cloneCatalogAgent(a)
+	}
+	return out
 }
 
 // vpDeepCopyPlan copies the slices and maps the validator could touch.

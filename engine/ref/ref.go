@@ -14,9 +14,10 @@
 // too. In a run of three or more opening braces the token opens at the last `{{`, so
 // `{{{step-1.x}}}` contains the reference `{{step-1.x}}`.
 //
-// Scan is a hand-written single pass over the string. It does not allocate when the
-// string contains no `{{`, which is the common case for parameter values. Walk visits
-// every string inside a decoded JSON value so callers can scan parameters recursively.
+// The grammar is docs/semantics.md §2.9. Scan is a hand-written single pass over the
+// string. It does not allocate when the string contains no `{{`, which is the common
+// case for parameter values. Walk visits every string inside a decoded JSON value so
+// callers can scan parameters recursively.
 package ref
 
 import (
