@@ -1,7 +1,8 @@
-// Package openai is the OpenAI-compatible chat-completions gateway: an agent that talks
-// to a model through POST /v1/chat/completions gets agentd's four stages, the required
-// plan review and the operation guards by pointing its base URL at the daemon. It is a
-// thin adapter over the request driver (engine.Driver) and adds no stage semantics:
+// Package openai is the OpenAI-compatible chat-completions gateway (docs/semantics.md
+// §10.1): an agent that talks to a model through POST /v1/chat/completions gets
+// agentd's four stages, the required plan review and the operation guards by pointing
+// its base URL at the daemon. It is a thin adapter over the request driver
+// (engine.Driver) and adds no stage semantics:
 //
 //   - a call whose last message is from the user opens the request (Driver.Open) and
 //     runs before_planning on that text and the body's metadata; an accepted short

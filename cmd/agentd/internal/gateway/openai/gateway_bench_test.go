@@ -3,17 +3,9 @@ package openai
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/agentd-dev/agentd/config"
-	"github.com/agentd-dev/agentd/config/reload"
-	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // toolRound is an upstream reply with one get_quote call, always the same.
@@ -31,7 +23,7 @@ func BenchmarkGateway_ToolRound(b *testing.B) {
 		_, _ = w.Write([]byte(toolRound))
 	}))
 	defer up.Close()
-	g := benchGateway(b, up.URL)
+	g := newTestGateway(b, exampleGeneration(b, up.URL+"/v1", ""), 0)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -43,34 +35,4 @@ func BenchmarkGateway_ToolRound(b *testing.B) {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	}
-}
-
-// benchGateway serves the openai-gateway example's config in front of upstream.
-func benchGateway(b *testing.B, upstream string) *Gateway {
-	b.Helper()
-	dir := filepath.Join(b.TempDir(), "config")
-	if out, err := exec.Command("cp", "-rL", "../../../../../examples/openai-gateway", dir).CombinedOutput(); err != nil {
-		b.Fatalf("%v %s", err, out)
-	}
-	gw := filepath.Join(dir, "hooks", "40-gateway.yaml")
-	data, err := os.ReadFile(gw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data = []byte(strings.Replace(strings.Replace(string(data), "http://127.0.0.1:9300/v1", upstream+"/v1", 1), "api_key_env: UPSTREAM_API_KEY", "", 1))
-	if err := os.WriteFile(gw, data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	gen, err := config.Load(dir, config.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	registry := reload.NewRegistry(1)
-	registry.Swap(gen)
-	mem := store.NewMemory(store.MemoryOptions{})
-	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return New(Config{Registry: registry, Driver: driver})
 }
