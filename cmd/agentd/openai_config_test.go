@@ -77,6 +77,7 @@ func TestOpenAIGateway_HotReload(t *testing.T) {
 	writeFile(t, g.dir, "hooks/40-gateway.yaml", `apiVersion: agentd.dev/v1
 kind: HookSet
 metadata: {name: gateway-openai}
+settings: {rego_timeout: 10s}
 gateways:
   openai:
     upstream: `+g.upstream+`

@@ -89,9 +89,12 @@ func startUpstream(t *testing.T, script string, keyEnv string) string {
 func gatewayConfig(t *testing.T, upstream, settings string, extra map[string]string) string {
 	t.Helper()
 	dir := copyExample(t, "openai-gateway")
+	// A generous rego_timeout keeps a loaded machine from turning reviews into
+	// fail-closed timeouts.
 	writeFile(t, dir, "hooks/40-gateway.yaml", `apiVersion: agentd.dev/v1
 kind: HookSet
 metadata: {name: gateway-openai}
+settings: {rego_timeout: 10s}
 gateways:
   openai:
     upstream: `+upstream+`

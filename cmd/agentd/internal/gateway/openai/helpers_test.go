@@ -35,7 +35,9 @@ func exampleGeneration(t testing.TB, upstream, settings string) *config.Generati
 			"      get_quote: {namespace: demo-tools, agent: stock-service, capability: stock_quote}\n" +
 			"      place_trade: {namespace: demo-tools, agent: stock-service, capability: execute_trade}\n"
 	}
-	doc := "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: gateway-openai}\n" + gateway
+	// A generous rego_timeout keeps a loaded machine (or -race) from turning reviews
+	// into fail-closed timeouts.
+	doc := "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: gateway-openai}\nsettings: {rego_timeout: 10s}\n" + gateway
 	if err := os.WriteFile(filepath.Join(dir, "hooks", "40-gateway.yaml"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
