@@ -40,6 +40,11 @@ var mappingScript = script(
 	`{"user": "hidden: ACME and HIDDEN", "round": 1, "tool_calls": [
 	   {"id": "call_x", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\"}"},
 	   {"id": "call_y", "name": "get_quote", "arguments": "{\"symbol\":\"HIDDEN\"}"}]}`,
+	`{"user": "retry: ACME then MSFT", "round": 1,
+	  "tool_calls": [{"id": "call_a1", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\"}"}]}`,
+	`{"user": "retry: ACME then MSFT", "round": 2,
+	  "tool_calls": [{"id": "call_m1", "name": "get_quote", "arguments": "{\"symbol\":\"MSFT\"}"}]}`,
+	`{"user": "retry: ACME then MSFT", "round": 3, "content": "ACME 182.50, MSFT 410.00"}`,
 	`{"user": "arguments: broken", "round": 1,
 	  "tool_calls": [{"id": "call_b", "name": "get_quote", "arguments": "{\"symbol\": ACME"}]}`,
 )
@@ -242,6 +247,33 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		rec := g.record(t, id)
 		if rec.Status != "failed" || len(rec.Phases) != 1 || rec.Phases[0].Phase != 1 || len(rec.Phases[0].Results) != 1 {
 			t.Errorf("record: %s %+v", rec.Status, rec.Phases)
+		}
+	})
+
+	t.Run("a round sent again is reviewed again, as another attempt at its phase", func(t *testing.T) {
+		t.Parallel()
+		params := ask("retry: ACME then MSFT")
+		c, id := g.complete(t, params)
+		runTools(&params, c, quotes)
+		first, _ := g.complete(t, params)
+		again, _ := g.complete(t, params) // the client did not get the first answer, say
+		if !slices.Equal(toolNames(first), []string{"call_m1:get_quote"}) || !slices.Equal(toolNames(again), []string{"call_m1:get_quote"}) {
+			t.Fatalf("round 2 = %v, sent again %v (%q)", toolNames(first), toolNames(again), again.Choices[0].Message.Content)
+		}
+		runTools(&params, again, quotes)
+		if c, _ = g.complete(t, params); c.Choices[0].Message.Content != "ACME 182.50, MSFT 410.00" {
+			t.Errorf("answer = %+v", c.Choices[0])
+		}
+		rec := g.record(t, id)
+		var steps []string
+		for _, ph := range rec.Phases {
+			steps = append(steps, ph.Plan.Steps[0].StepID)
+		}
+		if rec.Lifecycle != "completed" || !slices.Equal(steps, []string{"step-1-1", "step-2-1", "step-2r2-1"}) {
+			t.Errorf("record: %s, phases %v", rec.Lifecycle, steps)
+		}
+		if got := rec.operations(); !slices.Equal(got, []string{"step-1-1:allow>succeeded", "step-2-1:allow", "step-2r2-1:allow>succeeded"}) {
+			t.Errorf("record operations = %v", got)
 		}
 	})
 

@@ -28,6 +28,8 @@ type chatCall struct {
 	gen  *config.Generation
 	cfg  *config.OpenAIGateway
 	sess *engine.Session
+	// rec is the request's record as tool results found it; nil for a user turn.
+	rec *engine.ExecutionRecord
 }
 
 // serve runs the call: the request's stage for what the client sent, then the upstream,
@@ -102,6 +104,7 @@ func (c *chatCall) begin(ctx context.Context) (*string, *apiError) {
 		return nil, driverError(err)
 	}
 	c.pin(sess)
+	c.rec = rec
 	steps := stepIndex{}
 	if rec != nil {
 		steps = indexSteps(rec)
@@ -287,7 +290,7 @@ func separated(before, text string) string {
 func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *apiError) {
 	phase := len(c.conv.rounds) + 1
 	v := &verdict{}
-	p, err := buildPlan(c.cfg, c.id, c.conv.text, phase, calls, time.Now())
+	p, err := buildPlan(c.cfg, c.id, c.conv.text, phase, c.attempt(phase), calls, time.Now())
 	if ae, ok := err.(*argumentsError); ok {
 		c.failRequest(ctx, ae)
 		v.rejection = &rejection{code: codeInvalidToolArguments, message: ae.Error()}
@@ -329,6 +332,20 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 		v.rejection = &rejection{code: codeToolCallsDenied}
 	}
 	return v, nil
+}
+
+// attempt numbers this call's attempt at phase: one more than the attempts the
+// request's record already holds (the client sent a round again).
+func (c *chatCall) attempt(phase int) int {
+	n := 1
+	if c.rec != nil {
+		for _, ph := range c.rec.Phases {
+			if ph.Phase == phase {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // failRequest fails the request with err; a store failure is logged, the client's

@@ -15,17 +15,27 @@ import (
 // stepID is the step id of the n-th tool call (1-based, in the upstream's order) of a
 // plan phase: unique within the request, valid in {{step-…}} references, and the same
 // for the same round of any request, so that a policy's decision memo answers rounds
-// it has seen. The call's own id is kept in the step's metadata.tool_call_id.
-func stepID(phase, n int) string {
-	return "step-" + strconv.Itoa(phase) + "-" + strconv.Itoa(n)
+// it has seen. A later attempt at a phase already accepted (the client sent the same
+// round again and the upstream answered anew) is marked: step-<phase>r<attempt>-<n>,
+// so that its steps repeat none of the first's (plan rule 8). The call's own id is
+// kept in the step's metadata.tool_call_id.
+func stepID(phase, attempt, n int) string {
+	return "step-" + phaseTag(phase, attempt) + "-" + strconv.Itoa(n)
+}
+
+func phaseTag(phase, attempt int) string {
+	if attempt <= 1 {
+		return strconv.Itoa(phase)
+	}
+	return strconv.Itoa(phase) + "r" + strconv.Itoa(attempt)
 }
 
 // metaToolCallID is the step metadata key holding the tool call's id.
 const metaToolCallID = "tool_call_id"
 
-// planID is the plan id of a request's phase: the same when a round is sent again.
-func planID(requestID string, phase int) string {
-	return requestID + "/phase-" + strconv.Itoa(phase)
+// planID is the plan id of an attempt at a request's phase.
+func planID(requestID string, phase, attempt int) string {
+	return requestID + "/phase-" + phaseTag(phase, attempt)
 }
 
 // phasePlan is a round of tool calls as the plan of one phase.
@@ -49,16 +59,16 @@ func (e *argumentsError) Error() string {
 	return fmt.Sprintf("tool call %q (%s): arguments are not a JSON object: %v", e.call.ID, e.call.Function.Name, e.err)
 }
 
-// buildPlan turns a round of tool calls into the plan of phase: one step per mapped
-// call, with the mapping's namespace, agent and capability, the function name as
-// instruction and the parsed arguments as metadata.parameters. The plan is not
+// buildPlan turns a round of tool calls into the plan of an attempt at phase: one step
+// per mapped call, with the mapping's namespace, agent and capability, the function
+// name as instruction and the parsed arguments as metadata.parameters. The plan is not
 // terminal: the model answers after the tools ran. Arguments that are not a JSON
 // object (an empty string is taken as {}) are an *argumentsError.
-func buildPlan(cfg *config.OpenAIGateway, requestID, request string, phase int, calls []toolCall, now time.Time) (*phasePlan, error) {
+func buildPlan(cfg *config.OpenAIGateway, requestID, request string, phase, attempt int, calls []toolCall, now time.Time) (*phasePlan, error) {
 	notTerminal := false
 	p := &phasePlan{
 		plan: &engine.RoutingPlan{
-			PlanID: planID(requestID, phase), OriginalRequest: request, Mode: engine.ModeAutonomous,
+			PlanID: planID(requestID, phase, attempt), OriginalRequest: request, Mode: engine.ModeAutonomous,
 			Steps: make([]engine.RoutingStep, 0, len(calls)), CreatedAt: now.UTC(), Terminal: &notTerminal, PhaseNumber: phase,
 		},
 		calls: make(map[string]toolCall, len(calls)),
@@ -74,7 +84,7 @@ func buildPlan(cfg *config.OpenAIGateway, requestID, request string, phase int, 
 			p.unmapped = append(p.unmapped, c)
 			continue
 		}
-		sid := stepID(phase, i+1)
+		sid := stepID(phase, attempt, i+1)
 		p.calls[sid], p.args[sid] = c, args
 		p.plan.Steps = append(p.plan.Steps, engine.RoutingStep{
 			StepID: sid, Namespace: id.Namespace, AgentName: id.Agent, Instruction: c.Function.Name,
@@ -145,7 +155,7 @@ func (p *phasePlan) callFor(cfg *config.OpenAIGateway, step engine.RoutingStep) 
 // step's response (JSON when it parses).
 func combinedResult(cfg *config.OpenAIGateway, requestID string, conv *conversation, steps stepIndex) *engine.ExecutionResult {
 	res := &engine.ExecutionResult{
-		PlanID: planID(requestID, len(conv.rounds)), Success: true, PhaseCount: len(conv.rounds),
+		PlanID: planID(requestID, len(conv.rounds), 1), Success: true, PhaseCount: len(conv.rounds),
 		Steps: make([]engine.StepResult, 0, len(conv.results)),
 	}
 	for _, r := range conv.results {
@@ -185,19 +195,20 @@ func indexSteps(rec *engine.ExecutionRecord) stepIndex {
 	return idx
 }
 
-// step returns the step id of the call a tool result answers: the recorded one, else
-// (the record gone, or the step rewritten) the call's position in its round as the
-// client has it, which is the upstream's when no call of the round was withheld.
+// step returns the step id of the call a tool result answers: the recorded one (of
+// the latest attempt at its phase), else (the record gone, or the step rewritten) the
+// call's position in its round as the client has it, which is the upstream's when no
+// call of the round was withheld and the phase took one attempt.
 func (idx stepIndex) step(conv *conversation, r toolResult) string {
 	if sid, ok := idx[r.phase][r.call.ID]; ok {
 		return sid
 	}
 	for i, c := range conv.rounds[r.phase-1] {
 		if c.ID == r.call.ID {
-			return stepID(r.phase, i+1)
+			return stepID(r.phase, 1, i+1)
 		}
 	}
-	return stepID(r.phase, 0)
+	return stepID(r.phase, 1, 0)
 }
 
 // toolResponse is a tool message's content as a step response: the JSON value when the

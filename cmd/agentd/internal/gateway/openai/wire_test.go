@@ -147,6 +147,9 @@ func TestStepIndex_FallsBackToThePositionInTheRound(t *testing.T) {
 	if got := idx.step(conv, toolResult{phase: 1, call: toolCall{ID: "a"}}); got != "step-1-1" {
 		t.Errorf("fallback step = %s", got)
 	}
+	if got := stepID(2, 3, 1); got != "step-2r3-1" {
+		t.Errorf("the third attempt at phase 2: %s", got)
+	}
 }
 
 func TestRewritesResponse(t *testing.T) {
