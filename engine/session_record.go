@@ -21,13 +21,38 @@ type change struct {
 
 // failed fails the request with err.
 func failed(err error) change {
+	cause := CauseOf(err)
 	return change{
 		state: func(st *RequestState) { st.Lifecycle = LifecycleFailed },
 		record: func(rec *ExecutionRecord) {
-			rec.Status, rec.Error = RecordFailed, err.Error()
+			rec.Status, rec.Error, rec.Cause = RecordFailed, err.Error(), cause
 			rec.Lifecycle, rec.OpenUntil = LifecycleFailed, nil
 		},
 	}
+}
+
+// rejected records a plan phase that was not accepted; a rejection by the required
+// hook also fails the request.
+func (s *Session) rejected(plan *RoutingPlan, err error) change {
+	r := PlanRejection{Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
+	ch := change{}
+	if re, ok := AsRequiredAfterPlanningError(err); ok {
+		r.Hook, r.Reason, r.Violations = re.Hook, re.Reason, ViolationsOf(err)
+		if re.Plan != nil {
+			r.Plan = re.Plan
+		}
+		ch = failed(err)
+	} else if pe, ok := AsPlanError(err); ok {
+		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, string(pe.Code), pe.StepID
+	}
+	fail := ch.record
+	ch.record = func(rec *ExecutionRecord) {
+		rec.Rejections = append(rec.Rejections, r)
+		if fail != nil {
+			fail(rec)
+		}
+	}
+	return ch
 }
 
 // completed completes the request with its final response; a request that failed
@@ -110,7 +135,7 @@ func (s *Session) writeState(ctx context.Context, fn func(st *RequestState)) err
 			return nil
 		}
 		if !errors.Is(err, ErrStaleRevision) {
-			return unavailable(s.state.ID, err)
+			return storeFailure(s.state.ID, err)
 		}
 		if err := s.reload(ctx); err != nil {
 			return err
@@ -160,25 +185,33 @@ func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)
 		case errors.Is(err, ErrRecordNotFound):
 			rec = s.newRecord(now)
 		case err != nil:
-			return unavailable(s.state.ID, err)
+			return storeFailure(s.state.ID, err)
 		case s.fresh:
 			revision := rec.Revision
 			rec = s.newRecord(now)
 			rec.Revision = revision
 		}
 		fn(rec)
+		if n := recordEntries(rec); n > s.d.maxEntries {
+			return storeFailure(s.state.ID, fmt.Errorf("%w: the execution record would hold %d entries, over the limit of %d", ErrTooLarge, n, s.d.maxEntries))
+		}
 		rec.Revision++
 		rec.UpdatedAt = now
 		err = s.d.records.Put(ctx, rec)
 		if !errors.Is(err, ErrStaleRevision) {
 			if err != nil {
-				return unavailable(s.state.ID, err)
+				return storeFailure(s.state.ID, err)
 			}
 			s.fresh = false
 			return nil
 		}
 	}
-	return unavailable(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
+	return storeFailure(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
+}
+
+// recordEntries counts what grows a record with every call.
+func recordEntries(rec *ExecutionRecord) int {
+	return len(rec.PipelineHooks) + len(rec.Operations) + len(rec.Rejections)
 }
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {
