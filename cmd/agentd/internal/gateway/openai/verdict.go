@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -33,26 +32,20 @@ type denial struct {
 
 // rejection is why a whole round was refused.
 type rejection struct {
-	code       string
-	hook       string
-	message    string
-	violations []violation
-}
-
-type violation struct {
-	Code    string `json:"code"`
-	StepID  string `json:"step_id,omitempty"`
-	Message string `json:"message"`
+	code    string
+	hook    string
+	cause   engine.Cause
+	message string
+	// violations are the required hook's policy's, when it denied the phase.
+	violations []engine.Violation
 }
 
 func requiredRejection(r *engine.RequiredAfterPlanningError) *rejection {
-	rej := &rejection{code: codeRequiredAfterPlan, hook: r.Hook, message: r.Error(), violations: []violation{}}
-	if pr, ok := builtin.AsPlanRejection(r); ok {
-		for _, v := range pr.Violations {
-			rej.violations = append(rej.violations, violation{Code: v.Code, StepID: v.StepID, Message: v.Message})
-		}
+	violations := engine.ViolationsOf(r)
+	if violations == nil {
+		violations = []engine.Violation{}
 	}
-	return rej
+	return &rejection{code: codeRequiredAfterPlan, hook: r.Hook, cause: r.DecisionCause(), message: r.Error(), violations: violations}
 }
 
 // check asks the guards about an accepted step as a tool_call operation and returns
@@ -95,7 +88,7 @@ func (v *verdict) text() string {
 	if r := v.rejection; r != nil {
 		switch r.code {
 		case codeRequiredAfterPlan:
-			fmt.Fprintf(&b, "agentd rejected the tool calls (hook %q):", r.hook)
+			fmt.Fprintf(&b, "agentd rejected the tool calls (hook %q, %s):", r.hook, r.cause)
 			for _, vi := range r.violations {
 				fmt.Fprintf(&b, "\n- %s", vi.Code)
 				if vi.StepID != "" {
@@ -125,7 +118,7 @@ func (v *verdict) error() *apiError {
 	e := newError(http.StatusForbidden, typePolicyViolation, v.rejection.code, "%s", v.text())
 	e.Details = map[string]any{"denials": append([]denial{}, v.denials...)}
 	if r := v.rejection; r.code == codeRequiredAfterPlan {
-		e.Details["hook"], e.Details["violations"] = r.hook, r.violations
+		e.Details["hook"], e.Details["cause"], e.Details["violations"] = r.hook, r.cause, r.violations
 	}
 	return e
 }
