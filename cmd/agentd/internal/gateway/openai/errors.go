@@ -88,6 +88,8 @@ func driverError(err error) *apiError {
 			return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "%v", r)
 		case engine.RefusedGenerationRetired, engine.RefusedGenerationExpired, engine.RefusedRequestFailed, engine.RefusedConflict:
 			return newError(http.StatusConflict, typeInvalidRequest, string(r.Code), "%v", r)
+		case engine.RefusedTooLarge:
+			return newError(http.StatusRequestEntityTooLarge, typeInvalidRequest, string(r.Code), "%v", r)
 		}
 		return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "state store unavailable")
 	}
