@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -73,12 +74,22 @@ func (b *bench) gateway() error {
 		direct := load.Target{URL: "http://" + upAddr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)}
 		through := load.Target{URL: "http://" + addr + "/v1/chat/completions", Body: body.Append, Want: []byte(c.want)}
 		var rd, rg []load.Result
+		var cpu []float64 // agentd's CPU time per request through it, ns
 		for r := range b.gatewayRounds {
-			d, g, err := load.Paired(b.ctx, direct, through, b.loadOptions(b.gatewayRequests, b.gatewayRequests/10))
+			opts := b.loadOptions(b.gatewayRequests, b.gatewayRequests/10)
+			var before time.Duration
+			var cpuErr error
+			opts.BeforeMeasure = func() { before, cpuErr = srv.CPUTime() }
+			d, g, err := load.Paired(b.ctx, direct, through, opts)
 			if err != nil {
 				return fmt.Errorf("gateway %s: %w", c.id, err)
 			}
-			log.Printf("gateway %s, round %d: direct %v; through the gateway %v", c.id, r+1, d, g)
+			after, err := srv.CPUTime()
+			if err = errors.Join(cpuErr, err); err != nil {
+				return err
+			}
+			cpu = append(cpu, float64((after-before).Nanoseconds())/float64(g.Requests))
+			log.Printf("gateway %s, round %d: direct %v; through the gateway %v; agentd CPU %s/req", c.id, r+1, d, g, report.NS(cpu[len(cpu)-1]))
 			rd, rg = append(rd, d), append(rg, g)
 		}
 		d, g := medianResult(rd), medianResult(rg)
@@ -98,6 +109,8 @@ func (b *bench) gateway() error {
 				Peer: report.Duration(d.P50) + " (scripted upstream, direct)", Ratio: report.Ratio(float64(g.P50), float64(d.P50)), Goal: "lower is better"},
 			report.Row{ID: "6" + c.id + "2", Figure: what + "p99 latency", Agentd: figure(g.P99, d.P99),
 				Peer: report.Duration(d.P99) + " (scripted upstream, direct)", Ratio: report.Ratio(float64(g.P99), float64(d.P99)), Goal: p99Goal},
+			report.Row{ID: "6" + c.id + "3", Figure: what + "agentd CPU per request (/proc/PID/stat)", Agentd: report.NS(medianOf(cpu)),
+				Peer: "—", Ratio: "—", Goal: "lower is better"},
 		)
 	}
 	return nil

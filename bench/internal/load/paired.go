@@ -14,7 +14,7 @@ import (
 // order swapping every pair, so that both see the same moments of a shared machine.
 // It returns each target's result; their difference is what b adds to a. Any
 // transport error, non-200 status or response without the target's Want fails the
-// run. opts.Concurrency is ignored.
+// run. opts.Concurrency is ignored; opts.BeforeMeasure runs after the warm-up.
 func Paired(ctx context.Context, a, b Target, opts Options) (Result, Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
 	defer cancel()
@@ -34,6 +34,9 @@ func Paired(ctx context.Context, a, b Target, opts Options) (Result, Result, err
 	start := time.Now()
 	for i := range opts.Warmup + opts.Requests {
 		if i == opts.Warmup {
+			if opts.BeforeMeasure != nil {
+				opts.BeforeMeasure()
+			}
 			start = time.Now()
 		}
 		seq := opts.SeqBase + i
