@@ -45,9 +45,9 @@ const DefaultMaxRecordEntries = 10_000
 // effect updates, two replicas) are serialized by the record store's revision gate.
 // The contract is docs/semantics.md §8.
 type Driver struct {
-	gens     Generations
-	states   StateStore
-	records  RecordStore
+	gens       Generations
+	states     StateStore
+	records    RecordStore
 	ttl        time.Duration
 	observer   Observer
 	maxEntries int
