@@ -21,10 +21,17 @@ type Generation struct {
 	Policies *policy.Bundle
 	Hooks    []HookInfo
 	Guards   []GuardInfo
+	Gateways Gateways
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool
 	LoadedAt             time.Time
+}
+
+// Gateways are the protocol gateways a generation configures; a nil member is not
+// configured.
+type Gateways struct {
+	OpenAI *OpenAIGateway
 }
 
 // HookInfo describes one compiled hook, in registration order.
