@@ -53,6 +53,11 @@ type StageReport struct {
 	Accepted *RoutingPlan
 	Result   *ExecutionResult
 	Response string
+	// Enrichments are the request's enrichments as the call began (for before_planning,
+	// a copy of its seeds: the stage writes the request's own map). PriorSteps are the
+	// steps of the phases accepted before the call. Both are read-only too.
+	Enrichments map[string]any
+	PriorSteps  []RoutingStep
 	// Err is the error the call returned, if any.
 	Err error
 }
@@ -69,6 +74,10 @@ type CheckReport struct {
 	Outcome        CallOutcome
 	Started        time.Time
 	Duration       time.Duration
+	// State is the request's state as the check found it (a shallow copy the driver
+	// never changes: plan binding decided against it), nil for a request the driver
+	// does not know or a call refused before it was checked. Read-only.
+	State *RequestState
 	// Err is the guards' verdict (a *op.Denial or *op.GuardError), the call's
 	// *op.CallError, or a refusal.
 	Err error
@@ -76,7 +85,9 @@ type CheckReport struct {
 
 // Observer is told about every call the driver finishes, for metrics and decision
 // logs. Implementations must be safe for concurrent use and return quickly: they run
-// on the caller's path.
+// on the caller's path. A report and the values it points to are never changed by the
+// driver once it is reported, so an observer may keep it and read it later, from
+// another goroutine, as long as it treats it as read-only.
 type Observer interface {
 	// Staged reports one finished stage call.
 	Staged(ctx context.Context, r *StageReport)
@@ -91,3 +102,41 @@ type nopObserver struct{}
 func (nopObserver) Staged(context.Context, *StageReport)                  {}
 func (nopObserver) Checked(context.Context, *CheckReport)                 {}
 func (nopObserver) Refused(context.Context, Stage, string, *RefusalError) {}
+
+// Observers returns an observer that tells each of obs, in order, about every call;
+// nil entries are left out.
+func Observers(obs ...Observer) Observer {
+	var list multiObserver
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nopObserver{}
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) Staged(ctx context.Context, r *StageReport) {
+	for _, o := range m {
+		o.Staged(ctx, r)
+	}
+}
+
+func (m multiObserver) Checked(ctx context.Context, r *CheckReport) {
+	for _, o := range m {
+		o.Checked(ctx, r)
+	}
+}
+
+func (m multiObserver) Refused(ctx context.Context, stage Stage, id string, r *RefusalError) {
+	for _, o := range m {
+		o.Refused(ctx, stage, id, r)
+	}
+}

@@ -37,8 +37,11 @@ type PhaseRecord struct {
 // request completed. Revision grows with every rewrite; stores never let a lower or
 // equal revision replace a stored record (docs/semantics.md §6.6).
 type ExecutionRecord struct {
-	RequestID  string `json:"request_id"`
-	Generation string `json:"generation,omitempty"`
+	// SchemaVersion is the layout of the record, RecordSchemaVersion when written;
+	// readers of stored or exported records (agentd replay) check it.
+	SchemaVersion int    `json:"schema_version"`
+	RequestID     string `json:"request_id"`
+	Generation    string `json:"generation,omitempty"`
 	// Tenant is the tenant the request's metadata names (TenantOf), if any.
 	Tenant    string           `json:"tenant,omitempty"`
 	Status    RecordStatus     `json:"status"`
@@ -65,6 +68,10 @@ type ExecutionRecord struct {
 	CreatedAt           time.Time         `json:"created_at"`
 	UpdatedAt           time.Time         `json:"updated_at"`
 }
+
+// RecordSchemaVersion is the SchemaVersion of the records this code writes. It changes
+// when a field changes meaning or goes away, not when one is added.
+const RecordSchemaVersion = 1
 
 // Store errors.
 var (

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -62,6 +63,8 @@ type stageCall struct {
 	// invocations is the trail's snapshot once the stage ran (see recorded).
 	invocations []Invocation
 	// The call's input and output, for its report.
+	enrichments    map[string]any
+	prior          []RoutingStep
 	plan, accepted *RoutingPlan
 	result         *ExecutionResult
 	response       string
@@ -70,10 +73,15 @@ type stageCall struct {
 func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	st := s.state
 	gate := NewGate(st.CacheVary, st.CacheReadDisabled)
+	enrichments := st.Enrichments
+	if stage == StageBeforePlanning {
+		enrichments = maps.Clone(enrichments) // the stage writes the request's own map
+	}
 	return &stageCall{
 		id: decisionID(ctx), stage: stage, trail: NewTrail(), started: time.Now(),
-		ctx:  WithRequestInfo(ctx, s.info(gate)),
-		pctx: &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
+		ctx:         WithRequestInfo(ctx, s.info(gate)),
+		pctx:        &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
+		enrichments: enrichments, prior: st.PriorSteps,
 	}
 }
 
@@ -105,7 +113,7 @@ func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
 		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
 		Started: c.started, Duration: time.Since(c.started), Invocations: c.recorded(),
 		Request: c.pctx.Request, Metadata: c.pctx.Metadata, Plan: c.plan, Accepted: c.accepted, Result: c.result,
-		Response: c.response, Err: err,
+		Response: c.response, Enrichments: c.enrichments, PriorSteps: c.prior, Err: err,
 	})
 }
 

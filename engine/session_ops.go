@@ -50,6 +50,10 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 		return nil, err
 	}
 	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
+	if st := s.known(); st != nil {
+		found := *st // the check writes new revisions; this one stays as it was
+		report.State = &found
+	}
 	_, end, verdict, err := s.check(ctx, call, started, &report.Record)
 	if err != nil {
 		report.Outcome, report.Err = CheckOutcomeOf(err), err

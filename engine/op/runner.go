@@ -64,6 +64,27 @@ func (r *Runner) Start(ctx context.Context, call Call) (context.Context, FinishF
 	return ctx, st.finish, err
 }
 
+// Guard runs only the guard phase for call, in registration order, and returns the
+// verdict Start would: nil, a *Denial or a *GuardError (a *CallError for an invalid
+// call). No observer begins or finishes, so nothing observes the call: it is for
+// asking what the guards would decide (a shadow configuration, a replay) without the
+// operation running.
+func (r *Runner) Guard(ctx context.Context, call Call) error {
+	if err := call.Validate(); err != nil {
+		return err
+	}
+	e := r.entries(call.Operation)
+	if e == nil {
+		return nil
+	}
+	for _, g := range e.guards {
+		if err := r.check(ctx, g, call); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // begin calls one observer; ok is false when it panicked.
 func (r *Runner) begin(ctx context.Context, a *around, call Call) (next context.Context, fin FinishFunc, ok bool) {
 	defer func() {
