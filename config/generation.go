@@ -22,6 +22,9 @@ type Generation struct {
 	Hooks    []HookInfo
 	Guards   []GuardInfo
 	Gateways Gateways
+	// DecisionLog masks and drops the decision events of calls that run on this
+	// generation; nil when the directory has no decision_log section.
+	DecisionLog *DecisionLog
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool

@@ -30,6 +30,7 @@ const (
 	KindCatalog               = "catalog"                 // an invalid agent catalog
 	KindGuard                 = "guard"                   // invalid operation guards
 	KindGateway               = "gateway"                 // a gateway setting that contradicts the rest of the config
+	KindDecisionLog           = "decision_log"            // an invalid decision_log mask or drop rule
 	KindIO                    = "io"                      // a file could not be read
 	KindTooManyErrors         = "too_many_errors"         // Normalize dropped errors over its cap
 )
