@@ -1,0 +1,103 @@
+package compare
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// Input is what a stage call ran on: the request's text, metadata and enrichments as
+// the call began, and for after_planning the incoming plan (with its phase number) and
+// the steps of the phases accepted before it. The maps and the plan are only read.
+type Input struct {
+	RequestID   string
+	Request     string
+	Metadata    map[string]any
+	Enrichments map[string]any
+	Plan        *engine.RoutingPlan
+	Prior       []engine.RoutingStep
+}
+
+// context is pctx's request context for the hooks of gen, as the driver gives it.
+func (in *Input) context(ctx context.Context, gen *engine.Generation) context.Context {
+	phase := 0
+	if in.Plan != nil {
+		phase = max(in.Plan.PhaseNumber-1, 0)
+	}
+	return engine.WithRequestInfo(ctx, engine.RequestInfo{ID: in.RequestID, Generation: gen.ID, Gate: engine.NewGate(nil, true), Phase: phase})
+}
+
+// Plan reviews in.Plan as gen's after_planning stage would: plan validation against
+// gen's catalog and limits, then every after_planning hook, the required one last. It
+// records nothing.
+func Plan(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
+	defer recovered(&v)
+	if err := gen.Pipeline.ValidatePlan(in.Plan, in.Prior); err != nil {
+		return planError(err)
+	}
+	pctx := &engine.PipelineContext{Request: in.Request, Metadata: in.Metadata, Enrichments: in.Enrichments}
+	if _, err := gen.Pipeline.AfterPlanning(in.context(ctx, gen), pctx, in.Plan, in.Prior, nil); err != nil {
+		return Verdict{Outcome: engine.OutcomeRejected, Cause: engine.CauseOf(err), Violations: engine.ViolationsOf(err)}
+	}
+	return Verdict{Outcome: engine.OutcomeAccepted}
+}
+
+// BeforePlanning runs gen's before_planning stage on a copy of in's enrichments, with
+// cache reads off: it answers whether gen would short-circuit the request (or break
+// the decision contract) rather than let planning go on.
+func BeforePlanning(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
+	defer recovered(&v)
+	pctx := &engine.PipelineContext{Request: in.Request, Metadata: in.Metadata, Enrichments: maps.Clone(in.Enrichments)}
+	sc, err := gen.Pipeline.BeforePlanning(in.context(ctx, gen), pctx, engine.NewGate(nil, true), nil)
+	switch {
+	case err != nil:
+		return Verdict{Outcome: engine.OutcomeHookContract, Cause: engine.CauseOf(err)}
+	case sc != nil:
+		return Verdict{Outcome: engine.OutcomeShortCircuit}
+	}
+	return Verdict{Outcome: engine.OutcomeContinue}
+}
+
+// Check asks gen's plan binding (against st, the request's state; nil for an unknown
+// request) and guards about call, beginning no observer.
+func Check(ctx context.Context, gen *engine.Generation, st *engine.RequestState, call op.Call) (v Verdict) {
+	defer recovered(&v)
+	return checkVerdict(gen.Verdict(ctx, st, call))
+}
+
+// recovered turns a hook panic into a panic verdict.
+func recovered(v *Verdict) {
+	if r := recover(); r != nil {
+		*v = Verdict{Outcome: engine.OutcomePanic, Cause: engine.CausePanic}
+	}
+}
+
+// planError is the verdict on a plan that broke a plan rule.
+func planError(err error) Verdict {
+	v := Verdict{Outcome: engine.OutcomeInvalidPlan, Cause: engine.CauseInvalidPlan}
+	if pe, ok := engine.AsPlanError(err); ok {
+		v.Violations = []engine.Violation{{Code: pe.Code, StepID: pe.StepID, Message: fmt.Sprintf("plan rule %d", pe.Rule)}}
+	}
+	return v
+}
+
+// checkVerdict is the verdict of a check's error (see engine.CheckOutcomeOf).
+func checkVerdict(err error) Verdict {
+	v := Verdict{Outcome: engine.CheckOutcomeOf(err)}
+	if den, ok := op.AsDenial(err); ok {
+		v.Denial, v.Cause = &op.Denial{Code: den.Code, Reason: den.Reason}, engine.CauseGuardDenied
+		if bindingCode(den.Code) {
+			v.Cause = engine.CauseBindingDenied
+		}
+	} else if _, ok := op.AsGuardError(err); ok {
+		v.Cause = engine.CauseGuardError
+	}
+	return v
+}
+
+func bindingCode(code string) bool {
+	return code == engine.CodeNotInAcceptedPlan || code == engine.CodePlanMismatch || code == engine.CodeStepAlreadyExecuted
+}

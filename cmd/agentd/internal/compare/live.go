@@ -1,0 +1,19 @@
+package compare
+
+import "github.com/agentd-dev/agentd/engine"
+
+// Staged is the verdict of a finished stage call.
+func Staged(r *engine.StageReport) Verdict {
+	if r.Outcome == engine.OutcomeInvalidPlan {
+		return planError(r.Err)
+	}
+	return Verdict{Outcome: r.Outcome, Cause: r.Cause, Violations: r.Violations}
+}
+
+// Checked is the verdict of a finished operation check.
+func Checked(r *engine.CheckReport) Verdict { return checkVerdict(r.Err) }
+
+// StageInput is what a finished stage call ran on.
+func StageInput(r *engine.StageReport) Input {
+	return Input{RequestID: r.RequestID, Request: r.Request, Metadata: r.Metadata, Enrichments: r.Enrichments, Plan: r.Plan, Prior: r.PriorSteps}
+}
