@@ -28,4 +28,6 @@ func (inertCache) PutCache(context.Context, string, store.CacheEntry, time.Durat
 
 type inertLimiter struct{}
 
-func (inertLimiter) Allow(context.Context, string, int, time.Duration) (bool, error) { return true, nil }
+func (inertLimiter) Allow(context.Context, string, int, time.Duration) (bool, error) {
+	return true, nil
+}
