@@ -13,7 +13,7 @@ import (
 // Mask paths start at one of them.
 var LogPayloadFields = []string{
 	"request", "metadata", "enrichments", "plan", "prior_steps", "result", "call",
-	"accepted_plan", "response", "short_circuit",
+	"accepted_plan", "response",
 }
 
 // wildcard is the path segment that matches every key of an object and every element

@@ -1,0 +1,159 @@
+package decisionlog
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// pending is one report waiting for the worker, with the masks of the generation it
+// ran on (taken when it was reported, so a reload meanwhile changes nothing).
+type pending struct {
+	stage   *engine.StageReport
+	check   *engine.CheckReport
+	refusal *refusal
+	built   *Event // a prebuilt event (a shadow event)
+	rules   *config.DecisionLog
+	known   bool // the generation was known (else rules are unknown, not none)
+}
+
+type refusal struct {
+	decisionID, requestID string
+	stage                 engine.Stage
+	err                   *engine.RefusalError
+	at                    time.Time
+}
+
+func newRefusal(ctx context.Context, stage engine.Stage, id string, r *engine.RefusalError) *refusal {
+	decisionID, _ := engine.DecisionIDFrom(ctx)
+	return &refusal{decisionID: decisionID, requestID: id, stage: stage, err: r, at: time.Now()}
+}
+
+// event returns the event of p, without payload.
+func (p *pending) event() *Event {
+	switch {
+	case p.stage != nil:
+		return stageEvent(p.stage)
+	case p.check != nil:
+		return checkEvent(p.check)
+	case p.refusal != nil:
+		return refusalEvent(p.refusal)
+	}
+	return p.built
+}
+
+// payload returns the call's payload, unmasked: the report's own values.
+func (p *pending) payload() map[string]any {
+	switch {
+	case p.stage != nil:
+		return stagePayload(p.stage)
+	case p.check != nil:
+		return callPayload(p.check.Call)
+	}
+	return nil
+}
+
+func stageEvent(r *engine.StageReport) *Event {
+	e := &Event{
+		SchemaVersion: SchemaVersion, Kind: config.EventStage, DecisionID: r.DecisionID, Timestamp: r.Started.UTC(),
+		RequestID: r.RequestID, Stage: r.Stage, Generation: r.Generation, PolicyRevision: r.PolicyRevision,
+		Outcome: string(r.Outcome), Cause: r.Cause, Violations: r.Violations, DurationMS: millis(r.Duration),
+	}
+	for _, inv := range r.Invocations {
+		h := Hook{Name: inv.HookName, Status: inv.Status, DurationMS: millis(inv.Duration)}
+		if d := inv.Decision; d != nil {
+			h.FailurePolicy, h.Action, h.Reason, h.Cause = d.FailurePolicy, d.Action, d.Reason, d.Cause
+		}
+		e.Hooks = append(e.Hooks, h)
+	}
+	if pe, ok := engine.AsPlanError(r.Err); ok {
+		e.Violations = []engine.Violation{{Code: pe.Code, StepID: pe.StepID, Message: pe.Message}}
+	}
+	return e
+}
+
+func checkEvent(r *engine.CheckReport) *Event {
+	e := &Event{
+		SchemaVersion: SchemaVersion, Kind: config.EventCheck, DecisionID: r.DecisionID, Timestamp: r.Started.UTC(),
+		RequestID: r.Call.RequestID, Operation: r.Call.Operation, StepID: r.Call.StepID, Generation: r.Generation,
+		PolicyRevision: r.PolicyRevision, Outcome: string(r.Outcome), DurationMS: millis(r.Duration),
+	}
+	if !r.Call.Operation.Known() {
+		e.Operation = ""
+	}
+	if rec := r.Record; rec != nil {
+		if rec.Outcome != engine.CheckAllow {
+			e.Denial = &Denial{Code: rec.Code, Reason: rec.Reason, Guard: rec.Guard, GuardIndex: rec.GuardIndex, Binding: rec.Binding}
+		}
+	} else if den, ok := op.AsDenial(r.Err); ok {
+		e.Denial = &Denial{Code: den.Code, Reason: den.Reason}
+	}
+	switch {
+	case r.Outcome == engine.OutcomeGuardError:
+		e.Cause = engine.CauseGuardError
+	case e.Denial != nil && e.Denial.Guard == engine.BindingGuard:
+		e.Cause = engine.CauseBindingDenied
+	case e.Denial != nil:
+		e.Cause = engine.CauseGuardDenied
+	}
+	return e
+}
+
+func refusalEvent(r *refusal) *Event {
+	e := &Event{
+		SchemaVersion: SchemaVersion, Kind: config.EventRefusal, DecisionID: r.decisionID, Timestamp: r.at.UTC(),
+		RequestID: r.requestID, Stage: r.stage, Outcome: string(engine.RefusedStoreUnavailable),
+	}
+	if r.err != nil {
+		e.Outcome, e.Generation = string(r.err.Code), r.err.Generation
+	}
+	return e
+}
+
+// stagePayload is what a stage call was given and answered; empty parts are left out.
+func stagePayload(r *engine.StageReport) map[string]any {
+	p := map[string]any{"request": r.Request}
+	put := func(k string, v any, ok bool) {
+		if ok {
+			p[k] = v
+		}
+	}
+	put("metadata", r.Metadata, len(r.Metadata) > 0)
+	put("enrichments", r.Enrichments, len(r.Enrichments) > 0)
+	put("plan", r.Plan, r.Plan != nil)
+	put("prior_steps", r.PriorSteps, r.Stage == engine.StageAfterPlanning && len(r.PriorSteps) > 0)
+	put("accepted_plan", r.Accepted, r.Accepted != nil)
+	put("result", r.Result, r.Result != nil)
+	put("response", r.Response, r.Stage == engine.StageAfterSynthesis)
+	return p
+}
+
+// callPayload is a checked call: its request and metadata (a turn's) as the payload's
+// request and metadata, so that one mask covers them wherever they come from, and the
+// rest of the call as call.
+func callPayload(c op.Call) map[string]any {
+	call := map[string]any{"operation": string(c.Operation), "request_id": c.RequestID}
+	put := func(k string, v any, ok bool) {
+		if ok {
+			call[k] = v
+		}
+	}
+	put("step_id", c.StepID, c.StepID != "")
+	put("namespace", c.Namespace, c.Namespace != "")
+	put("agent_name", c.AgentName, c.AgentName != "")
+	put("capability", c.Capability, c.Capability != "")
+	put("parameters", c.Parameters, c.Parameters != nil)
+	put("model", c.Model, c.Model != "")
+	put("phase", c.Phase, c.Phase != 0)
+	p := map[string]any{"call": call}
+	if c.Request != "" {
+		p["request"] = c.Request
+	}
+	if len(c.Metadata) > 0 {
+		p["metadata"] = c.Metadata
+	}
+	return p
+}

@@ -1,0 +1,217 @@
+package decisionlog
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// collector is an HTTP endpoint that keeps every batch it receives.
+type collector struct {
+	mu      sync.Mutex
+	batches []string
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	c.batches = append(c.batches, string(body))
+	c.mu.Unlock()
+}
+
+func (c *collector) all() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.batches, "\n")
+}
+
+// With a mask on metadata.email, no sink ever sees the address: not the file, not the
+// HTTP endpoint, not the log with payloads, whether the metadata came with a stage
+// call or with a turn's call.
+func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
+	gen, rules := loadRules(t, "decision_log: {mask: [metadata.email]}\n")
+	path := filepath.Join(t.TempDir(), "decisions.log")
+	file, err := NewFileSink(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := &collector{}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	post, err := NewHTTPSink(HTTPOptions{URL: srv.URL, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBuf syncBuffer
+	l, err := New(Options{Rules: rules, Sinks: []Sink{NewLogSink(slog.New(slog.NewJSONHandler(&logBuf, nil)), true), file, post}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l.Staged(ctx, stageReport("r1", gen))
+	l.Checked(ctx, turnReport("r1", gen))
+	l.Checked(ctx, checkReport("r1", gen))
+	closeLogger(t, l)
+
+	for sink, text := range map[string]string{"log": logBuf.String(), "http": endpoint.all(), "file": readFile(t, path)} {
+		if strings.Contains(text, "ann@example.com") {
+			t.Errorf("the %s sink got the masked address:\n%s", sink, text)
+		}
+		if !strings.Contains(text, `"tenant":"acme"`) || !strings.Contains(text, "quote ACME") {
+			t.Errorf("the %s sink lost what no mask names:\n%s", sink, text)
+		}
+	}
+	events := readEvents(t, path)
+	if len(events) != 3 {
+		t.Fatalf("%d events, want 3", len(events))
+	}
+	if e := events[0]; len(e.Erased) != 1 || e.Erased[0] != "metadata.email" || e.Input["plan"] == nil || e.Output["accepted_plan"] == nil {
+		t.Errorf("stage event = %+v, want its plan in, its accepted plan out and metadata.email erased", e)
+	}
+	if e := events[2]; e.Denial == nil || e.Denial.Code != "trade_limit" || e.Denial.Guard != "limit" || e.Cause != engine.CauseGuardDenied {
+		t.Errorf("check event = %+v, want the guard's denial", e)
+	}
+}
+
+// Every report is one event, with the decision id it was reported with; refusals too.
+func TestLogger_OneEventPerReport(t *testing.T) {
+	gen, rules := loadRules(t, "decision_log: {drop: [{stage: after_execution}]}\n")
+	path := filepath.Join(t.TempDir(), "decisions.log")
+	file, err := NewFileSink(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, read := metrics(t)
+	l, err := New(Options{Rules: rules, Sinks: []Sink{file}, MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := engine.WithDecisionID(context.Background(), "refused-decision")
+	want := map[string]string{}
+	for i := range 20 {
+		s, c := stageReport("r", gen), checkReport("r", gen)
+		l.Staged(ctx, s)
+		l.Checked(ctx, c)
+		want[s.DecisionID], want[c.DecisionID] = "stage", "check"
+		if i == 0 {
+			dropped := stageReport("r", gen)
+			dropped.Stage, dropped.Outcome = engine.StageAfterExecution, engine.OutcomeCompleted
+			l.Staged(ctx, dropped)
+		}
+	}
+	l.Refused(ctx, engine.StageAfterPlanning, "r", &engine.RefusalError{Code: engine.RefusedGenerationRetired, Generation: "old"})
+	want["refused-decision"] = "refusal"
+	closeLogger(t, l)
+	events := readEvents(t, path)
+	if len(events) != len(want) {
+		t.Fatalf("%d events, want %d", len(events), len(want))
+	}
+	for _, e := range events {
+		if want[e.DecisionID] != e.Kind || e.SchemaVersion != SchemaVersion {
+			t.Errorf("event %s of kind %s (schema %d): want one %s event per report", e.DecisionID, e.Kind, e.SchemaVersion, want[e.DecisionID])
+		}
+		delete(want, e.DecisionID)
+	}
+	if n := read("agentd.decision_log.dropped", "reason=drop_rule"); n != 1 {
+		t.Errorf("drop_rule drops = %d, want 1", n)
+	}
+	if n := read("agentd.decision_log.events", "sink=file"); n != 41 {
+		t.Errorf("file events = %d, want 41", n)
+	}
+}
+
+// The payload of a call on a generation the logger cannot find is left out whole: its
+// masks are unknown.
+func TestLogger_UnknownGenerationShowsNoPayload(t *testing.T) {
+	_, rules := loadRules(t, "decision_log: {mask: [metadata.email]}\n")
+	path := filepath.Join(t.TempDir(), "decisions.log")
+	file, err := NewFileSink(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(Options{Rules: rules, Sinks: []Sink{file}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Staged(context.Background(), stageReport("r", "g-retired"))
+	closeLogger(t, l)
+	e := readEvents(t, path)[0]
+	if e.Input != nil || e.Output != nil || len(e.Erased) != 1 || e.Erased[0] != "*" {
+		t.Fatalf("event = %+v, want no payload and erased [*]", e)
+	}
+}
+
+// blockingSink blocks every write until released.
+type blockingSink struct {
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	writes  int
+}
+
+func (s *blockingSink) name() string              { return "blocking" }
+func (s *blockingSink) wants() wants              { return wants{} }
+func (s *blockingSink) bind(*instruments)         {}
+func (s *blockingSink) flush()                    {}
+func (*blockingSink) close(context.Context) error { return nil }
+func (s *blockingSink) write(*Event, []byte) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-s.release
+	s.mu.Lock()
+	s.writes++
+	s.mu.Unlock()
+}
+
+// A sink that never returns fills the queue; reports past it are dropped and counted,
+// and reporting never waits.
+func TestLogger_FullQueueDropsWithoutBlocking(t *testing.T) {
+	gen, rules := loadRules(t, "")
+	sink := &blockingSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	mp, read := metrics(t)
+	l, err := New(Options{Rules: rules, Sinks: []Sink{sink}, Queue: 2, MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Staged(context.Background(), stageReport("r", gen))
+	<-sink.entered // the worker holds the first event
+	for range 9 {
+		l.Staged(context.Background(), stageReport("r", gen))
+	}
+	if n := read("agentd.decision_log.dropped", "sink=logger", "reason=queue_full"); n != 7 {
+		t.Errorf("queue_full drops = %d, want 7", n)
+	}
+	close(sink.release)
+	closeLogger(t, l)
+	if sink.writes != 3 {
+		t.Errorf("the sink got %d events, want the 3 that fit", sink.writes)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
