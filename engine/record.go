@@ -37,7 +37,7 @@ type PhaseRecord struct {
 // request completed. Revision grows with every rewrite; stores never let a lower or
 // equal revision replace a stored record (docs/semantics.md §6.6).
 type ExecutionRecord struct {
-	// SchemaVersion is the layout of the record, RecordSchemaVersion when written;
+	// SchemaVersion is the layout of the record, ExecutionRecordVersion when written;
 	// readers of stored or exported records (agentd replay) check it.
 	SchemaVersion int    `json:"schema_version"`
 	RequestID     string `json:"request_id"`
@@ -69,9 +69,9 @@ type ExecutionRecord struct {
 	UpdatedAt           time.Time         `json:"updated_at"`
 }
 
-// RecordSchemaVersion is the SchemaVersion of the records this code writes. It changes
+// ExecutionRecordVersion is the SchemaVersion of the records this code writes. It changes
 // when a field changes meaning or goes away, not when one is added.
-const RecordSchemaVersion = 1
+const ExecutionRecordVersion = 1
 
 // Store errors.
 var (

@@ -28,9 +28,12 @@ type Config struct {
 	// MaxRecordEntries bounds the entries of one execution record (see
 	// engine.DriverConfig); 0 means the engine's default.
 	MaxRecordEntries int
-	// LogPayloads includes request text, metadata and responses in decision logs.
+	// LogPayloads lets a hook panic's value into the log (it may quote the request).
 	LogPayloads   bool
 	MeterProvider metric.MeterProvider
+	// Observer is told about every call after the service's own metrics: the decision
+	// log and the shadow configuration (see engine.Observers). Nil tells no one else.
+	Observer engine.Observer
 }
 
 // Service serves the API on a driver over the registry's generations. It is safe for
@@ -53,7 +56,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, tel: tel}
 	s.driver, err = engine.NewDriver(engine.DriverConfig{
 		Generations: cfg.Registry, States: cfg.States, Records: cfg.Records,
-		StateTTL: cfg.RequestTTL, Observer: s, MaxRecordEntries: cfg.MaxRecordEntries,
+		StateTTL: cfg.RequestTTL, Observer: engine.Observers(s, cfg.Observer), MaxRecordEntries: cfg.MaxRecordEntries,
 	})
 	if err != nil {
 		return nil, err

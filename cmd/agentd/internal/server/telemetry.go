@@ -97,14 +97,14 @@ func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
 	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}))
 }
 
-// Staged implements engine.Observer: metrics, and one decision log line.
+// Staged implements engine.Observer: the stage call, duration and invocation metrics.
+// The call's decision line is the decision log's (Config.Observer).
 func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	stage := string(r.Stage)
 	sets := &s.tel.sets
-	cause := engine.CauseOf(r.Err)
 	calls := attrKey{k1: "stage", v1: stage, k2: "outcome", v2: string(r.Outcome)}
-	if cause != "" {
-		calls.k3, calls.v3 = "cause", string(cause)
+	if r.Cause != "" {
+		calls.k3, calls.v3 = "cause", string(r.Cause)
 	}
 	s.tel.calls.Add(ctx, 1, sets.get(calls))
 	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
@@ -115,24 +115,6 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 		}
 		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}))
 	}
-	if !s.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("request_id", r.RequestID), slog.String("generation", r.Generation),
-		slog.String("stage", stage), slog.String("outcome", string(r.Outcome)),
-		slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000), slog.Int("hooks", len(r.Invocations)),
-	}
-	if cause != "" {
-		attrs = append(attrs, slog.String("cause", string(cause)))
-	}
-	if s.cfg.LogPayloads {
-		attrs = append(attrs, slog.String("request", r.Request), slog.Any("metadata", r.Metadata))
-		if r.Response != "" {
-			attrs = append(attrs, slog.String("response", r.Response))
-		}
-	}
-	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "stage decision", attrs...)
 }
 
 // Refused implements engine.Observer: a stage call answered with an error before or
@@ -146,7 +128,8 @@ func (s *Service) Refused(ctx context.Context, stage engine.Stage, id string, r 
 		msg = r.Error()
 	}
 	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: code}))
-	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stage refused",
+	decisionID, _ := engine.DecisionIDFrom(ctx)
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stage refused", slog.String("decision_id", decisionID),
 		slog.String("request_id", id), slog.String("stage", string(stage)),
 		slog.String("error_type", code), slog.String("error", msg))
 }
