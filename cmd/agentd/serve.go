@@ -33,6 +33,7 @@ type serveFlags struct {
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
 	maxBody, memoryBytes                                      int64
 	maxRecords, maxFailedRecords, maxRecordEntries, maxConns  int
+	evidence                                                  evidenceFlags
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -63,8 +64,12 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
+	f.evidence.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, errUsage
+	}
+	if err := f.evidence.check(stderr); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.config == "" || fs.NArg() > 0:
@@ -132,9 +137,18 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	if _, err := reloader.Reload(ctx); err != nil {
 		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
 	}
+	dlog, err := openDecisionLog(f, registry, logger, tel.meter)
+	if err != nil {
+		return err
+	}
+	defer closeDecisionLog(ctx, dlog, f.drain, logger)
+	var observers []engine.Observer
+	if dlog != nil {
+		observers = append(observers, dlog)
+	}
 	svc, err := server.New(server.Config{
 		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
-		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
+		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
 	})
 	if err != nil {
 		return err

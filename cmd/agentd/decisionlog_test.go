@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// logEndpoint is an HTTP sink's far end: it keeps every body it receives.
+type logEndpoint struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (e *logEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	e.mu.Lock()
+	e.bodies = append(e.bodies, string(body))
+	e.mu.Unlock()
+}
+
+func (e *logEndpoint) all() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.bodies, "\n")
+}
+
+// decisionOf returns the decision_id of an API answer.
+func decisionOf(t *testing.T, body string) string {
+	t.Helper()
+	var v struct {
+		DecisionID string `json:"decision_id"`
+		Error      struct {
+			DecisionID string `json:"decision_id"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.DecisionID == "" && v.Error.DecisionID == "" {
+		t.Fatalf("answer without decision_id: %s", body)
+	}
+	return v.DecisionID + v.Error.DecisionID
+}
+
+// logEvents reads a decision log file: decision id -> its events' kinds.
+func logEvents(t *testing.T, path string) (map[string][]string, []map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string][]string{}
+	var all []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("decision log line %q: %v", line, err)
+		}
+		id, _ := e["decision_id"].(string)
+		kind, _ := e["kind"].(string)
+		byID[id] = append(byID[id], kind)
+		all = append(all, e)
+	}
+	return byID, all
+}
+
+// With a mask on metadata.email, no decision event holds the address, in any sink,
+// payloads logged or not; every stage call and check is exactly one event, under the
+// decision id its answer named.
+func TestServe_DecisionLogMasksAndCountsEveryDecision(t *testing.T) {
+	dir := copyExample(t, "stock-agent")
+	writeFile(t, dir, "hooks/40-log.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: log}\ndecision_log:\n  mask: [metadata.email]\n")
+	endpoint := &logEndpoint{}
+	srv := httptest.NewServer(endpoint)
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "decisions.log")
+	d := startDaemon(t, dir, "--log-payloads", "--decision-log-file", file, "--decision-log-url", srv.URL, "--decision-log-interval", "10ms")
+
+	const address = "ann.secret@example.com"
+	meta := `"metadata":{"tenant":"acme","email":"` + address + `"}`
+	want := map[string]string{}
+	call := func(path, body string, status int, kind string) {
+		t.Helper()
+		got, answer := d.do(t, "POST", path, body)
+		if got != status {
+			t.Fatalf("%s: %d %s", path, got, answer)
+		}
+		want[decisionOf(t, answer)] = kind
+	}
+	call("/v1/hooks/before_planning", `{"request_id":"m1","request":"quote ACME",`+meta+`}`, 200, "stage")
+	call("/v1/hooks/after_planning", `{"request_id":"m1","plan":`+quotePlan+`}`, 200, "stage")
+	call("/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"m1","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}`, 200, "check")
+	call("/v1/operations/check", `{"operation":"turn","call":{"request_id":"m2","request":"hi",`+meta+`}}`, 200, "check")
+	call("/v1/hooks/after_execution", `{"request_id":"m1","result":{"plan_id":"p1","steps":[],"success":true}}`, 200, "stage")
+	call("/v1/hooks/after_synthesis", `{"request_id":"m1","response":"write to `+address+`"}`, 200, "stage")
+	call("/v1/hooks/after_planning", `{"request_id":"m3","request":"buy",`+meta+`,"plan":`+tradePlan+`}`, 403, "stage")
+	d.stop(t)
+
+	byID, events := logEvents(t, file)
+	for id, kind := range want {
+		if got := byID[id]; len(got) != 1 || got[0] != kind {
+			t.Errorf("decision %s: events %v, want one %s event", id, got, kind)
+		}
+	}
+	if len(events) != len(want) {
+		t.Errorf("%d events for %d decisions", len(events), len(want))
+	}
+	for sink, text := range map[string]string{"file": readText(t, file), "http": endpoint.all(), "log": d.stderr.String()} {
+		if strings.Contains(text, address) {
+			t.Errorf("the %s sink holds the masked address", sink)
+		}
+		if !strings.Contains(text, `"tenant":"acme"`) {
+			t.Errorf("the %s sink lacks the unmasked tenant", sink)
+		}
+	}
+	if n := strings.Count(d.stderr.String(), `"msg":"stage decision"`); n != 5 {
+		t.Errorf("%d stage decision lines, want 5", n)
+	}
+}
+
+// An HTTP sink nobody answers neither fails nor holds up a decision: every call is
+// answered, and the events that did not fit its buffer are counted.
+func TestServe_UnreachableDecisionSinkDropsAndCounts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	d := startDaemon(t, filepath.Join(repoRoot(t), "examples", "stock-agent"),
+		"--decision-log-url", dead, "--decision-log-buffer", "2", "--decision-log-batch", "1", "--log-decisions=false")
+	for range 10 {
+		if status, body := d.do(t, "POST", "/v1/hooks/before_planning", `{"request_id":"u1","request":"hi"}`); status != 200 {
+			t.Fatalf("before_planning with the sink down: %d %s", status, body)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, metrics := d.do(t, "GET", "/metrics", "")
+		if line := grepLines(metrics, `agentd_decision_log_dropped_total{`); strings.Contains(line, `reason="buffer_full",sink="http"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no buffer_full drops counted:\n%s", grepLines(metrics, "decision_log"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
+)
+
+// evidenceFlags configure the decision log's sinks and the shadow configuration.
+type evidenceFlags struct {
+	logDecisions            bool
+	file                    string
+	fileMaxBytes            int64
+	fileKeep                int
+	url, urlTokenEnv        string
+	urlBatch, urlBuffer     int
+	urlInterval, urlTimeout time.Duration
+	queue                   int
+	shadow                  string
+}
+
+func (f *evidenceFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.logDecisions, "log-decisions", true, "write one JSON log line per decision (stage decision, operation decision, shadow disagreement); payloads only with --log-payloads")
+	fs.StringVar(&f.file, "decision-log-file", "", "append decision events (masked payload included) as JSON lines to this file")
+	fs.Int64Var(&f.fileMaxBytes, "decision-log-max-bytes", decisionlog.DefaultFileMaxBytes, "rotate the decision log file past this size")
+	fs.IntVar(&f.fileKeep, "decision-log-keep", 5, "rotated decision log files kept (FILE.1 is the newest)")
+	fs.StringVar(&f.url, "decision-log-url", "", "POST decision events (masked payload included) in batches, as a JSON array, to this http(s) URL")
+	fs.StringVar(&f.urlTokenEnv, "decision-log-token-env", "", "environment variable holding a bearer token for --decision-log-url")
+	fs.IntVar(&f.urlBatch, "decision-log-batch", 100, "most events one POST to --decision-log-url carries")
+	fs.IntVar(&f.urlBuffer, "decision-log-buffer", 10_000, "events waiting for --decision-log-url at most; past it they are dropped and counted")
+	fs.DurationVar(&f.urlInterval, "decision-log-interval", time.Second, "how long a partial batch waits before it is sent")
+	fs.DurationVar(&f.urlTimeout, "decision-log-timeout", 5*time.Second, "how long one POST to --decision-log-url may take")
+	fs.IntVar(&f.queue, "decision-log-queue", decisionlog.DefaultQueue, "decision events waiting to be written at most; past it they are dropped and counted")
+	fs.StringVar(&f.shadow, "shadow", "", "a second config directory, loaded and watched like --config, that every stage call and check is evaluated against too, off the response path; disagreements are decision events, a metric and a /v1/status summary")
+}
+
+// check reports a flag combination that cannot work.
+func (f *evidenceFlags) check(stderr io.Writer) error {
+	switch {
+	case f.fileMaxBytes <= 0 || f.fileKeep < 0 || f.urlBatch <= 0 || f.urlBuffer <= 0 || f.queue <= 0:
+		fmt.Fprintln(stderr, "agentd serve: --decision-log-max-bytes, -batch, -buffer and -queue must be positive, --decision-log-keep not negative")
+		return errUsage
+	case f.urlInterval <= 0 || f.urlTimeout <= 0:
+		fmt.Fprintln(stderr, "agentd serve: --decision-log-interval and --decision-log-timeout must be positive")
+		return errUsage
+	case f.urlTokenEnv != "" && f.url == "":
+		fmt.Fprintln(stderr, "agentd serve: --decision-log-token-env needs --decision-log-url")
+		return errUsage
+	}
+	return nil
+}
+
+// openDecisionLog starts the decision log with the sinks f asks for; nil when it asks
+// for none. Events are masked by the decision_log section of the generation their call
+// ran on, found in registry.
+func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logger, mp metric.MeterProvider) (*decisionlog.Logger, error) {
+	var sinks []decisionlog.Sink
+	if f.evidence.logDecisions {
+		sinks = append(sinks, decisionlog.NewLogSink(logger, f.logPayloads))
+	}
+	if f.evidence.file != "" {
+		s, err := decisionlog.NewFileSink(decisionlog.FileOptions{Path: f.evidence.file, MaxBytes: f.evidence.fileMaxBytes, Keep: f.evidence.fileKeep})
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, s)
+	}
+	if f.evidence.url != "" {
+		s, err := httpSink(&f.evidence)
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, s)
+	}
+	if len(sinks) == 0 {
+		return nil, nil
+	}
+	return decisionlog.New(decisionlog.Options{
+		Sinks: sinks, Queue: f.evidence.queue, MeterProvider: mp, Logger: logger,
+		Rules: func(id string) (*config.DecisionLog, bool) {
+			if g := registry.Get(id); g != nil {
+				return g.DecisionLog, true
+			}
+			return nil, false
+		},
+	})
+}
+
+func httpSink(f *evidenceFlags) (decisionlog.Sink, error) {
+	header := http.Header{}
+	if f.urlTokenEnv != "" {
+		token := os.Getenv(f.urlTokenEnv)
+		if token == "" {
+			return nil, fmt.Errorf("--decision-log-token-env: %s is not set", f.urlTokenEnv)
+		}
+		header.Set("Authorization", "Bearer "+token)
+	}
+	return decisionlog.NewHTTPSink(decisionlog.HTTPOptions{
+		URL: f.url, Header: header, BatchSize: f.urlBatch, Buffer: f.urlBuffer, Interval: f.urlInterval, Timeout: f.urlTimeout,
+	})
+}
+
+// closeDecisionLog writes out what the decision log holds, for at most timeout.
+func closeDecisionLog(ctx context.Context, dl *decisionlog.Logger, timeout time.Duration, logger *slog.Logger) {
+	if dl == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := dl.Close(ctx); err != nil {
+		logger.Warn("decision log closed with events undelivered", "error", err.Error())
+	}
+}
