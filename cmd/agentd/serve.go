@@ -19,6 +19,7 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
@@ -146,21 +147,34 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	if dlog != nil {
 		observers = append(observers, dlog)
 	}
+	reloaders := []*reload.Reloader{reloader}
+	var shadowStatus func() *shadow.Summary
+	if f.evidence.shadow != "" {
+		sh, err := openShadow(ctx, f, registry, dlog, logger, tel.meter)
+		if err != nil {
+			return err
+		}
+		defer sh.Close()
+		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), sh.Summary
+	}
 	svc, err := server.New(server.Config{
 		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
+		Shadow: shadowStatus,
 	})
 	if err != nil {
 		return err
 	}
 	if f.watch {
-		go func() {
-			if err := reload.Watch(ctx, reloader, reload.WatchOptions{Debounce: f.debounce}); err != nil {
-				logger.Error("config watch stopped", "error", err.Error())
-			}
-		}()
+		for _, r := range reloaders {
+			go func() {
+				if err := reload.Watch(ctx, r, reload.WatchOptions{Debounce: f.debounce}); err != nil {
+					logger.Error("config watch stopped", "error", err.Error())
+				}
+			}()
+		}
 	}
-	go reloadOnHangup(ctx, reloader)
+	go reloadOnHangup(ctx, reloaders...)
 
 	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -246,8 +260,8 @@ func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*store
 	return &stores{states: rs, cache: rs, limiter: rs, records: rs.Records(retention), close: func() { _ = rs.Close() }}, nil
 }
 
-// reloadOnHangup forces a reload on every SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, r *reload.Reloader) {
+// reloadOnHangup forces a reload of every reloader on every SIGHUP until ctx is done.
+func reloadOnHangup(ctx context.Context, reloaders ...*reload.Reloader) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -256,7 +270,9 @@ func reloadOnHangup(ctx context.Context, r *reload.Reloader) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			_, _ = r.Reload(ctx)
+			for _, r := range reloaders {
+				_, _ = r.Reload(ctx)
+			}
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 )
@@ -121,4 +122,14 @@ func closeDecisionLog(ctx context.Context, dl *decisionlog.Logger, timeout time.
 	if err := dl.Close(ctx); err != nil {
 		logger.Warn("decision log closed with events undelivered", "error", err.Error())
 	}
+}
+
+// openShadow loads the --shadow directory beside the live registry; its disagreements
+// go to dlog when there is one.
+func openShadow(ctx context.Context, f *serveFlags, live *reload.Registry, dlog *decisionlog.Logger, logger *slog.Logger, mp metric.MeterProvider) (*shadow.Shadow, error) {
+	cfg := shadow.Config{Dir: f.evidence.shadow, Live: live, MeterProvider: mp, Logger: logger}
+	if dlog != nil {
+		cfg.Emit = dlog.Emit
+	}
+	return shadow.New(ctx, cfg)
 }

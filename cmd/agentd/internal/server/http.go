@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/docs"
@@ -219,11 +220,17 @@ type StatusBody struct {
 	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
 	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
+	// Shadow is the shadow configuration's generation, last reload and disagreements
+	// with the live one, when agentd serve runs with --shadow.
+	Shadow *shadow.Summary `json:"shadow,omitempty"`
 }
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() StatusBody {
 	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	if s.cfg.Shadow != nil {
+		body.Shadow = s.cfg.Shadow()
+	}
 	g := s.cfg.Registry.Current()
 	if g == nil {
 		return body

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -34,6 +35,8 @@ type Config struct {
 	// Observer is told about every call after the service's own metrics: the decision
 	// log and the shadow configuration (see engine.Observers). Nil tells no one else.
 	Observer engine.Observer
+	// Shadow, when set, describes the shadow configuration in GET /v1/status.
+	Shadow func() *shadow.Summary
 }
 
 // Service serves the API on a driver over the registry's generations. It is safe for

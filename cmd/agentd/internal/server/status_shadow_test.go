@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// GET /v1/status with a shadow configuration that disagreed once matches the document.
+func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "..", "examples", "stock-agent")
+	gen, err := config.Load(dir, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := reload.NewRegistry(2)
+	registry.Swap(gen)
+	sh, err := shadow.New(context.Background(), shadow.Config{Dir: dir, Live: registry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	// A turn the live guards are said to have denied: the shadow (no turn guards)
+	// allows it.
+	sh.Checked(context.Background(), &engine.CheckReport{
+		DecisionID: engine.NewDecisionID(), Generation: gen.ID, Outcome: engine.OutcomeDenied, Started: time.Now(),
+		Call: op.Call{Operation: op.Turn, RequestID: "r1", Request: "hi"}, Err: op.Deny("no_turns", "not today"),
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for sh.Summary().Disagreed == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	mem := store.NewMemory(store.MemoryOptions{})
+	svc, err := New(Config{Registry: registry, States: mem, Records: mem, Shadow: sh.Summary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	svc.Handler(HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
+	doc := loadAPIDoc(t)
+	schema, _ := doc.response(t, http.MethodGet, "/v1/status", http.StatusOK)
+	validate(t, "status with a shadow", schema, rec.Body.Bytes())
+	if s := sh.Summary(); s.Disagreed != 1 || s.Changes["newly_allowed"] != 1 || len(s.Recent) != 1 || s.Recent[0].RequestID != "r1" {
+		t.Fatalf("summary = %+v, want the one newly allowed turn", s)
+	}
+}
