@@ -4,6 +4,7 @@
 //	agentd check   DIR                    compile a config directory and print its summary
 //	agentd test    DIR                    run the Rego tests and pipeline cases of DIR
 //	agentd eval    --config DIR --stage STAGE --input FILE
+//	agentd replay  --config CANDIDATE --records FILE|URL
 //	agentd version
 package main
 
@@ -38,6 +39,7 @@ var commands = []command{
 	{"check", "compile a config directory and print its summary", runCheck},
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},
+	{"replay", "re-run recorded plans and checks against a candidate config and print what would change", runReplay},
 	{"version", "print the version of agentd, OPA and CEL", runVersion},
 }
 
