@@ -61,6 +61,7 @@ type loader struct {
 	cel        *expr.Compiler
 	rego       *policy.Bundle
 	regoFailed bool
+	observers  []ObserverInfo
 }
 
 // Load reads and compiles the config directory dir into a Generation. On any problem it
@@ -108,7 +109,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
-		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
+		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, Observers: l.observers,
 		Gateways: Gateways{OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }

@@ -107,6 +107,12 @@ func printSummary(w io.Writer, gen *config.Generation) {
 		fmt.Fprintln(w, "boundary removal: allowed (settings.allow_boundary_removal): a reload to this config may drop the live required hook, guard rules or plan binding")
 	}
 	printOpenAIGateway(w, gen.Gateways.OpenAI)
+	for i, o := range gen.Observers {
+		if i == 0 {
+			fmt.Fprintln(w, "observers:")
+		}
+		fmt.Fprintf(w, "  %d. %s on %s (log at %s)  %s:%d\n", i+1, o.Name, o.Operation, strings.Join(o.On, ", "), o.File, o.Line)
+	}
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
 		return

@@ -216,6 +216,7 @@ type StatusBody struct {
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
+	Observers      []config.ObserverInfo              `json:"observers,omitempty"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
 	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
 	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
@@ -234,6 +235,7 @@ func (s *Service) Status() StatusBody {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.Observers = g.Observers
 	body.PlanBinding = g.Binding
 	if g.MaxRequestAge > 0 {
 		body.MaxRequestAge = g.MaxRequestAge.String()
