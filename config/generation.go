@@ -21,6 +21,8 @@ type Generation struct {
 	Policies *policy.Bundle
 	Hooks    []HookInfo
 	Guards   []GuardInfo
+	// Gateways are the protocol gateways the generation configures.
+	Gateways Gateways
 	LoadedAt time.Time
 }
 

@@ -89,7 +89,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 	}
 	l.cel = cel
 	l.compilePolicies(cf)
-	catalog := l.compileCatalog()
+	mcp, mcpAgents := l.compileMCPGateway(dir)
+	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
 	if len(l.errs) > 0 {
@@ -103,7 +104,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 	id, files := cf.generationID()
 	return &Generation{
 		Generation: engine.Generation{ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision},
-		Dir:        dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, LoadedAt: time.Now().UTC(),
+		Dir:        dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
+		Gateways: Gateways{MCP: mcp}, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 
