@@ -1,0 +1,132 @@
+package mcpgw
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+func TestGateway_ListsOnlyToolsAOneStepPlanCouldUse(t *testing.T) {
+	h := newHarness(t, stdioServer("local", "", ""))
+	h.waitReady("local")
+	c := h.connect()
+	got := c.tools(t)
+	// wipe is in the catalog but not in the allow-list; secret is not in the catalog;
+	// extra is in both but the upstream does not offer it (yet).
+	want := []string{"add", "crash", "echo", "env", "garble", "grow", "noise", "pid", "slow"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("tools/list = %v, want %v", got, want)
+	}
+	if _, err := h.mem.Get(context.Background(), c.requestID); err == nil {
+		t.Error("listing tools wrote the session's record")
+	}
+}
+
+func TestGateway_AllowedCallIsForwardedAndRecorded(t *testing.T) {
+	h := newHarness(t, stdioServer("local", "", ""))
+	h.waitReady("local")
+	c := h.connect()
+	res := c.call(t, "echo", map[string]any{"message": "hi"})
+	if res.IsError || text(res) != "Echo: hi (from local)" {
+		t.Fatalf("echo = %+v (%q)", res, text(res))
+	}
+	if id := res.Meta[metaRequestID]; id != c.requestID || !strings.HasPrefix(c.requestID, "mcp-") {
+		t.Errorf("request id: _meta %v, header %q", id, c.requestID)
+	}
+	if res.Meta[metaStepID] != "step-1" {
+		t.Errorf("step id = %v, want step-1", res.Meta[metaStepID])
+	}
+	add := c.call(t, "add", map[string]any{"a": 2, "b": 3})
+	if add.IsError || text(add) != "5" {
+		t.Fatalf("add = %q", text(add))
+	}
+
+	rec, err := h.mem.Get(context.Background(), c.requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != engine.RecordRunning || len(rec.Phases) != 2 {
+		t.Fatalf("record: status %s, %d phases; want running, 2", rec.Status, len(rec.Phases))
+	}
+	step := rec.Phases[0].Plan.Steps[0]
+	if step.StepID != "step-1" || step.Namespace != "test" || step.AgentName != "local" || step.Capability() != "echo" ||
+		step.Metadata["parameters"].(map[string]any)["message"] != "hi" {
+		t.Errorf("phase 1 step = %+v", step)
+	}
+	if r := rec.Phases[1].Results; len(r) != 1 || !r[0].Success || r[0].Response.(map[string]any)["data"].(map[string]any)["sum"] != float64(5) {
+		t.Errorf("phase 2 results = %+v", r)
+	}
+	if rec.Result == nil || len(rec.Result.Steps) != 2 || !rec.Result.Success {
+		t.Errorf("combined result = %+v", rec.Result)
+	}
+	var stages []engine.Stage
+	for _, inv := range rec.PipelineHooks {
+		stages = append(stages, inv.Phase)
+	}
+	if want := []engine.Stage{engine.StageAfterPlanning, engine.StageAfterPlanning}; !slices.Equal(stages, want) {
+		t.Errorf("invocations by stage = %v, want %v", stages, want)
+	}
+}
+
+// TestGateway_RefusedCallsNeverReachTheUpstream: a call the review rejects, the guards
+// deny, or that names no offered tool is an isError result naming the code, and the
+// upstream never sees it.
+func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
+	h := newHarness(t, stdioServer("local", "", ""))
+	h.waitReady("local")
+	for _, c := range []struct {
+		name, tool, code string
+		args              map[string]any
+		recorded          bool
+	}{
+		{"the review rejects it", "wipe", "capability_not_allowed", nil, true},
+		// Offered by the upstream but not a capability in the catalog: plan validation
+		// refuses it (the driver records no invalid incoming plan).
+		{"not in the catalog", "secret", "unknown_capability", nil, false},
+		{"another letter case", "Wipe", "unknown_tool", nil, false},
+		{"another letter case of an allowed tool", "ECHO", "unknown_tool", nil, false},
+		{"a qualified name without a collision", "local__wipe", "unknown_tool", nil, false},
+		{"a guard denies it", "echo", "forbidden_message", map[string]any{"message": "forbidden"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := h.connect()
+			res := cl.call(t, c.tool, c.args)
+			if !res.IsError || refusalCode(res) != c.code || !strings.HasPrefix(text(res), c.code+": ") {
+				t.Fatalf("%s = %+v (%q), want isError with code %s", c.tool, res, text(res), c.code)
+			}
+			_, err := h.mem.Get(context.Background(), cl.requestID)
+			if recorded := err == nil; recorded != c.recorded {
+				t.Errorf("recorded = %v, want %v (err %v)", recorded, c.recorded, err)
+			}
+		})
+	}
+	if calls := h.upstreamCalls(); calls != nil {
+		t.Errorf("the upstream saw %v", calls)
+	}
+}
+
+func TestGateway_RejectedCallIsInTheRecord(t *testing.T) {
+	h := newHarness(t, stdioServer("local", "", ""))
+	h.waitReady("local")
+	c := h.connect()
+	if res := c.call(t, "echo", map[string]any{"message": "first"}); res.IsError {
+		t.Fatal(text(res))
+	}
+	res := c.call(t, "wipe", nil)
+	if !res.IsError || res.Meta[metaStepID] != "step-2" {
+		t.Fatalf("wipe = %+v", res)
+	}
+	rec, err := h.mem.Get(context.Background(), c.requestID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := rec.PipelineHooks[len(rec.PipelineHooks)-1]
+	if len(rec.Phases) != 1 || last.PlanPhase != 2 || last.Decision == nil || last.Decision.Reason != engine.ReasonHookError ||
+		!strings.Contains(last.Error, "capability_not_allowed") {
+		t.Errorf("record: %d phases, last invocation %+v", len(rec.Phases), last)
+	}
+}

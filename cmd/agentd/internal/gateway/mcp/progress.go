@@ -1,0 +1,52 @@
+package mcpgw
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// progressRoutes maps the progress tokens the gateway sends upstream to the session and
+// token of the client call they report on. Upstream connections are shared by every
+// session, so each forwarded call gets a token of its own.
+type progressRoutes struct {
+	mu     sync.Mutex
+	last   uint64
+	routes map[string]progressRoute
+}
+
+type progressRoute struct {
+	session *mcp.ServerSession
+	token   any
+}
+
+// add routes a new upstream token to the client's token of ss, until done is called.
+func (p *progressRoutes) add(ss *mcp.ServerSession, token any) (upstream string, done func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last++
+	upstream = "agentd-" + strconv.FormatUint(p.last, 10)
+	p.routes[upstream] = progressRoute{session: ss, token: token}
+	return upstream, func() {
+		p.mu.Lock()
+		delete(p.routes, upstream)
+		p.mu.Unlock()
+	}
+}
+
+// forward sends an upstream's progress notification to the client whose call it is
+// about, under the client's token; a notification for no routed call is dropped.
+func (p *progressRoutes) forward(ctx context.Context, n *mcp.ProgressNotificationParams) {
+	token, _ := n.ProgressToken.(string)
+	p.mu.Lock()
+	r, ok := p.routes[token]
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	out := *n
+	out.ProgressToken = r.token
+	_ = r.session.NotifyProgress(ctx, &out)
+}

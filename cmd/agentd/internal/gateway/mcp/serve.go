@@ -1,0 +1,81 @@
+package mcpgw
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Handler serves MCP over the streamable HTTP transport (mount it at /mcp). Every
+// response of a session carries its agentd request id in RequestIDHeader.
+func (g *Gateway) Handler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: g.cfg.SessionTimeout, Logger: g.log})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			w.Header().Set(RequestIDHeader, requestID(id))
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&namingWriter{ResponseWriter: w}, r)
+	})
+}
+
+// namingWriter adds RequestIDHeader to the response that opens a session, once the SDK
+// has set its Mcp-Session-Id.
+type namingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *namingWriter) WriteHeader(status int) {
+	if !w.wrote {
+		w.wrote = true
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			w.Header().Set(RequestIDHeader, requestID(id))
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *namingWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets the SDK stream server-sent events through the wrapper.
+func (w *namingWriter) Flush() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *namingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Serve serves one MCP session over t (mcp.StdioTransport for `agentd mcp`) until the
+// client ends it or ctx is done.
+func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
+	ss, err := g.server.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = ss.Close()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+		}
+		return nil
+	}
+}

@@ -1,0 +1,53 @@
+package mcpgw
+
+import (
+	"slices"
+	"time"
+)
+
+// Status is the gateway's state, for GET /v1/status.
+type Status struct {
+	Servers []ServerStatus `json:"servers"`
+}
+
+// ServerStatus is one upstream's state: starting, ready, restarting (down, with the
+// error that took it down and a reconnect pending) or stopped.
+type ServerStatus struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Transport string    `json:"transport"`
+	State     string    `json:"state"`
+	Since     time.Time `json:"since"`
+	LastError string    `json:"last_error,omitempty"`
+	Restarts  int       `json:"restarts"`
+	// Tools are the names the gateway offers the upstream's tools under (before each
+	// session's review narrows them).
+	Tools []string `json:"tools"`
+}
+
+// Status returns the state of every upstream, in configuration order.
+func (g *Gateway) Status() Status {
+	g.mu.Lock()
+	ups := slices.Clone(g.upstreams)
+	offered := g.offered.tools
+	g.mu.Unlock()
+	out := Status{Servers: []ServerStatus{}}
+	for _, u := range ups {
+		s := u.settings()
+		st := ServerStatus{Name: u.name, Namespace: s.Namespace, Transport: "stdio", Tools: []string{}}
+		if s.URL != "" {
+			st.Transport = "http"
+		}
+		u.mu.Lock()
+		st.State, st.Since, st.LastError, st.Restarts = u.state, u.since.UTC(), u.lastErr, u.restarts
+		u.mu.Unlock()
+		for name, r := range offered {
+			if r.up == u {
+				st.Tools = append(st.Tools, name)
+			}
+		}
+		slices.Sort(st.Tools)
+		out.Servers = append(out.Servers, st)
+	}
+	return out
+}
