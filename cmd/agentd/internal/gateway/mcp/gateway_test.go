@@ -80,8 +80,8 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 	h.waitReady("local")
 	for _, c := range []struct {
 		name, tool, code string
-		args              map[string]any
-		recorded          bool
+		args             map[string]any
+		recorded         bool
 	}{
 		{"the review rejects it", "wipe", "capability_not_allowed", nil, true},
 		// Offered by the upstream but not a capability in the catalog: plan validation

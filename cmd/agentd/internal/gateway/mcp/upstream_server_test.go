@@ -120,7 +120,9 @@ func newTestUpstream(name, callLog string) *mcp.Server {
 		os.Exit(3)
 		return nil
 	})
-	tool("garble", func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult { return text(garbleMarker) })
+	tool("garble", func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult {
+		return text(garbleMarker)
+	})
 	tool("noise", func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult {
 		fmt.Fprintln(os.Stdout, "this line is not JSON-RPC")
 		return text("noise")
