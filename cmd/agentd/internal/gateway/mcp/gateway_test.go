@@ -10,7 +10,7 @@ import (
 )
 
 func TestGateway_ListsOnlyToolsAOneStepPlanCouldUse(t *testing.T) {
-	h := newHarness(t, stdioServer("local", "", ""))
+	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
 	c := h.connect()
 	got := c.tools(t)
@@ -21,21 +21,21 @@ func TestGateway_ListsOnlyToolsAOneStepPlanCouldUse(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("tools/list = %v, want %v", got, want)
 	}
-	if _, err := h.mem.Get(context.Background(), c.requestID); err == nil {
+	if _, err := h.mem.Get(context.Background(), c.requestID()); err == nil {
 		t.Error("listing tools wrote the session's record")
 	}
 }
 
 func TestGateway_AllowedCallIsForwardedAndRecorded(t *testing.T) {
-	h := newHarness(t, stdioServer("local", "", ""))
+	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
 	c := h.connect()
 	res := c.call(t, "echo", map[string]any{"message": "hi"})
 	if res.IsError || text(res) != "Echo: hi (from local)" {
 		t.Fatalf("echo = %+v (%q)", res, text(res))
 	}
-	if id := res.Meta[metaRequestID]; id != c.requestID || !strings.HasPrefix(c.requestID, "mcp-") {
-		t.Errorf("request id: _meta %v, header %q", id, c.requestID)
+	if id := res.Meta[metaRequestID]; id != c.requestID() || !strings.HasPrefix(c.requestID(), "mcp-") {
+		t.Errorf("request id: _meta %v, header %q", id, c.requestID())
 	}
 	if res.Meta[metaStepID] != "step-1" {
 		t.Errorf("step id = %v, want step-1", res.Meta[metaStepID])
@@ -45,7 +45,7 @@ func TestGateway_AllowedCallIsForwardedAndRecorded(t *testing.T) {
 		t.Fatalf("add = %q", text(add))
 	}
 
-	rec, err := h.mem.Get(context.Background(), c.requestID)
+	rec, err := h.mem.Get(context.Background(), c.requestID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestGateway_AllowedCallIsForwardedAndRecorded(t *testing.T) {
 // deny, or that names no offered tool is an isError result naming the code, and the
 // upstream never sees it.
 func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
-	h := newHarness(t, stdioServer("local", "", ""))
+	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
 	for _, c := range []struct {
 		name, tool, code string
@@ -98,7 +98,7 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 			if !res.IsError || refusalCode(res) != c.code || !strings.HasPrefix(text(res), c.code+": ") {
 				t.Fatalf("%s = %+v (%q), want isError with code %s", c.tool, res, text(res), c.code)
 			}
-			_, err := h.mem.Get(context.Background(), cl.requestID)
+			_, err := h.mem.Get(context.Background(), cl.requestID())
 			if recorded := err == nil; recorded != c.recorded {
 				t.Errorf("recorded = %v, want %v (err %v)", recorded, c.recorded, err)
 			}
@@ -110,7 +110,7 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 }
 
 func TestGateway_RejectedCallIsInTheRecord(t *testing.T) {
-	h := newHarness(t, stdioServer("local", "", ""))
+	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
 	c := h.connect()
 	if res := c.call(t, "echo", map[string]any{"message": "first"}); res.IsError {
@@ -120,7 +120,7 @@ func TestGateway_RejectedCallIsInTheRecord(t *testing.T) {
 	if !res.IsError || res.Meta[metaStepID] != "step-2" {
 		t.Fatalf("wipe = %+v", res)
 	}
-	rec, err := h.mem.Get(context.Background(), c.requestID)
+	rec, err := h.mem.Get(context.Background(), c.requestID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,13 +71,14 @@ gateways:
 ` + servers
 }
 
-// stdioServer is the YAML of a stdio server entry running the test upstream.
-func stdioServer(name, callLog string, extra string) string {
+// stdioServer is the YAML of a stdio server entry running the test upstream, logging
+// its calls to the harness's call log.
+func stdioServer(name, extra string) string {
 	exe, _ := os.Executable()
 	return `      - name: ` + name + `
         namespace: test
         command: [` + jsonString(exe) + `, "-test.run=^$"]
-        env: {` + envUpstream + `: ` + name + `, ` + envCallLog + `: ` + jsonString(callLog) + `, MARKER: explicit}
+        env: {` + envUpstream + `: ` + name + `, ` + envCallLog + `: "@CALLLOG@", MARKER: explicit}
         tools: [{name: echo}, {name: add}, {name: wipe}, {name: slow}, {name: crash}, {name: garble}, {name: noise}, {name: env}, {name: pid}, {name: grow}, {name: extra}]
         resources: ["test://doc/public", "test://dyn/*"]
         prompts: [greet]
@@ -135,6 +138,7 @@ func newHarness(t *testing.T, servers string) *harness {
 // configure writes servers as the gateway section and makes that generation live.
 func (h *harness) configure(servers string) {
 	h.t.Helper()
+	servers = strings.ReplaceAll(servers, `"@CALLLOG@"`, jsonString(h.callLog))
 	writeFile(h.t, filepath.Join(h.dir, "hooks/gateway.yaml"), hookSet(servers))
 	gen, err := config.Load(h.dir, config.Options{})
 	if err != nil {
@@ -186,7 +190,7 @@ func (h *harness) upstreamCalls() []string {
 // client is an MCP client (the official Go SDK) of the harness over streamable HTTP.
 type client struct {
 	*mcp.ClientSession
-	requestID    string // the X-Agentd-Request-Id of the session's responses
+	header       atomic.Value // string: the X-Agentd-Request-Id of the session's responses
 	toolsChanged chan struct{}
 	progress     chan *mcp.ProgressNotificationParams
 }
@@ -194,14 +198,11 @@ type client struct {
 func (h *harness) connect() *client {
 	h.t.Helper()
 	c := &client{toolsChanged: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 64)}
-	var mu sync.Mutex
 	httpClient := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := http.DefaultTransport.RoundTrip(r)
 		if err == nil {
 			if id := resp.Header.Get(RequestIDHeader); id != "" {
-				mu.Lock()
-				c.requestID = id
-				mu.Unlock()
+				c.header.Store(id)
 			}
 		}
 		return resp, err
@@ -222,6 +223,12 @@ func (h *harness) connect() *client {
 	h.t.Cleanup(func() { _ = cs.Close() })
 	c.ClientSession = cs
 	return c
+}
+
+// requestID is the agentd request id the gateway named in its response headers.
+func (c *client) requestID() string {
+	id, _ := c.header.Load().(string)
+	return id
 }
 
 // tools returns the names the client is offered, in order.
@@ -295,4 +302,96 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// callParams are the params of a call with a progress token.
+func callParams(name string, args map[string]any, token string) *mcp.CallToolParams {
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	p.SetProgressToken(token)
+	return p
+}
+
+// waitRecord waits until the record of request id has a combined result whose number
+// of steps satisfies ok (a call's result is reported after its answer is sent).
+func (h *harness) waitRecord(id string, ok func(steps int) bool) *engine.ExecutionRecord {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := h.mem.Get(context.Background(), id)
+		if err == nil && rec.Result != nil && ok(len(rec.Result.Steps)) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for the record of %s (%v)", id, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// httpServer is the YAML of a streamable-HTTP server entry.
+func httpServer(name, url, extra string) string {
+	return `      - name: ` + name + `
+        namespace: test
+        url: ` + url + `
+        tools: [{name: echo}, {name: add}]
+` + extra
+}
+
+// httpUpstream is the test upstream served in-process over streamable HTTP on a fixed
+// loopback address, so it can be stopped and started again. With a non-empty token it
+// answers 401 to a request without "Authorization: Bearer <token>".
+type httpUpstream struct {
+	t     *testing.T
+	name  string
+	token string
+	addr  string
+	mu    sync.Mutex
+	srv   *http.Server
+}
+
+func newHTTPUpstream(t *testing.T, name, token string) *httpUpstream {
+	u := &httpUpstream{t: t, name: name, token: token}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.addr = ln.Addr().String()
+	u.serve(ln)
+	t.Cleanup(u.stop)
+	return u
+}
+
+func (u *httpUpstream) url() string { return "http://" + u.addr + "/mcp" }
+
+func (u *httpUpstream) serve(ln net.Listener) {
+	server := newTestUpstream(u.name, "")
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u.token != "" && r.Header.Get("Authorization") != "Bearer "+u.token {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	})}
+	u.mu.Lock()
+	u.srv = srv
+	u.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+}
+
+func (u *httpUpstream) stop() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.srv != nil {
+		_ = u.srv.Close()
+		u.srv = nil
+	}
+}
+
+func (u *httpUpstream) start() {
+	ln, err := net.Listen("tcp", u.addr)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	u.serve(ln)
 }

@@ -304,9 +304,13 @@ func (e *errUnavailable) Error() string {
 	return fmt.Sprintf("MCP server %q is not connected: %s", e.server, e.cause)
 }
 
-// callTool calls tool on the upstream. An error that is not the upstream's answer (a
-// JSON-RPC error) or the caller's context marks the connection broken, so run
-// reconnects.
+// codeRejectedByTransport is the JSON-RPC error code the SDK gives a message its
+// transport could not send: the connection, not the upstream, failed.
+const codeRejectedByTransport = -32005
+
+// callTool calls tool on the upstream. An error that is neither the upstream's answer
+// (a JSON-RPC error response) nor the caller's context marks the connection broken,
+// so run reconnects.
 func (u *upstream) callTool(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	u.mu.Lock()
 	cs, broken, lastErr := u.session, u.broken, u.lastErr
@@ -316,7 +320,7 @@ func (u *upstream) callTool(ctx context.Context, params *mcp.CallToolParams) (*m
 	}
 	res, err := cs.CallTool(ctx, params)
 	var wire *jsonrpc.Error
-	if err != nil && ctx.Err() == nil && !errors.As(err, &wire) {
+	if err != nil && ctx.Err() == nil && (!errors.As(err, &wire) || wire.Code == codeRejectedByTransport) {
 		u.markBroken(broken)
 	}
 	return res, err
