@@ -38,11 +38,16 @@ type harness struct {
 	logs    *syncBuffer
 }
 
-// allowed is the allow-list of every harness: namespace test, agent -> capabilities.
-var allowed = map[string][]string{
-	"local": {"echo", "add", "slow", "crash", "garble", "noise", "env", "pid", "grow", "extra", "Wipe"},
-	"other": {"echo", "add"},
-	"web":   {"echo", "add"},
+// allowed is the allow-list of every harness: namespace -> agent -> capabilities.
+var allowed = map[string]map[string][]string{
+	"test": {
+		"local": {"echo", "add", "slow", "crash", "garble", "noise", "env", "pid", "grow", "extra", "Wipe"},
+		"other": {"echo", "add", "pid"},
+		"web":   {"echo", "add"},
+	},
+	"demo-mcp": {
+		"everything": {"echo", "get-sum", "get-structured-content", "trigger-long-running-operation"},
+	},
 }
 
 // hookSet is the plan hook, the guards and the gateway section with servers (YAML list
@@ -100,7 +105,7 @@ func newHarness(t *testing.T, servers string) *harness {
 	if err := os.Symlink(policies, filepath.Join(dir, "policies")); err != nil {
 		t.Fatal(err)
 	}
-	allow, _ := json.Marshal(map[string]any{"allowlist": map[string]any{"test": allowed}})
+	allow, _ := json.Marshal(map[string]any{"allowlist": allowed})
 	writeFile(t, filepath.Join(dir, "data/agentd/allowlist.json"), string(allow))
 	h := &harness{t: t, dir: dir, reg: reload.NewRegistry(4), mem: store.NewMemory(store.MemoryOptions{}),
 		callLog: filepath.Join(t.TempDir(), "calls.log"), logs: &syncBuffer{}}

@@ -87,25 +87,23 @@ func vetLine(line []byte, server string, logger *slog.Logger) []byte {
 	return append(resp, '\n')
 }
 
-// responseID returns the id of a line that is meant as a response: it has an id and
-// no method (a malformed request of the upstream must not answer one of ours).
+// responseID returns the id of a line that is meant as a response: an object with an
+// id and no method (a malformed request of the upstream must not answer one of ours),
+// or, when the line is not JSON at all, an "id" member in its text and no "method".
 func responseID(line []byte) (jsonrpc.ID, bool) {
-	var probe struct {
-		ID     any             `json:"id"`
-		Method json.RawMessage `json:"method"`
-	}
 	var raw any
-	if err := json.Unmarshal(line, &probe); err == nil {
-		if probe.Method != nil || probe.ID == nil {
+	if json.Valid(line) {
+		var probe struct {
+			ID     any             `json:"id"`
+			Method json.RawMessage `json:"method"`
+		}
+		if json.Unmarshal(line, &probe) != nil || probe.Method != nil || probe.ID == nil {
 			return jsonrpc.ID{}, false
 		}
 		raw = probe.ID
 	} else {
-		if bytes.Contains(line, []byte(`"method"`)) {
-			return jsonrpc.ID{}, false
-		}
 		m := anID.FindSubmatch(line)
-		if m == nil || json.Unmarshal(m[1], &raw) != nil {
+		if m == nil || bytes.Contains(line, []byte(`"method"`)) || json.Unmarshal(m[1], &raw) != nil {
 			return jsonrpc.ID{}, false
 		}
 	}
