@@ -60,7 +60,7 @@ func printLoadError(w io.Writer, dir string, err error) {
 }
 
 // printSummary prints the compiled generation: hooks per stage in order, the required
-// hook, the guards and the generation id.
+// hook, the guards, the MCP gateway's upstreams and the generation id.
 func printSummary(w io.Writer, gen *config.Generation) {
 	fmt.Fprintf(w, "generation %s (%d files)\n", gen.ID, len(gen.Files))
 	for _, stage := range engine.Stages {
@@ -91,14 +91,35 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	}
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
-		return
+	} else {
+		fmt.Fprintf(w, "guards (policy revision %s):\n", gen.PolicyRevision)
 	}
-	fmt.Fprintf(w, "guards (policy revision %s):\n", gen.PolicyRevision)
 	for i, g := range gen.Guards {
 		code := ""
 		if g.Code != "" {
 			code = " code " + g.Code
 		}
 		fmt.Fprintf(w, "  %d. %s on %s (%s)%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, g.File, g.Line)
+	}
+	printMCPGateway(w, gen.Gateways.MCP)
+}
+
+// printMCPGateway prints the MCP gateway's upstream servers, if any: each one's
+// catalog identity, how it is reached and its tools.
+func printMCPGateway(w io.Writer, gw *config.MCPGateway) {
+	if gw == nil {
+		return
+	}
+	fmt.Fprintf(w, "MCP gateway: %d upstream server(s)\n", len(gw.Servers))
+	for i, s := range gw.Servers {
+		via := "http " + s.URL
+		if len(s.Command) > 0 {
+			via = "stdio " + strings.Join(s.Command, " ")
+		}
+		tools := make([]string, len(s.Tools))
+		for j, t := range s.Tools {
+			tools[j] = t.Name
+		}
+		fmt.Fprintf(w, "  %d. %s/%s (%s) tools [%s]  %s:%d\n", i+1, s.Namespace, s.Name, via, strings.Join(tools, ", "), s.File, s.Line)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
+	mcpgw "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/mcp"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -129,13 +130,31 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		}()
 	}
 	go reloadOnHangup(ctx, reloader)
+	gateway, err := mcpgw.New(mcpgw.Config{Driver: svc.Driver(), Generations: registry, Logger: logger, Version: buildVersion()})
+	if err != nil {
+		return err
+	}
+	gatewayCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
+	gatewayDone := make(chan struct{})
+	go func() {
+		gateway.Run(gatewayCtx)
+		close(gatewayDone)
+	}()
+	defer func() {
+		stopGateway()
+		<-gatewayDone
+	}()
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           svc.Handler(server.HTTPOptions{Token: token, MaxBody: f.maxBody, Metrics: tel.metrics}),
+		Handler: svc.Handler(server.HTTPOptions{
+			Token: token, MaxBody: f.maxBody, Metrics: tel.metrics,
+			Mounts:   []server.Mount{{Pattern: "/mcp", Handler: gateway.Handler()}},
+			Gateways: map[string]func() any{"mcp": func() any { return gateway.Status() }},
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
@@ -157,6 +176,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	logger.Info("draining in-flight calls", "timeout", f.drain.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
 	defer cancel()
+	go gateway.Shutdown(sctx) // MCP sessions hold event streams open; they end once their calls have
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}

@@ -23,6 +23,8 @@ type HTTPOptions struct {
 	// Mounts are further routes served beside the API (the gateways, the viewer),
 	// behind the same authorization and panic recovery.
 	Mounts []Mount
+	// Gateways report their state in GET /v1/status, under gateways.<name>.
+	Gateways map[string]func() any
 }
 
 // Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
@@ -68,7 +70,14 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		return rec, http.StatusOK, e
 	}))
 	route(http.MethodGet, "/v1/status", s.endpoint(opts, func(context.Context, *http.Request) (any, int, *APIError) {
-		return s.Status(), http.StatusOK, nil
+		body := s.Status()
+		for name, status := range opts.Gateways {
+			if body.Gateways == nil {
+				body.Gateways = map[string]any{}
+			}
+			body.Gateways[name] = status()
+		}
+		return body, http.StatusOK, nil
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -178,6 +187,8 @@ type StatusBody struct {
 	Guards         []config.GuardInfo                 `json:"guards"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
+	// Gateways is the state of each protocol gateway (HTTPOptions.Gateways).
+	Gateways map[string]any `json:"gateways,omitempty"`
 }
 
 // Status describes the live generation and the last reload.

@@ -24,6 +24,8 @@ type refusal struct {
 
 // callTool runs one tools/call (see the package doc): review, guards, forward, report.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	g.inflight.Add(1)
+	defer g.inflight.Add(-1)
 	s := g.sessionOf(req.Session, req.ClientInfo())
 	defer g.recoverCall(s, &res)
 	route, ok := (*g.tools.Load())[req.Params.Name]

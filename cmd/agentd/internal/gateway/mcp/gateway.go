@@ -51,6 +51,8 @@ type Gateway struct {
 	tools    atomic.Pointer[map[string]toolRoute] // listed tool name -> route
 	sessions sync.Map                             // *mcp.ServerSession -> *session
 	progress progressRoutes
+	inflight atomic.Int64 // tools/call being served
+	applied  atomic.Bool  // set once Run applied a generation
 }
 
 // New returns a gateway with no upstreams; Run connects them.
@@ -139,4 +141,5 @@ func (g *Gateway) apply(ctx context.Context, gen *config.Generation) {
 		u.stop()
 	}
 	g.refresh(true)
+	g.applied.Store(gen != nil)
 }

@@ -58,6 +58,28 @@ func (w *namingWriter) Flush() {
 // Unwrap gives http.ResponseController the underlying writer.
 func (w *namingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// Shutdown ends every MCP session once no tools/call is in flight, or when ctx is
+// done: a draining HTTP server then sees the sessions' event streams close.
+func (g *Gateway) Shutdown(ctx context.Context) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for g.inflight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			g.closeSessions()
+			return
+		case <-tick.C:
+		}
+	}
+	g.closeSessions()
+}
+
+func (g *Gateway) closeSessions() {
+	for ss := range g.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
 // Serve serves one MCP session over t (mcp.StdioTransport for `agentd mcp`) until the
 // client ends it or ctx is done.
 func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {

@@ -1,6 +1,7 @@
 package mcpgw
 
 import (
+	"context"
 	"slices"
 	"time"
 )
@@ -50,4 +51,26 @@ func (g *Gateway) Status() Status {
 		out.Servers = append(out.Servers, st)
 	}
 	return out
+}
+
+// WaitStarted waits until every upstream has made its first connection attempt (it is
+// ready, or down and retrying), or ctx is done, so that a client's first tools/list
+// sees what the upstreams offer. Run must be running.
+func (g *Gateway) WaitStarted(ctx context.Context) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		starting := g.cfg.Generations.Current() != nil && !g.applied.Load()
+		for _, s := range g.Status().Servers {
+			starting = starting || s.State == stateStarting
+		}
+		if !starting {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
