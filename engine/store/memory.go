@@ -33,7 +33,7 @@ type MemoryOptions struct {
 type Memory struct {
 	mu        sync.Mutex
 	cache     *expiring.Map[CacheEntry]
-	requests  *expiring.Map[[]byte]
+	requests  *expiring.Map[memoryState]
 	records   *expiring.Map[memoryRecord]
 	windows   map[string]window
 	retention Retention
@@ -44,6 +44,12 @@ type window struct {
 	start  time.Time
 	length time.Duration
 	count  int
+}
+
+type memoryState struct {
+	revision int64
+	st       *engine.RequestState // a private copy, or nil when stored as data
+	data     []byte
 }
 
 type memoryRecord struct {
@@ -64,7 +70,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
 	return &Memory{
-		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[[]byte](opts.MaxEntries),
+		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[memoryState](opts.MaxEntries),
 		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), retention: opts.Retention,
 		windows: map[string]window{}, now: time.Now,
 	}
@@ -100,31 +106,38 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 	return nil
 }
 
-// GetRequest implements engine.StateStore. States are stored JSON-encoded.
+// GetRequest implements engine.StateStore.
 func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
 	m.mu.Lock()
-	data, ok := m.requests.Get(id, m.now())
+	e, ok := m.requests.Get(id, m.now())
 	m.mu.Unlock()
 	if !ok {
 		return nil, false, nil
 	}
+	if e.st != nil {
+		st, err := engine.CloneState(e.st)
+		return st, err == nil, err
+	}
 	var s engine.RequestState
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := json.Unmarshal(e.data, &s); err != nil {
 		return nil, false, fmt.Errorf("decode request state: %w", err)
 	}
 	return &s, true, nil
 }
 
-// PutRequest implements engine.StateStore.
+// PutRequest implements engine.StateStore, revision-gated. States are deep-copied
+// (engine.CloneState), or JSON-encoded when they hold values that are not JSON-shaped.
 func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s)
-	if err != nil {
+	e := memoryState{revision: s.Revision}
+	if c, err := engine.CloneState(s); err == nil {
+		e.st = c
+	} else if e.data, err = json.Marshal(s); err != nil {
 		return fmt.Errorf("encode request state: %w", err)
 	}
 	if ttl <= 0 {
@@ -132,7 +145,11 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.requests.Put(s.ID, data, m.now().Add(ttl))
+	now := m.now()
+	if old, ok := m.requests.Get(s.ID, now); ok && old.revision >= s.Revision {
+		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
+	}
+	m.requests.Put(s.ID, e, now.Add(ttl))
 	return nil
 }
 

@@ -28,6 +28,11 @@ const (
 	TypeUnauthorized          = "unauthorized"
 	TypeNotReady              = "not_ready"
 	TypeGenerationRetired     = "generation_retired"
+	TypeGenerationExpired     = "generation_expired"
+	TypeRequestFailed         = "request_failed"
+	TypeConflict              = "conflict"
+	TypeInvalidFinish         = "invalid_finish"
+	TypeNotStarted            = "not_started"
 	TypeStoreUnavailable      = "store_unavailable"
 	TypeInternal              = "internal"
 )

@@ -65,6 +65,7 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		}
 		return resp, http.StatusOK, nil
 	})
+	post("/v1/operations/finish", stage(opts, s.FinishOperation))
 	route(http.MethodGet, "/v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
@@ -186,6 +187,8 @@ type StatusBody struct {
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
+	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
+	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
 	// Gateways is the state of each protocol gateway (HTTPOptions.Gateways).
 	Gateways map[string]any `json:"gateways,omitempty"`
@@ -203,6 +206,10 @@ func (s *Service) Status() StatusBody {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.PlanBinding = g.Binding
+	if g.MaxRequestAge > 0 {
+		body.MaxRequestAge = g.MaxRequestAge.String()
+	}
 	body.Guards = append(body.Guards, g.Guards...)
 	return body
 }
