@@ -113,7 +113,8 @@ func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[s
 	return step, nil
 }
 
-// report files the outcome of a forwarded call: the session's combined result goes to
+// report files the outcome of a forwarded call: the driver is told how the checked
+// step ended (Driver.Finish), then the session's combined result goes to
 // after_execution. A failure to report is logged; the call's answer stands.
 func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingStep, res *mcp.CallToolResult, callErr error, d time.Duration) {
 	ctx = context.WithoutCancel(ctx)
@@ -131,14 +132,21 @@ func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingSte
 			r.Error = "the tool reported an error"
 		}
 	}
+	finish := engine.Finish{RequestID: s.id, StepID: step.StepID, Status: engine.RunSucceeded, Response: r.Response, Error: r.Error, Duration: d}
+	if !r.Success {
+		finish.Status = engine.RunFailed
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterExecution, s.id, s.opening)
+	err := g.cfg.Driver.Finish(ctx, finish)
 	if err == nil {
-		_, err = sess.AfterExecution(ctx, s.combined(r))
+		var sess *engine.Session
+		if sess, err = g.cfg.Driver.Resume(ctx, engine.StageAfterExecution, s.id, s.opening); err == nil {
+			_, err = sess.AfterExecution(ctx, s.combined(r))
+		}
 	}
 	if err != nil {
-		g.log.Warn("after_execution of an MCP call failed", "request_id", s.id, "step_id", step.StepID, "error", err.Error())
+		g.log.Warn("reporting an MCP call to the driver failed", "request_id", s.id, "step_id", step.StepID, "error", err.Error())
 	}
 }
 
@@ -220,7 +228,11 @@ func refusalOf(err error) *refusal {
 		return &refusal{Code: pe.Code, Reason: pe.Error()}
 	}
 	if r, ok := engine.AsRefusal(err); ok {
-		return &refusal{Code: string(r.Code), Reason: r.Error()}
+		reason := r.Error()
+		if over(r.Code) {
+			reason += "; this MCP session's request takes no more calls: open a new session to go on"
+		}
+		return &refusal{Code: string(r.Code), Reason: reason}
 	}
 	if ge, ok := op.AsGuardError(err); ok {
 		return &refusal{Code: "guard_error", Reason: ge.Error()}

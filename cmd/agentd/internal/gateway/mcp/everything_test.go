@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,11 +61,6 @@ func TestGateway_ServerEverything(t *testing.T) {
 	if res := c.call(t, "get-sum", map[string]any{"a": 2, "b": 40}); res.IsError || text(res) != "The sum of 2 and 40 is 42." {
 		t.Errorf("get-sum = %q", text(res))
 	}
-	for _, name := range []string{"get-env", "GET-ENV", "everything__get-env"} {
-		if res := c.call(t, name, nil); !res.IsError || refusalCode(res) == "" {
-			t.Errorf("%s = %q, want a refusal", name, text(res))
-		}
-	}
 	res, err := c.CallTool(ctx, callParams("trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2}, "lro"))
 	if err != nil || res.IsError {
 		t.Fatalf("trigger-long-running-operation: %v %q", err, text(res))
@@ -105,6 +101,13 @@ func TestGateway_ServerEverything(t *testing.T) {
 		t.Errorf("simple-prompt: %+v, %v", prompt, err)
 	}
 
+	// The disallowed tool, under its own name, another letter case and a qualified
+	// name, last: the review's rejection ends the session's request.
+	for _, name := range []string{"GET-ENV", "everything__get-env", "get-env"} {
+		if res := c.call(t, name, nil); !res.IsError || refusalCode(res) == "" {
+			t.Errorf("%s = %q, want a refusal", name, text(res))
+		}
+	}
 	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 3 })
 	var caps []string
 	for _, ph := range rec.Phases {
@@ -112,5 +115,8 @@ func TestGateway_ServerEverything(t *testing.T) {
 	}
 	if want := []string{"echo", "get-sum", "trigger-long-running-operation"}; !slices.Equal(caps, want) {
 		t.Errorf("accepted phases = %v, want %v", caps, want)
+	}
+	if last := rec.PipelineHooks[len(rec.PipelineHooks)-1]; !strings.Contains(last.Error, "get-env") {
+		t.Errorf("the last review = %+v, want the rejection of get-env", last)
 	}
 }

@@ -109,7 +109,10 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 	}
 }
 
-func TestGateway_RejectedCallIsInTheRecord(t *testing.T) {
+// TestGateway_RejectedCallEndsTheSessionsRequest: the review's rejection is in the
+// record, and the request (so the session) takes no more calls, as any agentd request
+// whose plan was rejected.
+func TestGateway_RejectedCallEndsTheSessionsRequest(t *testing.T) {
 	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
 	c := h.connect()
@@ -120,13 +123,24 @@ func TestGateway_RejectedCallIsInTheRecord(t *testing.T) {
 	if !res.IsError || res.Meta[metaStepID] != "step-2" {
 		t.Fatalf("wipe = %+v", res)
 	}
-	rec, err := h.mem.Get(context.Background(), c.requestID())
-	if err != nil {
-		t.Fatal(err)
+	after := c.call(t, "echo", map[string]any{"message": "after"})
+	if refusalCode(after) != "request_failed" || !strings.Contains(text(after), "open a new session") {
+		t.Errorf("a call after the rejection = %q, want request_failed", text(after))
 	}
+	if tools := c.tools(t); len(tools) != 0 {
+		t.Errorf("tools/list after the rejection = %v, want none", tools)
+	}
+	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 1 })
 	last := rec.PipelineHooks[len(rec.PipelineHooks)-1]
-	if len(rec.Phases) != 1 || last.PlanPhase != 2 || last.Decision == nil || last.Decision.Reason != engine.ReasonHookError ||
-		!strings.Contains(last.Error, "capability_not_allowed") {
-		t.Errorf("record: %d phases, last invocation %+v", len(rec.Phases), last)
+	if rec.Status != engine.RecordFailed || len(rec.Phases) != 1 || last.PlanPhase != 2 || last.Decision == nil ||
+		last.Decision.Reason != engine.ReasonHookError || !strings.Contains(last.Error, "capability_not_allowed") {
+		t.Errorf("record: status %s, %d phases, last invocation %+v", rec.Status, len(rec.Phases), last)
+	}
+	if ops := rec.Operations; len(ops) != 1 || ops[0].StepID != "step-1" || ops[0].Outcome != engine.CheckAllow ||
+		ops[0].Finish == nil || ops[0].Finish.Status != engine.RunSucceeded {
+		t.Errorf("operations = %+v, want the echo check with its finish", ops)
+	}
+	if calls := h.upstreamCalls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "local echo ") {
+		t.Errorf("the upstream saw %v", calls)
 	}
 }

@@ -41,13 +41,17 @@ func (g *Gateway) review(next mcp.MethodHandler) mcp.MethodHandler {
 
 // callable returns the tools of listed that a one-step plan of the session's next call
 // could use now: Session.Preview accepts the plan with the step unchanged in namespace,
-// agent and capability. The session's request is not opened or changed. A driver
-// refusal (no live generation, the store unreachable) fails the listing: nothing is
-// listed that was not reviewed.
+// agent and capability. The session's request is not opened or changed. A request
+// that takes no more calls (it failed, or its generation is gone) lists nothing; any
+// other refusal (no live generation, the store unreachable) fails the listing, since
+// nothing is listed that was not reviewed.
 func (g *Gateway) callable(ctx context.Context, s *session, listed []*mcp.Tool) (out []*mcp.Tool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterPlanning, s.id, s.opening)
+	if r, ok := engine.AsRefusal(err); ok && over(r.Code) {
+		return []*mcp.Tool{}, nil // the request takes no more calls
+	}
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "agentd cannot review tools now: " + refusalOf(err).Reason}
 	}
@@ -81,6 +85,15 @@ func (g *Gateway) wouldPass(ctx context.Context, s *session, sess *engine.Sessio
 		if st.StepID == want.StepID {
 			return st.Namespace == want.Namespace && st.AgentName == want.AgentName && st.Capability() == want.Capability()
 		}
+	}
+	return false
+}
+
+// over reports whether a refusal means the request takes no more calls, ever.
+func over(code engine.RefusalCode) bool {
+	switch code {
+	case engine.RefusedRequestFailed, engine.RefusedGenerationRetired, engine.RefusedGenerationExpired:
+		return true
 	}
 	return false
 }
