@@ -31,8 +31,11 @@ type config struct {
 
 	memRequests int
 	reloadEdits int
-	profile     time.Duration
-	timeout     time.Duration
+
+	mcpRounds, mcpSessions, mcpCalls int
+
+	profile time.Duration
+	timeout time.Duration
 }
 
 func parseFlags() *config {
@@ -52,6 +55,9 @@ func parseFlags() *config {
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
 	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
+	flag.IntVar(&c.mcpRounds, "mcp-rounds", 3, "interleaved rounds of the MCP gateway latency measurement")
+	flag.IntVar(&c.mcpSessions, "mcp-sessions", 100, "MCP sessions per side and round (a tenth more warm up)")
+	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
 	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
 	flag.Parse()
@@ -83,7 +89,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "5"
+	rows     map[string][]report.Row // by section: "1" … "6"
 	extra    []report.Row
 	profiles []profile
 	notes    []string
@@ -136,6 +142,7 @@ func run(c *config) error {
 		{"HTTP", b.http},
 		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
 		{"memory", b.memory},
+		{"MCP gateway", b.mcpGateway},
 	}
 	for _, s := range steps {
 		t := time.Now()

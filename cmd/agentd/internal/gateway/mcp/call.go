@@ -63,7 +63,11 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 	if err != nil {
 		err = callError(ctx, cctx, err, up.name, timeout)
 	}
-	g.report(ctx, s, step, res, err, duration)
+	g.inflight.Add(1) // Shutdown waits for the report too
+	go func(res *mcp.CallToolResult, err error) {
+		defer g.inflight.Add(-1)
+		g.report(ctx, s, step, res, err, duration)
+	}(res, err)
 	if err != nil {
 		return annotate(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, s.id, step.StepID), nil
 	}
@@ -115,9 +119,16 @@ func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[s
 
 // report files the outcome of a forwarded call: the driver is told how the checked
 // step ended (Driver.Finish), then the session's combined result goes to
-// after_execution. A failure to report is logged; the call's answer stands.
+// after_execution. It runs beside the call's answer, which nothing it does can change
+// (after_execution observes only), so a session's next call may be reviewed before it.
+// A failure to report, a hook panic included, is logged; the call's answer stands.
 func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingStep, res *mcp.CallToolResult, callErr error, d time.Duration) {
 	ctx = context.WithoutCancel(ctx)
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("reporting an MCP call panicked", "request_id", s.id, "step_id", step.StepID, "panic", fmt.Sprint(v))
+		}
+	}()
 	params, _ := step.Metadata["parameters"].(map[string]any)
 	r := engine.StepResult{
 		StepID: step.StepID, AgentName: step.AgentName, Namespace: step.Namespace, Capability: step.Capability(),

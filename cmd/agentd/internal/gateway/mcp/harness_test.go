@@ -28,7 +28,7 @@ import (
 // (policies/agentd/plan) as the required hook, an allow-list in data/, the servers
 // given, and the gateway served over streamable HTTP.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	reg     *reload.Registry
 	mem     *store.Memory
@@ -95,7 +95,7 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-func newHarness(t *testing.T, servers string) *harness {
+func newHarness(t testing.TB, servers string) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	policies, err := filepath.Abs("../../../../../policies")
@@ -277,7 +277,7 @@ func refusalCode(res *mcp.CallToolResult) string {
 	return code
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func httpServer(name, url, extra string) string {
 // loopback address, so it can be stopped and started again. With a non-empty token it
 // answers 401 to a request without "Authorization: Bearer <token>".
 type httpUpstream struct {
-	t     *testing.T
+	t     testing.TB
 	name  string
 	token string
 	addr  string
@@ -354,7 +354,7 @@ type httpUpstream struct {
 	srv   *http.Server
 }
 
-func newHTTPUpstream(t *testing.T, name, token string) *httpUpstream {
+func newHTTPUpstream(t testing.TB, name, token string) *httpUpstream {
 	u := &httpUpstream{t: t, name: name, token: token}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

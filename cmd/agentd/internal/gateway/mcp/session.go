@@ -59,11 +59,7 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		client = p.ClientInfo
 	}
-	meta := map[string]any{"gateway": "mcp"}
-	if client != nil {
-		meta["client"] = map[string]any{"name": client.Name, "version": client.Version}
-	}
-	s := &session{id: requestID(id), opening: engine.Opening{Metadata: meta}}
+	s := &session{id: requestID(id), opening: g.sessionOpening(client)}
 	v, loaded := g.sessions.LoadOrStore(ss, s)
 	if !loaded {
 		go func() {
@@ -72,6 +68,16 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 		}()
 	}
 	return v.(*session)
+}
+
+// sessionOpening is what a session's request opens from: metadata naming the gateway
+// and the client, when it said who it is.
+func (g *Gateway) sessionOpening(client *mcp.Implementation) engine.Opening {
+	meta := map[string]any{"gateway": "mcp"}
+	if client != nil {
+		meta["client"] = map[string]any{"name": client.Name, "version": client.Version}
+	}
+	return engine.Opening{Metadata: meta}
 }
 
 // nextStepID is the step id the session's next call gets.
