@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/agentd-dev/agentd/config"
 )
 
 // Status is the gateway's state, for GET /v1/status.
@@ -24,6 +26,9 @@ type ServerStatus struct {
 	// Tools are the names the gateway offers the upstream's tools under (before each
 	// session's review narrows them).
 	Tools []string `json:"tools"`
+	// Uncataloged are the upstream's tools its catalog entry (tools:) does not list:
+	// plan validation refuses them, so no session is offered them.
+	Uncataloged []string `json:"uncataloged,omitempty"`
 }
 
 // Status returns the state of every upstream, in configuration order.
@@ -48,6 +53,11 @@ func (g *Gateway) Status() Status {
 			}
 		}
 		slices.Sort(st.Tools)
+		for _, t := range u.offers().tools {
+			if !slices.ContainsFunc(s.Tools, func(c config.MCPTool) bool { return c.Name == t.Name }) {
+				st.Uncataloged = append(st.Uncataloged, t.Name)
+			}
+		}
 		out.Servers = append(out.Servers, st)
 	}
 	return out
