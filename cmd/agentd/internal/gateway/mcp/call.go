@@ -18,8 +18,7 @@ import (
 
 // refusal is why the gateway did not forward a call: a bounded code and a reason.
 type refusal struct {
-	Code   string `json:"code"`
-	Reason string `json:"reason"`
+	Code, Reason string
 }
 
 // callTool runs one tools/call (see the package doc): review, guards, forward, report.
@@ -48,6 +47,17 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 		return refused(s.id, step.StepID, &refusal{Code: "no_upstream", Reason: fmt.Sprintf(
 			"the reviewed step names %s/%s, which no upstream MCP server is", step.Namespace, step.AgentName)}), nil
 	}
+	res, err = g.forward(ctx, s, req, up, step)
+	if err != nil {
+		return annotate(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, s.id, step.StepID), nil
+	}
+	return annotate(res, s.id, step.StepID), nil
+}
+
+// forward calls the accepted step on up, with the tool's timeout and the client's
+// progress token routed back to it, and reports the outcome beside the answer (see
+// report).
+func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequest, up *upstream, step engine.RoutingStep) (*mcp.CallToolResult, error) {
 	params := &mcp.CallToolParams{Name: step.Capability(), Arguments: step.Metadata["parameters"]}
 	if token := req.Params.GetProgressToken(); token != nil {
 		upstreamToken, done := g.progress.add(req.Session, token)
@@ -58,20 +68,17 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
-	res, err = up.callTool(cctx, params)
+	res, err := up.callTool(cctx, params)
 	duration := time.Since(started)
 	if err != nil {
 		err = callError(ctx, cctx, err, up.name, timeout)
 	}
 	g.inflight.Add(1) // Shutdown waits for the report too
-	go func(res *mcp.CallToolResult, err error) {
+	go func() {
 		defer g.inflight.Add(-1)
 		g.report(ctx, s, step, res, err, duration)
-	}(res, err)
-	if err != nil {
-		return annotate(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, s.id, step.StepID), nil
-	}
-	return annotate(res, s.id, step.StepID), nil
+	}()
+	return res, err
 }
 
 // admit runs the call's plan phase through the whole after_planning stage and the
