@@ -18,11 +18,14 @@
 // Any refusal (an invalid plan, the review's rejection, a guard's denial, a refused or
 // failed driver call) is a tool result with isError true whose text is "<code>:
 // <reason>" and whose _meta "dev.agentd/refusal" is {code, reason}; the upstream is
-// not called. The combined result of the session's calls so far goes to after_execution
-// after each forwarded call. A name no upstream offers (names are case-sensitive, and a
+// not called. After each forwarded call, beside its answer, the driver is told how the
+// step ended (Driver.Finish) and the combined result of the session's calls so far goes
+// to after_execution. A name no upstream offers (names are case-sensitive, and a
 // qualified name exists only for a collision) is refused with unknown_tool and never
 // reaches the driver or an upstream. A session's phases are reviewed one at a time;
-// forwarded calls run concurrently.
+// forwarded calls run concurrently. A rejection by the required review ends the
+// request, as it ends any agentd request: the session then lists no tools and its
+// calls are refused with request_failed.
 //
 // tools/list. The upstreams' tools, each under its own name, or as
 // "<server>__<tool>" when several upstreams offer that name (the first in

@@ -71,7 +71,7 @@ func BenchmarkReviewAndReport(b *testing.B) {
 	var s *session
 	call := func(i int) {
 		if i%10 == 0 {
-			s = &session{id: requestID(newSessionID()), opening: h.gw.sessionOpening(nil)}
+			s = &session{id: requestID(newSessionID()), opening: sessionOpening(nil)}
 		}
 		step, ref := h.gw.admit(ctx, s, route, map[string]any{"message": "m"})
 		if ref != nil {

@@ -59,7 +59,7 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		client = p.ClientInfo
 	}
-	s := &session{id: requestID(id), opening: g.sessionOpening(client)}
+	s := &session{id: requestID(id), opening: sessionOpening(client)}
 	v, loaded := g.sessions.LoadOrStore(ss, s)
 	if !loaded {
 		go func() {
@@ -72,7 +72,7 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 
 // sessionOpening is what a session's request opens from: metadata naming the gateway
 // and the client, when it said who it is.
-func (g *Gateway) sessionOpening(client *mcp.Implementation) engine.Opening {
+func sessionOpening(client *mcp.Implementation) engine.Opening {
 	meta := map[string]any{"gateway": "mcp"}
 	if client != nil {
 		meta["client"] = map[string]any{"name": client.Name, "version": client.Version}
