@@ -137,9 +137,11 @@ func (g *Gateway) apply(ctx context.Context, gen *config.Generation) {
 	}
 	g.upstreams = next
 	g.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, u := range stopped {
-		u.stop()
+		wg.Go(u.stop)
 	}
+	wg.Wait()
 	g.refresh(true)
 	g.applied.Store(gen != nil)
 }
