@@ -18,12 +18,6 @@ import (
 // server sets a timeout.
 const DefaultMCPTimeout = 60 * time.Second
 
-// Gateways is the compiled gateways section of a generation.
-type Gateways struct {
-	// MCP is the MCP gateway, nil when no document configures one.
-	MCP *MCPGateway
-}
-
 // MCPGateway is the compiled gateways.mcp section: the upstream servers of every
 // document, in registration order.
 type MCPGateway struct {

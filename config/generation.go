@@ -21,9 +21,14 @@ type Generation struct {
 	Policies *policy.Bundle
 	Hooks    []HookInfo
 	Guards   []GuardInfo
-	// Gateways are the protocol gateways the generation configures.
 	Gateways Gateways
 	LoadedAt time.Time
+}
+
+// Gateways are the protocol gateways a generation configures; a nil member is not
+// configured.
+type Gateways struct {
+	MCP *MCPGateway
 }
 
 // HookInfo describes one compiled hook, in registration order.

@@ -67,7 +67,7 @@ var bindingNote = map[engine.BindingMode]string{
 }
 
 // printSummary prints the compiled generation: hooks per stage in order, the required
-// hook, the guards, the MCP gateway's upstreams and the generation id.
+// hook, the gateways, the guards and the generation id.
 func printSummary(w io.Writer, gen *config.Generation) {
 	fmt.Fprintf(w, "generation %s (%d files)\n", gen.ID, len(gen.Files))
 	for _, stage := range engine.Stages {
@@ -100,11 +100,12 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	if gen.MaxRequestAge > 0 {
 		fmt.Fprintf(w, "max request age: %s\n", gen.MaxRequestAge)
 	}
+	printMCPGateway(w, gen.Gateways.MCP)
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
-	} else {
-		fmt.Fprintf(w, "guards (policy revision %s):\n", gen.PolicyRevision)
+		return
 	}
+	fmt.Fprintf(w, "guards (policy revision %s):\n", gen.PolicyRevision)
 	for i, g := range gen.Guards {
 		code := ""
 		if g.Code != "" {
@@ -112,7 +113,6 @@ func printSummary(w io.Writer, gen *config.Generation) {
 		}
 		fmt.Fprintf(w, "  %d. %s on %s (%s)%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, g.File, g.Line)
 	}
-	printMCPGateway(w, gen.Gateways.MCP)
 }
 
 // printMCPGateway prints the MCP gateway's upstream servers, if any: each one's

@@ -32,7 +32,7 @@ type config struct {
 	memRequests int
 	reloadEdits int
 
-	mcpRounds, mcpSessions, mcpCalls int
+	mcpSessions, mcpCalls int
 
 	profile time.Duration
 	timeout time.Duration
@@ -55,8 +55,7 @@ func parseFlags() *config {
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
 	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
-	flag.IntVar(&c.mcpRounds, "mcp-rounds", 3, "interleaved rounds of the MCP gateway latency measurement")
-	flag.IntVar(&c.mcpSessions, "mcp-sessions", 100, "MCP sessions per side and round (a tenth more warm up)")
+	flag.IntVar(&c.mcpSessions, "mcp-sessions", 300, "paired MCP sessions measured (a tenth more warm up)")
 	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
 	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
@@ -89,7 +88,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "6"
+	rows     map[string][]report.Row // by section: "1" … "5", "7"
 	extra    []report.Row
 	profiles []profile
 	notes    []string

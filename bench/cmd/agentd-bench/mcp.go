@@ -16,7 +16,7 @@ import (
 // mcpGoal is the most the MCP gateway may add to a tools/call at p99 on a memo hit.
 const mcpGoal = time.Millisecond
 
-// mcpGateway measures row 6: tools/call through `agentd serve`'s /mcp against the same
+// mcpGateway measures section 7: tools/call through `agentd serve`'s /mcp against the same
 // call to the upstream directly (see bench/internal/mcplat).
 func (b *bench) mcpGateway() error {
 	upstream, stop, err := mcplat.Upstream()
@@ -47,24 +47,24 @@ func (b *bench) mcpGateway() error {
 	if err := waitUpstreamReady("http://"+addr, startTimeout); err != nil {
 		return fmt.Errorf("%w\n%s", err, srv.LogTail(20))
 	}
-	o := mcplat.Options{Rounds: b.mcpRounds, Sessions: b.mcpSessions, Calls: b.mcpCalls, Warmup: max(1, b.mcpSessions/10)}
+	o := mcplat.Options{Sessions: b.mcpSessions, Calls: b.mcpCalls, Warmup: max(1, b.mcpSessions/10)}
 	res, err := mcplat.Measure(b.ctx, upstream, "http://"+addr+"/mcp", o)
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, srv.LogTail(20))
 	}
 	d, g := res.Direct, res.Gateway
 	added50, added99 := g.P50-d.P50, g.P99-d.P99
-	what := fmt.Sprintf("MCP tools/call, one at a time over streamable HTTP, sessions of %d calls (memo hits; %s calls per side)",
+	what := fmt.Sprintf("MCP tools/call, paired, one at a time over streamable HTTP, sessions of %d calls (memo hits; %s pairs)",
 		b.mcpCalls, report.Count(int64(g.N)))
-	b.rows["6"] = append(b.rows["6"],
-		report.Row{ID: "6a", Figure: what + " — p50 latency, through agentd /mcp vs the upstream directly",
+	b.rows["7"] = append(b.rows["7"],
+		report.Row{ID: "7a", Figure: what + " — p50 latency, through agentd /mcp vs the upstream directly",
 			Agentd: report.Duration(g.P50), Peer: report.Duration(d.P50) + " (direct)",
 			Ratio: report.Ratio(float64(g.P50), float64(d.P50)), Goal: "added: " + report.Duration(added50)},
-		report.Row{ID: "6b", Figure: what + " — p99 latency, through agentd /mcp vs the upstream directly",
+		report.Row{ID: "7b", Figure: what + " — p99 latency, through agentd /mcp vs the upstream directly",
 			Agentd: report.Duration(g.P99), Peer: report.Duration(d.P99) + " (direct)",
 			Ratio: report.Ratio(float64(g.P99), float64(d.P99)), Goal: fmt.Sprintf("added: %s (goal < %s)", report.Duration(added99), report.Duration(mcpGoal))},
 	)
-	b.goals = append(b.goals, fmt.Sprintf("The MCP gateway adds < %s to a tools/call at p99 on a memo hit (row 6b): %s (added %s).",
+	b.goals = append(b.goals, fmt.Sprintf("The MCP gateway adds < %s to a tools/call at p99 on a memo hit (row 7b): %s (added %s).",
 		report.Duration(mcpGoal), metOrNot(added99 < mcpGoal), report.Duration(added99)))
 	return nil
 }

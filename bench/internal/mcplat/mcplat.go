@@ -1,7 +1,7 @@
 // Package mcplat measures the latency agentd's MCP gateway adds to a tools/call: the
 // same calls, made one at a time by a client of the official Go SDK over streamable
 // HTTP, to an upstream MCP server directly and through the gateway (/mcp of a running
-// agentd whose config names that upstream), interleaved round by round.
+// agentd whose config names that upstream), in pairs.
 //
 // Calls are made in sessions of Options.Calls calls. The plan policy observes each
 // step's id (step-1, step-2, … within a session), so after the warm-up sessions every
@@ -12,6 +12,7 @@ package mcplat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -71,9 +72,8 @@ gateways:
 
 // Options bound a measurement.
 type Options struct {
-	// Rounds of each side, interleaved; each round runs Sessions sessions of Calls
-	// calls, after Warmup sessions that are not measured.
-	Rounds, Sessions, Calls, Warmup int
+	// Sessions of Calls calls are measured on each side, after Warmup sessions.
+	Sessions, Calls, Warmup int
 }
 
 // Latency is the distribution of one side's calls.
@@ -87,59 +87,71 @@ type Result struct {
 	Direct, Gateway Latency
 }
 
-// Measure calls the upstream at direct and the gateway at gateway, one call at a time.
+// Measure calls echo on the upstream at direct and through the gateway at gateway in
+// pairs: one session on each side at a time, and each call made on one side and then
+// on the other, the order swapping every pair, so that both sides see the same moments
+// of a shared machine. A call that fails or answers an error fails the measurement.
 func Measure(ctx context.Context, direct, gateway string, o Options) (Result, error) {
-	var d, g []time.Duration
-	for round := range o.Rounds {
-		sides := []struct {
-			url string
-			out *[]time.Duration
-		}{{direct, &d}, {gateway, &g}}
-		if round%2 == 1 {
-			slices.Reverse(sides)
+	client := mcp.NewClient(&mcp.Implementation{Name: "agentd-bench", Version: "1"}, nil)
+	connect := func(url string) (*mcp.ClientSession, error) {
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("connect %s: %w", url, err)
 		}
-		for _, s := range sides {
-			if _, err := sessions(ctx, s.url, o.Warmup, o.Calls); err != nil {
-				return Result{}, err
+		return cs, nil
+	}
+	var d, g []time.Duration
+	pair := 0
+	for n := range o.Warmup + o.Sessions {
+		sides := [2]struct {
+			cs  *mcp.ClientSession
+			out *[]time.Duration
+		}{{out: &d}, {out: &g}}
+		var err error
+		if sides[0].cs, err = connect(direct); err != nil {
+			return Result{}, err
+		}
+		if sides[1].cs, err = connect(gateway); err != nil {
+			_ = sides[0].cs.Close()
+			return Result{}, err
+		}
+		for i := range o.Calls {
+			first, second := 0, 1
+			if pair%2 == 1 {
+				first, second = 1, 0
 			}
-			took, err := sessions(ctx, s.url, o.Sessions, o.Calls)
-			if err != nil {
-				return Result{}, err
+			pair++
+			for _, side := range []int{first, second} {
+				took, err := call(ctx, sides[side].cs, i)
+				if err != nil {
+					_ = sides[0].cs.Close()
+					_ = sides[1].cs.Close()
+					return Result{}, err
+				}
+				if n >= o.Warmup {
+					*sides[side].out = append(*sides[side].out, took)
+				}
 			}
-			*s.out = append(*s.out, took...)
+		}
+		if err := errors.Join(sides[0].cs.Close(), sides[1].cs.Close()); err != nil {
+			return Result{}, err
 		}
 	}
 	return Result{Direct: latency(d), Gateway: latency(g)}, nil
 }
 
-// sessions runs n sessions of calls calls of echo against url and returns each call's
-// latency. A call that fails or whose result is an error fails the measurement.
-func sessions(ctx context.Context, url string, n, calls int) ([]time.Duration, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "agentd-bench", Version: "1"}, nil)
-	var out []time.Duration
-	for range n {
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("connect %s: %w", url, err)
-		}
-		for i := range calls {
-			start := time.Now()
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": i}})
-			took := time.Since(start)
-			if err == nil && res.IsError {
-				err = fmt.Errorf("error result: %v", res.Content)
-			}
-			if err != nil {
-				_ = cs.Close()
-				return nil, fmt.Errorf("tools/call echo at %s: %w", url, err)
-			}
-			out = append(out, took)
-		}
-		if err := cs.Close(); err != nil {
-			return nil, err
-		}
+// call makes the i-th call of a session and returns its latency.
+func call(ctx context.Context, cs *mcp.ClientSession, i int) (time.Duration, error) {
+	start := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"n": i}})
+	took := time.Since(start)
+	if err == nil && res.IsError {
+		err = fmt.Errorf("error result: %v", res.Content)
 	}
-	return out, nil
+	if err != nil {
+		return 0, fmt.Errorf("tools/call echo: %w", err)
+	}
+	return took, nil
 }
 
 func latency(xs []time.Duration) Latency {
