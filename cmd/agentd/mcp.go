@@ -86,20 +86,11 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	gateway, err := mcpgw.New(mcpgw.Config{Driver: driver, Generations: registry, Logger: logger, Version: buildVersion()})
+	gateway, stop, err := startMCPGateway(ctx, driver, registry, logger)
 	if err != nil {
 		return err
 	}
-	gatewayCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
-	gatewayDone := make(chan struct{})
-	go func() {
-		gateway.Run(gatewayCtx)
-		close(gatewayDone)
-	}()
-	defer func() {
-		stopGateway()
-		<-gatewayDone
-	}()
+	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	gateway.WaitStarted(startCtx)
 	cancel()
@@ -110,3 +101,23 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// startMCPGateway starts an MCP gateway following registry's live generation. Its
+// upstreams outlive ctx (a draining daemon still forwards in-flight calls) until stop,
+// which returns once they are down.
+func startMCPGateway(ctx context.Context, driver *engine.Driver, registry *reload.Registry, logger *slog.Logger) (*mcpgw.Gateway, func(), error) {
+	gateway, err := mcpgw.New(mcpgw.Config{Driver: driver, Generations: registry, Logger: logger, Version: buildVersion()})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		gateway.Run(runCtx)
+		close(done)
+	}()
+	return gateway, func() {
+		cancel()
+		<-done
+	}, nil
+}

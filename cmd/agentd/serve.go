@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
-	mcpgw "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/mcp"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -130,20 +129,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		}()
 	}
 	go reloadOnHangup(ctx, reloader)
-	gateway, err := mcpgw.New(mcpgw.Config{Driver: svc.Driver(), Generations: registry, Logger: logger, Version: buildVersion()})
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
 	if err != nil {
 		return err
 	}
-	gatewayCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
-	gatewayDone := make(chan struct{})
-	go func() {
-		gateway.Run(gatewayCtx)
-		close(gatewayDone)
-	}()
-	defer func() {
-		stopGateway()
-		<-gatewayDone
-	}()
+	defer stopMCP()
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -152,8 +142,8 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
 			Token: token, MaxBody: f.maxBody, Metrics: tel.metrics,
-			Mounts:   []server.Mount{{Pattern: "/mcp", Handler: gateway.Handler()}},
-			Gateways: map[string]func() any{"mcp": func() any { return gateway.Status() }},
+			Mounts:   []server.Mount{{Pattern: "/mcp", Handler: mcpGateway.Handler()}},
+			Gateways: map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -176,7 +166,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	logger.Info("draining in-flight calls", "timeout", f.drain.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
 	defer cancel()
-	go gateway.Shutdown(sctx) // MCP sessions hold event streams open; they end once their calls have
+	go mcpGateway.Shutdown(sctx) // MCP sessions hold event streams open; they end once their calls have
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
