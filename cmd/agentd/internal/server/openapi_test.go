@@ -32,7 +32,7 @@ import (
 // They are registered where the daemon is assembled, not in http.go: add each mount's
 // pattern here so the route test checks that docs/openapi.yaml documents it. Their
 // answers are not scripted here; the tests of the package serving them check those.
-var mountedRoutes = []string{}
+var mountedRoutes = []string{"/mcp"}
 
 // isMounted reports whether a documented path is served by one of mountedRoutes.
 func isMounted(path string) bool {
