@@ -68,16 +68,32 @@ gateways:
 	for _, c := range []struct{ ns, agent, capability string }{
 		{"demo-tools", "stock-service", "stock_quote"}, {"demo-mcp", "everything", "echo"}, {"demo-mcp", "everything", "slow"},
 	} {
-		if _, ok := gen.Catalog.Capability(c.ns, c.agent, c.capability); !ok {
+		if !validates(gen.Catalog, c.ns, c.agent, c.capability, "") {
 			t.Errorf("the catalog lacks %s/%s %s", c.ns, c.agent, c.capability)
 		}
 	}
-	if _, ok := gen.Catalog.Capability("crm", "crm", "anything"); !gen.Catalog.Agent("crm", "crm") || ok {
+	if !gen.Catalog.Agent("crm", "crm") || validates(gen.Catalog, "crm", "crm", "anything", "") {
 		t.Error("a server without tools is an agent with no capabilities")
 	}
-	if c, _ := gen.Catalog.Capability("demo-mcp", "everything", "slow"); !slices.Equal(c.Returns, []string{"done"}) {
-		t.Errorf("returns of slow = %v", c.Returns)
+	if !validates(gen.Catalog, "demo-mcp", "everything", "slow", "done") || validates(gen.Catalog, "demo-mcp", "everything", "slow", "other") {
+		t.Error("slow returns done, and only done")
 	}
+}
+
+// validates reports whether plan validation accepts a step of capability on
+// namespace/agent, and, when field is set, a second step reading the first one's
+// response.data.<field>.
+func validates(c *engine.Catalog, namespace, agent, capability, field string) bool {
+	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{
+		StepID: "step-1", Namespace: namespace, AgentName: agent, Metadata: map[string]any{"capability": capability},
+	}}}
+	if field != "" {
+		plan.Steps = append(plan.Steps, engine.RoutingStep{
+			StepID: "step-2", Namespace: namespace, AgentName: agent, DependsOn: []string{"step-1"},
+			Metadata: map[string]any{"capability": capability, "parameters": map[string]any{"x": "{{step-1.response.data." + field + "}}"}},
+		})
+	}
+	return engine.ValidatePlan(plan, c, nil) == nil
 }
 
 func TestMCPServer_Transport(t *testing.T) {

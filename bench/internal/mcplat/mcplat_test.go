@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // TestMeasure_PairsEverySessionsCalls measures the upstream against itself: both sides
@@ -46,7 +47,10 @@ func TestGatewayConfig_Loads(t *testing.T) {
 	if gw := gen.Gateways.MCP; gw == nil || len(gw.Servers) != 1 || gw.Servers[0].URL != "http://127.0.0.1:1/mcp" {
 		t.Fatalf("gateway = %+v", gen.Gateways.MCP)
 	}
-	if _, ok := gen.Catalog.Capability(Namespace, Server, "echo"); !ok {
-		t.Error("echo is not a catalog capability")
+	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{
+		StepID: "step-1", Namespace: Namespace, AgentName: Server, Metadata: map[string]any{"capability": "echo"},
+	}}}
+	if err := engine.ValidatePlan(plan, gen.Catalog, nil); err != nil {
+		t.Errorf("a plan calling echo: %v", err)
 	}
 }
