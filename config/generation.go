@@ -22,7 +22,10 @@ type Generation struct {
 	Hooks    []HookInfo
 	Guards   []GuardInfo
 	Gateways Gateways
-	LoadedAt time.Time
+	// AllowBoundaryRemoval states that this generation may replace a live one with a
+	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
+	AllowBoundaryRemoval bool
+	LoadedAt             time.Time
 }
 
 // Gateways are the protocol gateways a generation configures; a nil member is not

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // Error kinds reported by Compile and Prepare. They are stable: match on Kind, never on
@@ -109,6 +111,15 @@ func (e *EvalError) Error() string {
 		msg += ": " + e.Cause.Error()
 	}
 	return msg
+}
+
+// DecisionCause is CauseTimeout for a timeout and CauseEvaluationError otherwise: the
+// policy could not decide (see engine.Cause).
+func (e *EvalError) DecisionCause() engine.Cause {
+	if e.Reason == ErrTimeout {
+		return engine.CauseTimeout
+	}
+	return engine.CauseEvaluationError
 }
 
 // Unwrap returns Reason and, when set, Cause, so errors.Is matches either.
