@@ -86,8 +86,8 @@ echo "== 7. the session's execution record"
 call GET "/v1/executions/$REQUEST_ID"
 expect 200 '[.phases[].plan.steps[0].metadata.capability] == ["echo","get-sum","get-sum"]' \
   "three reviewed phases were accepted: echo and both get-sum calls (the guard denied the first one at call time)"
-expect 200 '[.pipeline_hooks[] | select(.hook_name == "allowed-operations" and .status == "failed") | .error] | length == 1 and (.[0] | contains("get-env"))' \
-  "the rejected get-env review is in the record"
+expect 200 '(.rejections | length) == 1 and .rejections[0].plan.steps[0].metadata.capability == "get-env" and .rejections[0].violations[0].code == "capability_not_allowed"' \
+  "the rejected get-env plan is in the record, with the policy's violation"
 expect 200 '[.result.steps[] | {capability, success}] == [{"capability":"echo","success":true},{"capability":"get-sum","success":true}]' \
   "after_execution saw the two forwarded calls"
 echo "walkthrough passed"

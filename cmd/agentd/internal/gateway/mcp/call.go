@@ -60,7 +60,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequest, up *upstream, step engine.RoutingStep) (*mcp.CallToolResult, error) {
 	params := &mcp.CallToolParams{Name: step.Capability(), Arguments: step.Metadata["parameters"]}
 	if token := req.Params.GetProgressToken(); token != nil {
-		upstreamToken, done := g.progress.add(req.Session, token)
+		upstreamToken, done := g.progress.add(ctx, req.Session, token)
 		defer done()
 		params.SetProgressToken(upstreamToken)
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -116,7 +115,7 @@ func TestGateway_ServerEverything(t *testing.T) {
 	if want := []string{"echo", "get-sum", "trigger-long-running-operation"}; !slices.Equal(caps, want) {
 		t.Errorf("accepted phases = %v, want %v", caps, want)
 	}
-	if last := rec.PipelineHooks[len(rec.PipelineHooks)-1]; !strings.Contains(last.Error, "get-env") {
-		t.Errorf("the last review = %+v, want the rejection of get-env", last)
+	if len(rec.Rejections) != 1 || rec.Rejections[0].Plan.Steps[0].Capability() != "get-env" {
+		t.Errorf("rejections = %+v, want the review's rejection of get-env", rec.Rejections)
 	}
 }

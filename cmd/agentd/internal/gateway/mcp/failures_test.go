@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestGateway_UpstreamCrashMidCall(t *testing.T) {
@@ -147,18 +149,30 @@ func TestGateway_CancelledCallIsCancelledUpstream(t *testing.T) {
 	}
 }
 
+// TestGateway_ProgressReachesTheCallingClient: the upstream's progress notifications
+// reach the calling client with its own token, on the call's own event stream (this
+// client opens no standalone stream), and no other session.
 func TestGateway_ProgressReachesTheCallingClient(t *testing.T) {
 	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
-	c := h.connect()
+	progress := make(chan *mcp.ProgressNotificationParams, 16)
+	sdk := mcp.NewClient(&mcp.Implementation{Name: "progress", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+	})
+	cs, err := sdk.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
 	other := h.connect()
-	res, err := c.CallTool(context.Background(), callParams("slow", map[string]any{"steps": 3, "delay_ms": 1}, "my-token"))
+	// Each step's notification goes out 30ms before the next step, or the answer.
+	res, err := cs.CallTool(context.Background(), callParams("slow", map[string]any{"steps": 3, "delay_ms": 30}, "my-token"))
 	if err != nil || res.IsError {
 		t.Fatalf("slow: %v %q", err, text(res))
 	}
 	for i := 1; i <= 3; i++ {
 		select {
-		case p := <-c.progress:
+		case p := <-progress:
 			if p.ProgressToken != "my-token" || p.Progress != float64(i) || p.Total != 3 {
 				t.Errorf("progress %d = %+v", i, p)
 			}

@@ -48,10 +48,7 @@ func TestGateway_AllowedCallIsForwardedAndRecorded(t *testing.T) {
 		t.Fatalf("add = %q", text(add))
 	}
 
-	rec, err := h.mem.Get(context.Background(), c.requestID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 2 }) // results are reported beside the answers
 	if rec.Status != engine.RecordRunning || len(rec.Phases) != 2 {
 		t.Fatalf("record: status %s, %d phases; want running, 2", rec.Status, len(rec.Phases))
 	}
@@ -88,8 +85,8 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 	}{
 		{"the review rejects it", "wipe", "capability_not_allowed", nil, true},
 		// Offered by the upstream but not a capability in the catalog: plan validation
-		// refuses it (the driver records no invalid incoming plan).
-		{"not in the catalog", "secret", "unknown_capability", nil, false},
+		// refuses it, and the record keeps the rejected plan.
+		{"not in the catalog", "secret", "unknown_capability", nil, true},
 		{"another letter case", "Wipe", "unknown_tool", nil, false},
 		{"another letter case of an allowed tool", "ECHO", "unknown_tool", nil, false},
 		{"a qualified name without a collision", "local__wipe", "unknown_tool", nil, false},
@@ -134,10 +131,12 @@ func TestGateway_RejectedCallEndsTheSessionsRequest(t *testing.T) {
 		t.Errorf("tools/list after the rejection = %v, want none", tools)
 	}
 	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 1 })
-	last := rec.PipelineHooks[len(rec.PipelineHooks)-1]
-	if rec.Status != engine.RecordFailed || len(rec.Phases) != 1 || last.PlanPhase != 2 || last.Decision == nil ||
-		last.Decision.Reason != engine.ReasonHookError || !strings.Contains(last.Error, "capability_not_allowed") {
-		t.Errorf("record: status %s, %d phases, last invocation %+v", rec.Status, len(rec.Phases), last)
+	if rec.Status != engine.RecordFailed || len(rec.Phases) != 1 || len(rec.Rejections) != 1 {
+		t.Fatalf("record: status %s, %d phases, %d rejections; want failed, 1, 1", rec.Status, len(rec.Phases), len(rec.Rejections))
+	}
+	if r := rec.Rejections[0]; r.Phase != 2 || r.Hook != "allowed-operations" || len(r.Violations) != 1 ||
+		r.Violations[0].Code != "capability_not_allowed" || r.Plan.Steps[0].StepID != "step-2" || r.Plan.Steps[0].Capability() != "wipe" {
+		t.Errorf("the rejection = %+v", r)
 	}
 	if ops := rec.Operations; len(ops) != 1 || ops[0].StepID != "step-1" || ops[0].Outcome != engine.CheckAllow ||
 		ops[0].Finish == nil || ops[0].Finish.Status != engine.RunSucceeded {

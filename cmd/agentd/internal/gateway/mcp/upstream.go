@@ -73,8 +73,8 @@ func (g *Gateway) startUpstream(ctx context.Context, s *config.MCPServer) *upstr
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { go u.relist(ctx) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { go u.relist(ctx) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist(ctx) },
-		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			g.progress.forward(ctx, req.Params)
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			g.progress.forward(req.Params)
 		},
 	})
 	go u.run(ctx)
