@@ -36,7 +36,7 @@ func TestGateway_UpstreamCrashMidCall(t *testing.T) {
 }
 
 func TestGateway_ToolTimeout(t *testing.T) {
-	h := newHarness(t, stdioServer("local", "        timeout: 150ms\n"))
+	h := newHarness(t, strings.Replace(stdioServer("local", ""), "{name: slow}", "{name: slow, timeout: 150ms}", 1))
 	h.waitReady("local")
 	c := h.connect()
 	res := c.call(t, "slow", map[string]any{"steps": 50, "delay_ms": 100})
@@ -49,6 +49,7 @@ func TestGateway_ToolTimeout(t *testing.T) {
 	if st := h.gw.Status().Servers[0]; st.Restarts != 0 {
 		t.Errorf("a timeout restarted the upstream: %+v", st)
 	}
+	h.waitUpstreamSaw("local slow cancelled") // the timed-out call was cancelled upstream
 }
 
 func TestGateway_MalformedUpstreamMessages(t *testing.T) {
@@ -136,13 +137,7 @@ func TestGateway_CancelledCallIsCancelledUpstream(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call returned no error")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(h.upstreamCalls(), "local slow cancelled") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the upstream did not see the cancellation; calls %v", h.upstreamCalls())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	h.waitUpstreamSaw("local slow cancelled")
 	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 1 })
 	if r := rec.Result.Steps[0]; r.Success || !strings.Contains(r.Error, "cancelled by the client") {
 		t.Errorf("the cancelled call's step result = %+v", r)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,6 +191,18 @@ func (h *harness) upstreamCalls() []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+// waitUpstreamSaw waits until the call log has line.
+func (h *harness) waitUpstreamSaw(line string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(h.upstreamCalls(), line) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the upstream never logged %q; calls %v", line, h.upstreamCalls())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // client is an MCP client (the official Go SDK) of the harness over streamable HTTP.
