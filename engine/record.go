@@ -37,10 +37,12 @@ type PhaseRecord struct {
 // request completed. Revision grows with every rewrite; stores never let a lower or
 // equal revision replace a stored record (docs/semantics.md §6.6).
 type ExecutionRecord struct {
-	RequestID  string           `json:"request_id"`
-	Generation string           `json:"generation,omitempty"`
-	Status     RecordStatus     `json:"status"`
-	Lifecycle  RequestLifecycle `json:"lifecycle,omitempty"`
+	RequestID  string `json:"request_id"`
+	Generation string `json:"generation,omitempty"`
+	// Tenant is the tenant the request's metadata names (TenantOf), if any.
+	Tenant    string           `json:"tenant,omitempty"`
+	Status    RecordStatus     `json:"status"`
+	Lifecycle RequestLifecycle `json:"lifecycle,omitempty"`
 	// Cause says why a failed request failed (see Cause).
 	Cause Cause `json:"cause,omitempty"`
 	// OpenUntil is when the request's state expires while it is open: a record still
@@ -85,6 +87,7 @@ type RecordStore interface {
 // why (cause, and the required hook's decision reason and the policy's violations, or
 // the plan rule it broke) and when.
 type PlanRejection struct {
+	DecisionID string       `json:"decision_id,omitempty"`
 	Phase      int          `json:"phase"`
 	Cause      Cause        `json:"cause"`
 	Hook       string       `json:"hook,omitempty"`
@@ -112,6 +115,7 @@ const (
 // decided and how, on which generation and policy revision, and, once reported, how
 // the operation finished.
 type OperationRecord struct {
+	DecisionID string       `json:"decision_id,omitempty"`
 	Operation  op.Operation `json:"operation"`
 	StepID     string       `json:"step_id,omitempty"`
 	Namespace  string       `json:"namespace,omitempty"`

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,4 +202,64 @@ gateways:
 	if took := time.Since(started); took > 10*time.Second {
 		t.Errorf("SIGTERM took %s with an MCP session open", took)
 	}
+}
+
+// TestMCPGateway_RolesAndTenants: /mcp takes an orchestrator's token and refuses a
+// viewer's, and a tenant's token opens sessions of its tenant, whose records a viewer
+// sees as the tenant's.
+func TestMCPGateway_RolesAndTenants(t *testing.T) {
+	requireMCPTools(t)
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	writeFile(t, filepath.Dir(tokens), filepath.Base(tokens), `
+- {token: orch-acme, role: orchestrator, tenant: acme}
+- {token: viewer-all, role: viewer}
+`)
+	d := startDaemon(t, filepath.Join(repoRoot(t), "examples/mcp-gateway"), "--token-file", tokens)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"roles","version":"1"}}}`
+	mcpHeaders := func(token string) []string {
+		return []string{"Authorization", "Bearer " + token, "Accept", "application/json, text/event-stream"}
+	}
+	if status, body := d.do(t, "POST", "/mcp", initialize, mcpHeaders("viewer-all")...); status != 403 || !strings.Contains(body, `"forbidden"`) {
+		t.Errorf("a viewer's initialize = %d %s, want 403 forbidden", status, body)
+	}
+	ctx := context.Background()
+	httpClient := &http.Client{Transport: bearer{token: "orch-acme"}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "acme", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url + "/mcp", HTTPClient: httpClient, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("an orchestrator's session: %v\n%s", err, d.stderr)
+	}
+	defer cs.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	var res *mcp.CallToolResult
+	for res == nil || refusal(res) == "unknown_tool" && time.Now().Before(deadline) { // until the upstream is ready
+		if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "acme"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res.IsError {
+		t.Fatalf("echo: %+v", res.Content[0])
+	}
+	id, _ := res.Meta["dev.agentd/request_id"].(string)
+	status, body := d.do(t, "GET", "/v1/executions/"+id, "", "Authorization", "Bearer viewer-all")
+	if status != 200 || !strings.Contains(body, `"tenant":"acme"`) {
+		t.Errorf("the session's record = %d %s, want it of tenant acme", status, body)
+	}
+}
+
+// refusal is the code of a refused call's result, "" for any other.
+func refusal(res *mcp.CallToolResult) string {
+	r, _ := res.Meta["dev.agentd/refusal"].(map[string]any)
+	code, _ := r["code"].(string)
+	return code
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }

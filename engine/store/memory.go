@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,19 +25,47 @@ type MemoryOptions struct {
 	MaxEntries int
 	// Retention says how long records are kept and how many at most.
 	Retention Retention
+	// MaxFailedRecords bounds the records of failed requests, kept apart from the
+	// others so that a flood of new requests cannot evict them before their retention;
+	// 0 means Retention.MaxRecords.
+	MaxFailedRecords int
+	// MaxBytes bounds the bytes the request states and the records hold, half each
+	// (the oldest written go first), the records' half shared evenly by the records of
+	// failed requests and the others; 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// MaxStateBytes and MaxRecordBytes bound one request's state and record; a write
+	// over the limit fails with engine.ErrTooLarge. 0 means the defaults.
+	MaxStateBytes, MaxRecordBytes int64
 }
+
+// Defaults of MemoryOptions' byte bounds.
+const (
+	DefaultMaxBytes       = 512 << 20
+	DefaultMaxStateBytes  = 2 << 20
+	DefaultMaxRecordBytes = 8 << 20
+)
+
+// maxWindows bounds the rate-limit windows kept (the oldest started go first).
+const maxWindows = 100_000
 
 // Memory is the in-process store: request states, execution records, the response
 // cache and rate-limit counters. It bounds itself: expired entries are swept first,
-// then the oldest written are evicted. Values are copied in and out, so a caller never
-// aliases stored state, exactly as with a remote store.
+// then the oldest written are evicted. Records of failed requests have a bound of
+// their own. Values are copied in and out, so a caller never aliases stored state,
+// exactly as with a remote store.
 type Memory struct {
-	mu        sync.Mutex
-	cache     *expiring.Map[CacheEntry]
-	requests  *expiring.Map[memoryState]
+	mu       sync.Mutex
+	cache    *expiring.Map[CacheEntry]
+	requests *expiring.Map[memoryState]
+	// records holds the records of requests that did not fail, failed those of failed
+	// requests. A request's record moves between them as its status changes, leaving a
+	// tombstone behind (see record).
 	records   *expiring.Map[memoryRecord]
-	windows   map[string]window
+	failed    *expiring.Map[memoryRecord]
+	windows   *expiring.Map[window]
 	retention Retention
+	maxState  int64
+	maxRecord int64
 	now       func() time.Time
 }
 
@@ -55,11 +84,8 @@ type memoryState struct {
 type memoryRecord struct {
 	revision int64
 	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
-	data     []byte
+	data     []byte                  // nil with rec: a tombstone
 }
-
-// maxWindows is the number of rate-limit windows above which finished ones are swept.
-const maxWindows = 10_000
 
 // NewMemory returns an empty store.
 func NewMemory(opts MemoryOptions) *Memory {
@@ -69,10 +95,18 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if opts.Retention.MaxRecords <= 0 {
 		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
+	if opts.MaxFailedRecords <= 0 {
+		opts.MaxFailedRecords = opts.Retention.MaxRecords
+	}
+	opts.MaxBytes = cmp.Or(max(opts.MaxBytes, 0), DefaultMaxBytes)
 	return &Memory{
-		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[memoryState](opts.MaxEntries),
-		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), retention: opts.Retention,
-		windows: map[string]window{}, now: time.Now,
+		cache:    expiring.New[CacheEntry](opts.MaxEntries),
+		requests: expiring.NewSized[memoryState](opts.MaxEntries, opts.MaxBytes/2),
+		records:  expiring.NewSized[memoryRecord](opts.Retention.MaxRecords, opts.MaxBytes/4),
+		failed:   expiring.NewSized[memoryRecord](opts.MaxFailedRecords, opts.MaxBytes/4),
+		windows:  expiring.New[window](maxWindows), retention: opts.Retention,
+		maxState: cmp.Or(max(opts.MaxStateBytes, 0), DefaultMaxStateBytes), maxRecord: cmp.Or(max(opts.MaxRecordBytes, 0), DefaultMaxRecordBytes),
+		now: time.Now,
 	}
 }
 
@@ -134,6 +168,10 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	size := stateSize(s)
+	if size > m.maxState {
+		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, s.ID, size, m.maxState)
+	}
 	e := memoryState{revision: s.Revision}
 	if c, err := engine.CloneState(s); err == nil {
 		e.st = c
@@ -149,7 +187,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if old, ok := m.requests.Get(s.ID, now); ok && old.revision >= s.Revision {
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
 	}
-	m.requests.Put(s.ID, e, now.Add(ttl))
+	m.requests.PutSized(s.ID, e, size, now.Add(ttl))
 	return nil
 }
 
@@ -158,6 +196,10 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	size := recordSize(rec)
+	if size > m.maxRecord {
+		return fmt.Errorf("%w: request %q record holds about %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, size, m.maxRecord)
 	}
 	e := memoryRecord{revision: rec.Revision}
 	if c, err := engine.CloneRecord(rec); err == nil {
@@ -172,12 +214,33 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.records.Get(rec.RequestID, now); ok && old.revision >= rec.Revision {
+	if old, ok := m.record(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
-	m.records.Put(rec.RequestID, e, expires)
+	into, other := m.records, m.failed
+	if rec.Status == engine.RecordFailed {
+		into, other = m.failed, m.records
+	}
+	into.PutSized(rec.RequestID, e, size, expires)
+	if _, ok := other.Get(rec.RequestID, now); ok {
+		other.Put(rec.RequestID, memoryRecord{revision: rec.Revision}, expires)
+	}
 	return nil
 }
+
+// record returns the entry of id: of its entries among the records and the failed
+// ones, the one of the higher revision, a record before a tombstone. The caller holds
+// m.mu.
+func (m *Memory) record(id string, now time.Time) (memoryRecord, bool) {
+	r, rok := m.records.Get(id, now)
+	f, fok := m.failed.Get(id, now)
+	if !fok || rok && (r.revision > f.revision || r.revision == f.revision && f.tombstone()) {
+		return r, rok
+	}
+	return f, true
+}
+
+func (e memoryRecord) tombstone() bool { return e.rec == nil && e.data == nil }
 
 // Get implements engine.RecordStore.
 func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
@@ -185,9 +248,9 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 		return nil, err
 	}
 	m.mu.Lock()
-	e, ok := m.records.Get(requestID, m.now())
+	e, ok := m.record(requestID, m.now())
 	m.mu.Unlock()
-	if !ok {
+	if !ok || e.tombstone() {
 		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
 	}
 	if e.rec != nil {
@@ -200,7 +263,9 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 	return &rec, nil
 }
 
-// Allow implements Limiter with fixed windows aligned to the first event.
+// Allow implements Limiter with fixed windows aligned to the first event. At most
+// maxWindows windows are kept: past that the oldest started go first, so keys never
+// grow the store without bound.
 func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -208,24 +273,13 @@ func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.D
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	w, ok := m.windows[key]
-	if !ok || now.Sub(w.start) >= w.length {
-		if !ok && len(m.windows) >= maxWindows {
-			m.sweepWindows(now)
-		}
+	w, ok := m.windows.Get(key, now)
+	if !ok {
 		w = window{start: now, length: length}
 	}
 	w.count++
-	m.windows[key] = w
+	m.windows.Put(key, w, w.start.Add(w.length))
 	return w.count <= limit, nil
-}
-
-func (m *Memory) sweepWindows(now time.Time) {
-	for k, w := range m.windows {
-		if now.Sub(w.start) >= w.length {
-			delete(m.windows, k)
-		}
-	}
 }
 
 var (

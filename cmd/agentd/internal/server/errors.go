@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -26,11 +27,15 @@ const (
 	TypeNotFound              = "not_found"
 	TypeMethodNotAllowed      = "method_not_allowed"
 	TypeUnauthorized          = "unauthorized"
+	TypeForbidden             = "forbidden"
+	TypeTenantForbidden       = "tenant_forbidden"
+	TypeRequestTimeout        = "request_timeout"
 	TypeNotReady              = "not_ready"
 	TypeGenerationRetired     = "generation_retired"
 	TypeGenerationExpired     = "generation_expired"
 	TypeRequestFailed         = "request_failed"
 	TypeConflict              = "conflict"
+	TypeRequestTooLarge       = "request_too_large"
 	TypeInvalidFinish         = "invalid_finish"
 	TypeNotStarted            = "not_started"
 	TypeStoreUnavailable      = "store_unavailable"
@@ -78,6 +83,9 @@ func decodeBody(r io.Reader, limit int64, v any) *APIError {
 	data, err := io.ReadAll(lr)
 	if lr.N <= 0 {
 		return apiError(http.StatusRequestEntityTooLarge, TypeBodyTooLarge, "request body exceeds %d bytes", limit).with("limit", limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return apiError(http.StatusRequestTimeout, TypeRequestTimeout, "the request body did not arrive within the read timeout")
 	}
 	if err != nil {
 		return apiError(http.StatusBadRequest, TypeInvalidJSON, "read request body: %v", err)

@@ -25,6 +25,9 @@ type Config struct {
 	// engine.DefaultStateTTL.
 	RequestTTL time.Duration
 	Logger     *slog.Logger
+	// MaxRecordEntries bounds the entries of one execution record (see
+	// engine.DriverConfig); 0 means the engine's default.
+	MaxRecordEntries int
 	// LogPayloads includes request text, metadata and responses in decision logs.
 	LogPayloads   bool
 	MeterProvider metric.MeterProvider
@@ -50,7 +53,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, tel: tel}
 	s.driver, err = engine.NewDriver(engine.DriverConfig{
 		Generations: cfg.Registry, States: cfg.States, Records: cfg.Records,
-		StateTTL: cfg.RequestTTL, Observer: s,
+		StateTTL: cfg.RequestTTL, Observer: s, MaxRecordEntries: cfg.MaxRecordEntries,
 	})
 	if err != nil {
 		return nil, err
@@ -75,6 +78,10 @@ func driverError(err error) *APIError {
 			return apiError(http.StatusConflict, TypeRequestFailed, "%v", r)
 		case engine.RefusedConflict:
 			return apiError(http.StatusConflict, TypeConflict, "%v", r)
+		case engine.RefusedTenantForbidden:
+			return apiError(http.StatusForbidden, TypeTenantForbidden, "%v", r)
+		case engine.RefusedTooLarge:
+			return apiError(http.StatusRequestEntityTooLarge, TypeRequestTooLarge, "%v", r)
 		}
 		return apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
 	}
@@ -89,7 +96,8 @@ func driverError(err error) *APIError {
 	return apiError(http.StatusInternalServerError, TypeInternal, "%v", err)
 }
 
-// Execution returns the stored record of a request.
+// Execution returns the stored record of a request; a call confined to a tenant
+// (engine.WithTenant) reads only records of that tenant.
 func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRecord, *APIError) {
 	rec, err := s.cfg.Records.Get(ctx, id)
 	switch {
@@ -98,6 +106,9 @@ func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRe
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "read execution record", "request_id", id, "error", err.Error())
 		return nil, apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
+	}
+	if err := engine.CheckTenant(ctx, id, rec.Tenant); err != nil {
+		return nil, driverError(err)
 	}
 	rec.Lifecycle = rec.LifecycleAt(time.Now())
 	return rec, nil

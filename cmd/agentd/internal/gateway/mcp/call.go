@@ -85,6 +85,7 @@ func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequ
 // accepted step through the tool_call guards. It returns the accepted step, or why the
 // call must not run.
 func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[string]any) (engine.RoutingStep, *refusal) {
+	ctx = s.confine(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stepID := s.nextStepID()
@@ -130,7 +131,7 @@ func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[s
 // (after_execution observes only), so a session's next call may be reviewed before it.
 // A failure to report, a hook panic included, is logged; the call's answer stands.
 func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingStep, res *mcp.CallToolResult, callErr error, d time.Duration) {
-	ctx = context.WithoutCancel(ctx)
+	ctx = s.confine(context.WithoutCancel(ctx))
 	defer func() {
 		if v := recover(); v != nil {
 			g.log.Error("reporting an MCP call panicked", "request_id", s.id, "step_id", step.StepID, "panic", fmt.Sprint(v))

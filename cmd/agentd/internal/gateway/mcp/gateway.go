@@ -50,6 +50,7 @@ type Gateway struct {
 
 	tools    atomic.Pointer[map[string]toolRoute] // listed tool name -> route
 	sessions sync.Map                             // *mcp.ServerSession -> *session
+	tenants  sync.Map                             // MCP session id -> tenant of the caller that opened it
 	progress progressRoutes
 	inflight atomic.Int64 // tools/call being served
 	applied  atomic.Bool  // set once Run applied a generation
@@ -81,6 +82,8 @@ func New(cfg Config) (*Gateway, error) {
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
 		GetSessionID: newSessionID,
+		// A session is known from its handshake on, so it is forgotten when it ends.
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { g.sessionOf(req.Session, nil) },
 	})
 	g.server.AddReceivingMiddleware(g.review)
 	return g, nil

@@ -46,6 +46,7 @@ func (g *Gateway) review(next mcp.MethodHandler) mcp.MethodHandler {
 // other refusal (no live generation, the store unreachable) fails the listing, since
 // nothing is listed that was not reviewed.
 func (g *Gateway) callable(ctx context.Context, s *session, listed []*mcp.Tool) (out []*mcp.Tool, err error) {
+	ctx = s.confine(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterPlanning, s.id, s.opening)
@@ -89,10 +90,12 @@ func (g *Gateway) wouldPass(ctx context.Context, s *session, sess *engine.Sessio
 	return false
 }
 
-// over reports whether a refusal means the request takes no more calls, ever.
+// over reports whether a refusal means the request takes no more calls, ever: it
+// failed, its generation is gone, it outgrew its limits or it is another tenant's.
 func over(code engine.RefusalCode) bool {
 	switch code {
-	case engine.RefusedRequestFailed, engine.RefusedGenerationRetired, engine.RefusedGenerationExpired:
+	case engine.RefusedRequestFailed, engine.RefusedGenerationRetired, engine.RefusedGenerationExpired,
+		engine.RefusedTooLarge, engine.RefusedTenantForbidden:
 		return true
 	}
 	return false

@@ -2,38 +2,69 @@ package mcpgw
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // Handler serves MCP over the streamable HTTP transport (mount it at /mcp). Every
 // response of a session carries its agentd request id in RequestIDHeader.
+//
+// A caller confined to a tenant (engine.WithTenant, as the daemon's authorization
+// confines a tenant's token) opens sessions of that tenant: their requests name it in
+// their metadata and run confined to it, and a session is answered 403
+// tenant_forbidden to a caller confined to another tenant.
 func (g *Gateway) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: g.cfg.SessionTimeout, Logger: g.log})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, confined := engine.TenantFrom(r.Context())
 		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			if confined && g.tenantOf(id) != tenant {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
+					"type": "tenant_forbidden", "message": fmt.Sprintf("MCP session of request %q does not belong to the caller's tenant", requestID(id)),
+				}})
+				return
+			}
 			w.Header().Set(RequestIDHeader, requestID(id))
 			h.ServeHTTP(w, r)
 			return
 		}
-		h.ServeHTTP(&namingWriter{ResponseWriter: w}, r)
+		h.ServeHTTP(&namingWriter{ResponseWriter: w, opened: func(id string) {
+			if confined {
+				g.tenants.Store(id, tenant)
+			}
+		}}, r)
 	})
 }
 
+// tenantOf returns the tenant of the session with id, "" for none.
+func (g *Gateway) tenantOf(sessionID string) string {
+	t, _ := g.tenants.Load(sessionID)
+	s, _ := t.(string)
+	return s
+}
+
 // namingWriter adds RequestIDHeader to the response that opens a session, once the SDK
-// has set its Mcp-Session-Id.
+// has set its Mcp-Session-Id, and tells opened the new session's id.
 type namingWriter struct {
 	http.ResponseWriter
-	wrote bool
+	opened func(sessionID string)
+	wrote  bool
 }
 
 func (w *namingWriter) WriteHeader(status int) {
 	if !w.wrote {
 		w.wrote = true
 		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			w.opened(id)
 			w.Header().Set(RequestIDHeader, requestID(id))
 		}
 	}

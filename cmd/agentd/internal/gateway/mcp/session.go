@@ -1,6 +1,7 @@
 package mcpgw
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
@@ -39,6 +40,7 @@ func requestID(sessionID string) string { return "mcp-" + sessionID }
 // expects of one request.
 type session struct {
 	id      string
+	tenant  string
 	opening engine.Opening
 
 	mu      sync.Mutex
@@ -59,15 +61,28 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		client = p.ClientInfo
 	}
-	s := &session{id: requestID(id), opening: sessionOpening(client)}
+	s := &session{id: requestID(id), tenant: g.tenantOf(ss.ID()), opening: sessionOpening(client)}
+	if s.tenant != "" {
+		s.opening.Metadata[engine.TenantKey] = s.tenant
+	}
 	v, loaded := g.sessions.LoadOrStore(ss, s)
 	if !loaded {
 		go func() {
 			_ = ss.Wait()
 			g.sessions.Delete(ss)
+			g.tenants.Delete(ss.ID())
 		}()
 	}
 	return v.(*session)
+}
+
+// confine returns ctx confined to the session's tenant, if it has one: the driver
+// then refuses to touch a request of another tenant.
+func (s *session) confine(ctx context.Context) context.Context {
+	if s.tenant == "" {
+		return ctx
+	}
+	return engine.WithTenant(ctx, s.tenant)
 }
 
 // sessionOpening is what a session's request opens from: metadata naming the gateway
