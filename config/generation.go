@@ -31,7 +31,8 @@ type Generation struct {
 // Gateways are the protocol gateways a generation configures; a nil member is not
 // configured.
 type Gateways struct {
-	MCP *MCPGateway
+	OpenAI *OpenAIGateway
+	MCP    *MCPGateway
 }
 
 // HookInfo describes one compiled hook, in registration order.

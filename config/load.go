@@ -94,6 +94,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
+	openai := l.compileOpenAIGateway(catalog)
 	if len(l.errs) > 0 {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
@@ -109,7 +110,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
 		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
-		Gateways: Gateways{MCP: mcp}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		Gateways: Gateways{MCP: mcp, OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,13 +80,17 @@ func TestLoad_StockAgentExample(t *testing.T) {
 		t.Error("Catalog is nil, want the stock-service catalog")
 	}
 
-	if gen.PolicyRevision != "trade-limits-v1" {
-		t.Errorf("PolicyRevision = %q, want trade-limits-v1", gen.PolicyRevision)
+	if gen.PolicyRevision != "trade-limits-v2" {
+		t.Errorf("PolicyRevision = %q, want trade-limits-v2", gen.PolicyRevision)
 	}
-	wantGuard := config.GuardInfo{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 26}
-	if len(gen.Guards) != 1 || gen.Guards[0] != wantGuard {
-		t.Errorf("Guards = %+v, want [%+v]", gen.Guards, wantGuard)
+	wantGuards := []config.GuardInfo{
+		{Name: "trade-amount-is-a-number", Operation: op.ToolCall, Code: "invalid_amount", Kind: "cel", File: "hooks/20-plan.yaml", Line: 28},
+		{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 33},
 	}
+	if !reflect.DeepEqual(gen.Guards, wantGuards) {
+		t.Errorf("Guards = %+v, want %+v", gen.Guards, wantGuards)
+	}
+	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": "NaN"}), "invalid_amount")
 	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 20000}), "trade_limit")
 	if err := toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 500}); err != nil {
 		t.Errorf("a 500 trade: guard verdict = %v, want allowed", err)

@@ -103,6 +103,7 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	if gen.AllowBoundaryRemoval {
 		fmt.Fprintln(w, "boundary removal: allowed (settings.allow_boundary_removal): a reload to this config may drop the live required hook, guard rules or plan binding")
 	}
+	printOpenAIGateway(w, gen.Gateways.OpenAI)
 	printMCPGateway(w, gen.Gateways.MCP)
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
@@ -135,5 +136,23 @@ func printMCPGateway(w io.Writer, gw *config.MCPGateway) {
 			tools[j] = t.Name
 		}
 		fmt.Fprintf(w, "  %d. %s/%s (%s) tools [%s]  %s:%d\n", i+1, s.Namespace, s.Name, via, strings.Join(tools, ", "), s.File, s.Line)
+	}
+}
+
+// printOpenAIGateway prints gateways.openai, when configured: the upstream, where its
+// key comes from (never the key), the settings and the tool mapping.
+func printOpenAIGateway(w io.Writer, gw *config.OpenAIGateway) {
+	if gw == nil {
+		return
+	}
+	key := "no key"
+	if gw.APIKeyEnv != "" {
+		key = "key from $" + gw.APIKeyEnv
+	}
+	fmt.Fprintf(w, "gateway openai: upstream %s (%s), on_reject %s, timeout %s, request id header %s\n",
+		gw.Upstream, key, gw.OnReject, gw.Timeout, gw.RequestIDHeader)
+	for _, name := range gw.Tools() {
+		id, _ := gw.Tool(name)
+		fmt.Fprintf(w, "  %s -> %s/%s/%s\n", name, id.Namespace, id.Agent, id.Capability)
 	}
 }
