@@ -34,6 +34,7 @@ type Generation struct {
 // configured.
 type Gateways struct {
 	OpenAI *OpenAIGateway
+	MCP    *MCPGateway
 }
 
 // HookInfo describes one compiled hook, in registration order.

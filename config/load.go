@@ -91,7 +91,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 	}
 	l.cel = cel
 	l.compilePolicies(cf)
-	catalog := l.compileCatalog()
+	mcp, mcpAgents := l.compileMCPGateway(dir)
+	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
 	openai := l.compileOpenAIGateway(catalog)
@@ -110,7 +111,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
 		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, Observers: l.observers,
-		Gateways: Gateways{OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		Gateways: Gateways{MCP: mcp, OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 
