@@ -21,7 +21,9 @@ type Generation struct {
 	Policies *policy.Bundle
 	Hooks    []HookInfo
 	Guards   []GuardInfo
-	Gateways Gateways
+	// Observers are the declarative operation observers, in order.
+	Observers []ObserverInfo
+	Gateways  Gateways
 	// DecisionLog masks and drops the decision events of calls that run on this
 	// generation; nil when the directory has no decision_log section.
 	DecisionLog *DecisionLog
@@ -35,6 +37,7 @@ type Generation struct {
 // configured.
 type Gateways struct {
 	OpenAI *OpenAIGateway
+	MCP    *MCPGateway
 }
 
 // HookInfo describes one compiled hook, in registration order.
@@ -42,8 +45,10 @@ type HookInfo struct {
 	Name     string       `json:"name"`
 	Stage    engine.Stage `json:"stage"`
 	Required bool         `json:"required,omitempty"`
-	When     string       `json:"when,omitempty"`
-	Steps    []string     `json:"steps"`
+	// Mode is the hook's mode when it does not enforce.
+	Mode  engine.RuleMode `json:"mode,omitempty"`
+	When  string          `json:"when,omitempty"`
+	Steps []string        `json:"steps"`
 	// Notes are the steps' own descriptions (builtin.Describer), such as what a rego
 	// step's decision memo is keyed on.
 	Notes []string `json:"notes,omitempty"`
@@ -55,10 +60,12 @@ type HookInfo struct {
 type GuardInfo struct {
 	Name      string       `json:"name"`
 	Operation op.Operation `json:"operation"`
-	Code      string       `json:"code,omitempty"`
-	Kind      string       `json:"kind"`
-	File      string       `json:"file"`
-	Line      int          `json:"line"`
+	// Mode is the rule's mode when it does not enforce.
+	Mode engine.RuleMode `json:"mode,omitempty"`
+	Code string          `json:"code,omitempty"`
+	Kind string          `json:"kind"`
+	File string          `json:"file"`
+	Line int             `json:"line"`
 }
 
 // StageHooks returns the hooks of stage in run order.

@@ -31,6 +31,7 @@ type RequestState struct {
 	Enrichments       map[string]any    `json:"enrichments,omitempty"`
 	CacheVary         map[string]string `json:"cache_vary,omitempty"`
 	CacheReadDisabled bool              `json:"cache_read_disabled,omitempty"`
+	PhasesIndependent bool              `json:"phases_independent,omitempty"`
 	Lifecycle         RequestLifecycle  `json:"lifecycle,omitempty"`
 	OpenedAt          time.Time         `json:"opened_at"`
 	PriorSteps        []RoutingStep     `json:"prior_steps,omitempty"`

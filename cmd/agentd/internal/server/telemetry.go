@@ -19,6 +19,7 @@ type telemetry struct {
 	duration    metric.Float64Histogram
 	invocations metric.Int64Counter
 	operations  metric.Int64Counter
+	findings    metric.Int64Counter
 	sets        attrSets
 }
 
@@ -81,24 +82,32 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	if t.invocations, err = m.Int64Counter("agentd.hook.invocations", metric.WithDescription("hook invocations by stage, status and decision reason")); err != nil {
 		return nil, err
 	}
+	if t.findings, err = m.Int64Counter("agentd.rule.findings", metric.WithDescription("what rules in warn or audit mode would have denied, by mode and where (hook or operation)")); err != nil {
+		return nil, err
+	}
 	if t.operations, err = m.Int64Counter("agentd.operation.checks", metric.WithDescription("operation guard checks by operation and outcome")); err != nil {
 		return nil, err
 	}
 	return &t, nil
 }
 
-// Checked implements engine.Observer: the check counter by operation and outcome. An
-// operation name this daemon does not know (a malformed call) counts as "unknown".
+// Checked implements engine.Observer: the check counter by operation and outcome, and
+// the findings of guards in warn or audit mode. An operation name this daemon does not
+// know (a malformed call) counts as "unknown". The check's log line is the decision
+// log's (Config.Observer).
 func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
 	operation := string(r.Call.Operation)
 	if !r.Call.Operation.Known() {
 		operation = "unknown"
 	}
 	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}))
+	if r.Record != nil {
+		s.countFindings(ctx, "operation", r.Record.WouldDeny)
+	}
 }
 
-// Staged implements engine.Observer: the stage call, duration and invocation metrics.
-// The call's decision line is the decision log's (Config.Observer).
+// Staged implements engine.Observer: the stage call, duration, invocation and finding
+// metrics. The call's log line is the decision log's (Config.Observer).
 func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	stage := string(r.Stage)
 	sets := &s.tel.sets
@@ -109,11 +118,19 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	s.tel.calls.Add(ctx, 1, sets.get(calls))
 	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
 	for _, inv := range r.Invocations {
+		s.countFindings(ctx, "hook", inv.WouldDeny)
 		reason := ""
 		if inv.Decision != nil {
 			reason = inv.Decision.Reason
 		}
 		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}))
+	}
+}
+
+// countFindings counts findings by mode; where is hook or operation.
+func (s *Service) countFindings(ctx context.Context, where string, fs []engine.Finding) {
+	for _, f := range fs {
+		s.tel.findings.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "mode", v1: string(f.Mode), k2: "where", v2: where}))
 	}
 }
 
