@@ -32,7 +32,7 @@ type evidenceFlags struct {
 }
 
 func (f *evidenceFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&f.logDecisions, "log-decisions", true, "write one JSON log line per decision (stage decision, operation decision, shadow disagreement); payloads only with --log-payloads")
+	fs.BoolVar(&f.logDecisions, "log-decisions", true, "write one JSON log line per decision (stage decision, operation check, shadow disagreement); payloads only with --log-payloads")
 	fs.StringVar(&f.file, "decision-log-file", "", "append decision events (masked payload included) as JSON lines to this file")
 	fs.Int64Var(&f.fileMaxBytes, "decision-log-max-bytes", decisionlog.DefaultFileMaxBytes, "rotate the decision log file past this size")
 	fs.IntVar(&f.fileKeep, "decision-log-keep", 5, "rotated decision log files kept (FILE.1 is the newest)")

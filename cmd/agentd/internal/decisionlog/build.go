@@ -63,11 +63,12 @@ func stageEvent(r *engine.StageReport) *Event {
 		Outcome: string(r.Outcome), Cause: r.Cause, Violations: r.Violations, DurationMS: millis(r.Duration),
 	}
 	for _, inv := range r.Invocations {
-		h := Hook{Name: inv.HookName, Status: inv.Status, DurationMS: millis(inv.Duration)}
+		h := Hook{Name: inv.HookName, Status: inv.Status, Mode: inv.Mode, DurationMS: millis(inv.Duration)}
 		if d := inv.Decision; d != nil {
 			h.FailurePolicy, h.Action, h.Reason, h.Cause = d.FailurePolicy, d.Action, d.Reason, d.Cause
 		}
 		e.Hooks = append(e.Hooks, h)
+		e.WouldDeny = append(e.WouldDeny, inv.WouldDeny...)
 	}
 	if pe, ok := engine.AsPlanError(r.Err); ok {
 		e.Violations = []engine.Violation{{Code: pe.Code, StepID: pe.StepID, Message: pe.Message}}
@@ -85,6 +86,7 @@ func checkEvent(r *engine.CheckReport) *Event {
 		e.Operation = ""
 	}
 	if rec := r.Record; rec != nil {
+		e.WouldDeny = rec.WouldDeny
 		if rec.Outcome != engine.CheckAllow {
 			e.Denial = &Denial{Code: rec.Code, Reason: rec.Reason, Guard: rec.Guard, GuardIndex: rec.GuardIndex, Binding: rec.Binding}
 		}

@@ -31,7 +31,10 @@ type Event struct {
 	Hooks          []Hook             `json:"hooks,omitempty"`
 	Violations     []engine.Violation `json:"violations,omitempty"`
 	Denial         *Denial            `json:"denial,omitempty"`
-	DurationMS     float64            `json:"duration_ms"`
+	// WouldDeny lists what rules in warn or audit mode would have denied: the hooks'
+	// findings for a stage call, the guards' for a check.
+	WouldDeny  []engine.Finding `json:"would_deny,omitempty"`
+	DurationMS float64          `json:"duration_ms"`
 	// Input and Output are the call's payload after masking: what it was given
 	// (request, metadata, enrichments, plan, prior_steps, result, call) and what it
 	// answered (accepted_plan, response). Erased and Masked name the mask paths that
@@ -52,7 +55,9 @@ type Hook struct {
 	Action        engine.Action           `json:"action,omitempty"`
 	Reason        string                  `json:"reason,omitempty"`
 	Cause         engine.Cause            `json:"cause,omitempty"`
-	DurationMS    float64                 `json:"duration_ms"`
+	// Mode is the hook's mode when it does not enforce (warn or audit).
+	Mode       engine.RuleMode `json:"mode,omitempty"`
+	DurationMS float64         `json:"duration_ms"`
 }
 
 // Denial is how an operation check was denied (or failed): the code and reason, the

@@ -215,3 +215,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// What rules in warn or audit mode would have denied is in the event, with each hook's
+// mode.
+func TestLogger_CarriesFindings(t *testing.T) {
+	gen, rules := loadRules(t, "")
+	path := filepath.Join(t.TempDir(), "decisions.log")
+	file, err := NewFileSink(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(Options{Rules: rules, Sinks: []Sink{file}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finding := engine.Finding{Mode: engine.RuleAudit, Rule: "rego data.rollout.freeze", Cause: engine.CausePolicyDenied,
+		Violations: []engine.Violation{{Code: "acme_frozen", StepID: "step-1", Message: "frozen"}}}
+	s := stageReport("r", gen)
+	s.Invocations[0].Mode, s.Invocations[0].WouldDeny = engine.RuleAudit, []engine.Finding{finding}
+	c := checkReport("r", gen)
+	c.Record.WouldDeny = []engine.Finding{{Mode: engine.RuleWarn, Rule: "acme-quotes", Code: "acme_frozen", Reason: "frozen"}}
+	l.Staged(context.Background(), s)
+	l.Checked(context.Background(), c)
+	closeLogger(t, l)
+	events := readEvents(t, path)
+	if e := events[0]; e.Hooks[0].Mode != engine.RuleAudit || len(e.WouldDeny) != 1 || e.WouldDeny[0].Violations[0].Code != "acme_frozen" {
+		t.Errorf("stage event = %+v, want the audit hook's finding", e)
+	}
+	if e := events[1]; len(e.WouldDeny) != 1 || e.WouldDeny[0].Mode != engine.RuleWarn {
+		t.Errorf("check event = %+v, want the warn guard's finding", e)
+	}
+}

@@ -28,7 +28,7 @@ type Sink interface {
 type wants struct{ payload, line bool }
 
 // NewLogSink writes each stage and check event as one structured log line ("stage
-// decision", "operation decision", "shadow disagreement") at info level. The payload
+// decision", "operation check", "shadow disagreement") at info level. The payload
 // (masked) is in the line only when payloads is set. Refusal events are left out: the
 // server logs a refused call as a "stage refused" warning.
 func NewLogSink(logger *slog.Logger, payloads bool) Sink {
@@ -49,7 +49,7 @@ func (*logSink) close(context.Context) error { return nil }
 
 var logMessages = map[string]string{
 	config.EventStage:  "stage decision",
-	config.EventCheck:  "operation decision",
+	config.EventCheck:  "operation check",
 	config.EventShadow: "shadow disagreement",
 }
 
@@ -83,6 +83,9 @@ func (s *logSink) write(e *Event, _ []byte) {
 	}
 	if e.Denial != nil {
 		attrs = append(attrs, slog.Any("denial", e.Denial))
+	}
+	if n := len(e.WouldDeny); n > 0 {
+		attrs = append(attrs, slog.Int("would_deny", n))
 	}
 	if e.Shadow != nil {
 		attrs = append(attrs, slog.Any("shadow", e.Shadow))
