@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -170,4 +171,26 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The README's decision_log snippet compiles.
+func TestREADME_DecisionLogSnippetCompiles(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snippet string
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
+		if strings.HasPrefix(m[1], "decision_log:") {
+			snippet = m[1]
+		}
+	}
+	if snippet == "" {
+		t.Fatal("README has no decision_log snippet")
+	}
+	dir := copyExample(t, "stock-agent")
+	writeFile(t, dir, "hooks/40-log.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: log}\n"+snippet)
+	if code, out, errOut := runCLI(t, "check", dir); code != exitOK {
+		t.Fatalf("the README's decision_log snippet does not compile:\n%s%s", out, errOut)
+	}
 }
