@@ -208,7 +208,7 @@ func stepIDs(p *engine.RoutingPlan) []string {
 
 // wantLoadErrors checks that err is a diag.List whose kinds are exactly kinds, and
 // returns it.
-func wantLoadErrors(t testing.TB, err error, kinds ...string) diag.List {
+func wantLoadErrors(t testing.TB, err error, kinds ...diag.Kind) diag.List {
 	t.Helper()
 	list, ok := diag.AsList(err)
 	if !ok {

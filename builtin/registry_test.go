@@ -11,6 +11,7 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
 	"github.com/agentd-dev/agentd/schemas"
 )
 
@@ -123,7 +124,7 @@ func TestRegistry_StagesEnforced(t *testing.T) {
 func TestRegistry_ParamErrors(t *testing.T) {
 	tests := []struct {
 		name, stage, step string
-		kind              string
+		kind              diag.Kind
 		// at is the text of the step line the error points at; off moves the
 		// expected column from its first byte.
 		at  string

@@ -58,7 +58,7 @@ func (c *Context) Query(n *yaml.Node, field string) *policy.Query {
 }
 
 func policyMessage(err error) string {
-	var pe *policy.Error
+	var pe *diag.Error
 	if errors.As(err, &pe) {
 		return pe.Message
 	}

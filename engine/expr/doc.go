@@ -5,8 +5,9 @@
 // over-budget expressions at load time, and returns an immutable Program. Evaluating a
 // Program takes a Vars (the variable values, resolved lazily without building a map), is
 // bounded by a runtime cost limit and by the context, and returns plain Go values.
-// Failures are *Error values with a stable Kind and, for compile errors, a 1-based
-// line:column within the expression. Besides the CEL standard library, expressions may
+// Compile failures are *diag.Error values with a stable diag.Kind and a 1-based
+// line:column within the expression; evaluation failures are *EvalError values with a
+// stable EvalKind. Besides the CEL standard library, expressions may
 // use the strings, lists, sets, math and encoders extensions.
 //
 // Fields that the JSON form of a value omits when empty are absent in expressions too:

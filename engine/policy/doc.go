@@ -3,9 +3,10 @@
 // Compile parses every module with Rego v1 syntax, compiles them together with the
 // stock built-ins of the linked OPA version minus the network ones (http.send and every
 // net.* function), and merges the data documents into one read-only in-memory store. It
-// reports every problem at once as an Errors value whose entries carry a stable Kind and
-// a file:line:column. The resulting *Bundle is immutable and safe for concurrent use;
-// the caller owns file reading and passes contents in, so a Bundle never touches disk.
+// reports every problem at once as a diag.List whose entries carry a stable diag.Kind
+// and a file:line:column. The resulting *Bundle is immutable and safe for concurrent
+// use; the caller owns file reading and passes contents in, so a Bundle never touches
+// disk.
 //
 // Bundle.Prepare turns a data reference such as data.agentd.plan into a *Query, prepared
 // once. Query.Eval runs it under a per-evaluation deadline; PlanDecision and

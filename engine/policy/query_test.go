@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 func TestPrepare(t *testing.T) {
 	b := libraryBundle(t, Options{})
 	tests := []struct {
 		query    string
-		wantKind string // "" means the query prepares
+		wantKind diag.Kind // "" means the query prepares
 		mention  string
 	}{
 		{query: "data.agentd.plan"},
@@ -28,16 +29,16 @@ func TestPrepare(t *testing.T) {
 		{query: "data.agentd.allowlist"},
 		{query: `data.agentd.allowlist["demo-tools"]`},
 		{query: "data.agentd.allowlist[\"demo-tools\"][\"stock-service\"]"},
-		{query: "data.agentd.plans", wantKind: KindUndefinedQuery, mention: "data.agentd.plan)"},
-		{query: "data.agentd.guards.deny", wantKind: KindUndefinedQuery, mention: "data.agentd.guard)"},
-		{query: "data.agentd.plan.denied", wantKind: KindUndefinedQuery, mention: "data.agentd.plan)"},
-		{query: `data.agentd.allowlist["other-tools"]`, wantKind: KindUndefinedQuery},
-		{query: "data.agentd.allowlist.demo-tools", wantKind: KindInvalidQuery},
-		{query: "data.nothing", wantKind: KindUndefinedQuery, mention: "nearest package"},
-		{query: "input.plan", wantKind: KindInvalidQuery},
-		{query: "data.agentd[_]", wantKind: KindInvalidQuery},
-		{query: "data.agentd.plan; true", wantKind: KindInvalidQuery},
-		{query: "", wantKind: KindInvalidQuery},
+		{query: "data.agentd.plans", wantKind: diag.KindUndefinedQuery, mention: "data.agentd.plan)"},
+		{query: "data.agentd.guards.deny", wantKind: diag.KindUndefinedQuery, mention: "data.agentd.guard)"},
+		{query: "data.agentd.plan.denied", wantKind: diag.KindUndefinedQuery, mention: "data.agentd.plan)"},
+		{query: `data.agentd.allowlist["other-tools"]`, wantKind: diag.KindUndefinedQuery},
+		{query: "data.agentd.allowlist.demo-tools", wantKind: diag.KindUndefinedQuery},
+		{query: "data.nothing", wantKind: diag.KindUndefinedQuery, mention: "nearest package"},
+		{query: "input.plan", wantKind: diag.KindUndefinedQuery},
+		{query: "data.agentd[_]", wantKind: diag.KindUndefinedQuery},
+		{query: "data.agentd.plan; true", wantKind: diag.KindUndefinedQuery},
+		{query: "", wantKind: diag.KindUndefinedQuery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -48,7 +49,7 @@ func TestPrepare(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *diag.Error
 			if !errors.As(err, &e) || e.Kind != tt.wantKind {
 				t.Fatalf("Prepare = %v, %v; want kind %s", q, err, tt.wantKind)
 			}
