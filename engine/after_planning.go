@@ -14,7 +14,7 @@ var ErrNoPlan = errors.New("after-planning hook returned no plan")
 // clone_failed); Cause is the underlying error and is reachable with errors.As/Is.
 type RequiredAfterPlanningError struct {
 	Hook   string
-	Reason string
+	Reason Reason
 	Cause  error
 }
 
@@ -69,7 +69,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 		policy = FailClosed
 	}
 	inv := p.begin(ctx, e.entry, StageAfterPlanning, seq, phase, trail)
-	reject := func(status InvocationStatus, reason string, cause error) (*RoutingPlan, error) {
+	reject := func(status InvocationStatus, reason Reason, cause error) (*RoutingPlan, error) {
 		if !e.required {
 			p.logger.WarnContext(ctx, "after_planning hook result rejected; keeping previous plan", "hook", e.name, "reason", reason, "error", cause)
 			inv.finish(status, decide(FailOpen, ActionContinue, reason), cause, nil)

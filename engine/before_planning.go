@@ -12,7 +12,7 @@ import (
 // request: serving or silently ignoring such a decision could bypass cache checks.
 type ContractError struct {
 	Hook   string
-	Reason string
+	Reason Reason
 }
 
 func (e *ContractError) Error() string {
@@ -23,7 +23,7 @@ func (e *ContractError) Error() string {
 type ShortCircuitOutcome struct {
 	Hook         string           `json:"hook"`
 	Kind         ShortCircuitKind `json:"kind"`
-	Reason       string           `json:"reason"`
+	Reason       Reason           `json:"reason"`
 	ShortCircuit ShortCircuit     `json:"short_circuit"`
 	// CachedAgainst is a copy of the decision's variation map (cache decisions only).
 	CachedAgainst map[string]string `json:"cached_against,omitempty"`

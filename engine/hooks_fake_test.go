@@ -159,7 +159,7 @@ func newPctx() *engine.PipelineContext {
 }
 
 // decision is a DecisionRecord literal helper.
-func decision(policy engine.FailurePolicy, action engine.Action, reason string) engine.DecisionRecord {
+func decision(policy engine.FailurePolicy, action engine.Action, reason engine.Reason) engine.DecisionRecord {
 	return engine.DecisionRecord{FailurePolicy: policy, Action: action, Reason: reason}
 }
 

@@ -54,6 +54,6 @@ func (inv *invocation) panicked(value any, policy FailurePolicy, effects []Effec
 	inv.finish(InvocationFailed, DecisionRecord{FailurePolicy: policy, Action: ActionPropagatePanic, Reason: ReasonPanic}, err, effects)
 }
 
-func decide(policy FailurePolicy, action Action, reason string) DecisionRecord {
+func decide(policy FailurePolicy, action Action, reason Reason) DecisionRecord {
 	return DecisionRecord{FailurePolicy: policy, Action: action, Reason: reason}
 }

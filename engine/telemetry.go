@@ -64,7 +64,7 @@ func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
 	span.SetAttributes(
 		attribute.String(AttrFailurePolicy, string(d.FailurePolicy)),
 		attribute.String(AttrAction, string(d.Action)),
-		attribute.String(AttrReason, d.Reason),
+		attribute.String(AttrReason, string(d.Reason)),
 	)
 	if err != nil {
 		span.RecordError(err)
@@ -73,7 +73,7 @@ func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
 	span.End()
 }
 
-func (t telemetry) shortCircuit(ctx context.Context, reason string, kind ShortCircuitKind, accepted bool) {
+func (t telemetry) shortCircuit(ctx context.Context, reason Reason, kind ShortCircuitKind, accepted bool) {
 	k := string(kind)
 	if kind != KindAuthoritative && kind != KindCache {
 		k = "unknown"
@@ -83,7 +83,7 @@ func (t telemetry) shortCircuit(ctx context.Context, reason string, kind ShortCi
 		status = "accepted"
 	}
 	t.decisions.Add(ctx, 1, metric.WithAttributes(
-		attribute.String("reason", reason),
+		attribute.String("reason", string(reason)),
 		attribute.String("kind", k),
 		attribute.String("status", status),
 	))

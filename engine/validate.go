@@ -13,26 +13,29 @@ import (
 // holds for each *PlanError ValidatePlan returns.
 var ErrInvalidPlan = errors.New("invalid plan")
 
-// PlanError codes, one per way a plan can break a SPEC §2 rule. They are stable and
-// safe as metric labels; callers and tests compare codes, never messages.
+// PlanCode names one way a plan can break a SPEC §2 rule. Codes are stable and safe as
+// metric labels; callers and tests compare codes, never messages.
+type PlanCode string
+
+// Plan validation codes.
 const (
-	PlanCodeNilPlan                      = "nil_plan"                       // rule 1
-	PlanCodeEmptyPlan                    = "empty_plan"                     // rule 1
-	PlanCodeUnknownAgent                 = "unknown_agent"                  // rule 2
-	PlanCodeUnknownCapability            = "unknown_capability"             // rule 3
-	PlanCodeMissingStepID                = "missing_step_id"                // rule 4
-	PlanCodeDuplicateStepID              = "duplicate_step_id"              // rule 4
-	PlanCodeUnknownDependency            = "unknown_dependency"             // rule 4
-	PlanCodeDependencyCycle              = "dependency_cycle"               // rule 4
-	PlanCodeMalformedReference           = "malformed_reference"            // rule 5
-	PlanCodeUnscannableParameters        = "unscannable_parameters"         // rule 5
-	PlanCodeSelfReference                = "self_reference"                 // rule 6
-	PlanCodeUndeclaredDependency         = "undeclared_dependency"          // rule 6
-	PlanCodeUndeclaredImplicitDependency = "undeclared_implicit_dependency" // rule 6
-	PlanCodeInvalidImplicitDependency    = "invalid_implicit_dependency"    // rule 6
-	PlanCodeUnknownReferenceTarget       = "unknown_reference_target"       // rule 7
-	PlanCodeUnknownReturnField           = "unknown_return_field"           // rule 7
-	PlanCodeRepeatedStepID               = "repeated_step_id"               // rule 8
+	PlanCodeNilPlan                      PlanCode = "nil_plan"                       // rule 1
+	PlanCodeEmptyPlan                    PlanCode = "empty_plan"                     // rule 1
+	PlanCodeUnknownAgent                 PlanCode = "unknown_agent"                  // rule 2
+	PlanCodeUnknownCapability            PlanCode = "unknown_capability"             // rule 3
+	PlanCodeMissingStepID                PlanCode = "missing_step_id"                // rule 4
+	PlanCodeDuplicateStepID              PlanCode = "duplicate_step_id"              // rule 4
+	PlanCodeUnknownDependency            PlanCode = "unknown_dependency"             // rule 4
+	PlanCodeDependencyCycle              PlanCode = "dependency_cycle"               // rule 4
+	PlanCodeMalformedReference           PlanCode = "malformed_reference"            // rule 5
+	PlanCodeUnscannableParameters        PlanCode = "unscannable_parameters"         // rule 5
+	PlanCodeSelfReference                PlanCode = "self_reference"                 // rule 6
+	PlanCodeUndeclaredDependency         PlanCode = "undeclared_dependency"          // rule 6
+	PlanCodeUndeclaredImplicitDependency PlanCode = "undeclared_implicit_dependency" // rule 6
+	PlanCodeInvalidImplicitDependency    PlanCode = "invalid_implicit_dependency"    // rule 6
+	PlanCodeUnknownReferenceTarget       PlanCode = "unknown_reference_target"       // rule 7
+	PlanCodeUnknownReturnField           PlanCode = "unknown_return_field"           // rule 7
+	PlanCodeRepeatedStepID               PlanCode = "repeated_step_id"               // rule 8
 )
 
 // PlanError is the one error type of plan validation. Rule is the SPEC §2 rule number
@@ -41,7 +44,7 @@ const (
 // Message). It matches ErrInvalidPlan.
 type PlanError struct {
 	Rule    int
-	Code    string
+	Code    PlanCode
 	StepID  string
 	Message string
 }
@@ -54,7 +57,7 @@ func (e *PlanError) Error() string {
 	b.WriteString("plan rule ")
 	b.WriteString(strconv.Itoa(e.Rule))
 	b.WriteString(" (")
-	b.WriteString(e.Code)
+	b.WriteString(string(e.Code))
 	b.WriteString("): ")
 	if e.StepID != "" {
 		b.WriteString("step ")
@@ -170,7 +173,7 @@ type planStepRef struct {
 }
 
 // fail builds the error for step i; a step without an id is named by its index.
-func (v *planValidator) fail(rule int, code string, i int, msg string) *PlanError {
+func (v *planValidator) fail(rule int, code PlanCode, i int, msg string) *PlanError {
 	id := v.steps[i].StepID
 	if id == "" {
 		msg = "step at index " + strconv.Itoa(i) + " (no step_id): " + msg
