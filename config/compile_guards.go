@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentd-dev/agentd/engine/diag"
@@ -172,6 +173,13 @@ func regoGuard(q *policy.Query, fallback *op.Denial) op.GuardFunc {
 		input, err := policy.CallInput(callMap(call), call.Request, call.Metadata, nil)
 		if err != nil {
 			return err
+		}
+		if call.Step != nil {
+			step, err := ast.InterfaceToValue(call.Step)
+			if err != nil {
+				return fmt.Errorf("step input: %w", err)
+			}
+			input.(ast.Object).Insert(ast.StringTerm("step"), ast.NewTerm(step))
 		}
 		dec, err := q.GuardDecision(ctx, input)
 		if err != nil {

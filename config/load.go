@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 
@@ -101,7 +102,10 @@ func Load(dir string, opts Options) (*Generation, error) {
 	}
 	id, files := cf.generationID()
 	return &Generation{
-		Generation: engine.Generation{ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision},
+		Generation: engine.Generation{
+			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
+			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
+		},
 		Dir:        dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, LoadedAt: time.Now().UTC(),
 	}, nil
 }

@@ -6,14 +6,17 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // settings are the directory-wide knobs; each may be set by at most one file.
 type settings struct {
-	celCostLimit uint64
-	regoTimeout  time.Duration
-	hookTimeout  time.Duration
+	celCostLimit  uint64
+	regoTimeout   time.Duration
+	hookTimeout   time.Duration
+	binding       engine.BindingMode
+	maxRequestAge time.Duration
 }
 
 func (l *loader) readSettings() {
@@ -47,16 +50,26 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 			return
 		}
 		l.settings.celCostLimit = n
-	case "rego_timeout", "hook_timeout":
+	case "rego_timeout", "hook_timeout", "max_request_age":
 		d, err := time.ParseDuration(v.Value)
 		if err != nil || d <= 0 {
 			bad("%s must be a positive duration like 50ms, got %q", key, v.Value)
 			return
 		}
-		if key == "rego_timeout" {
+		switch key {
+		case "rego_timeout":
 			l.settings.regoTimeout = d
-		} else {
+		case "hook_timeout":
 			l.settings.hookTimeout = d
+		default:
+			l.settings.maxRequestAge = d
+		}
+	case "plan_binding":
+		switch mode := engine.BindingMode(v.Value); mode {
+		case engine.BindingStrict, engine.BindingIdentity, engine.BindingOff:
+			l.settings.binding = mode
+		default:
+			bad("plan_binding must be strict, identity or off, got %q", v.Value)
 		}
 	}
 }

@@ -74,6 +74,15 @@ const (
 	RefusedGenerationRetired RefusalCode = "generation_retired"
 	// RefusedStoreUnavailable: the state or record store could not be reached.
 	RefusedStoreUnavailable RefusalCode = "store_unavailable"
+	// RefusedRequestFailed: the request failed (a terminating rejection); it takes no
+	// more stage calls or checks, and its id cannot be opened again while its state
+	// is kept.
+	RefusedRequestFailed RefusalCode = "request_failed"
+	// RefusedGenerationExpired: the request has run on its generation for longer than
+	// the generation's max_request_age.
+	RefusedGenerationExpired RefusalCode = "generation_expired"
+	// RefusedConflict: the request's state kept changing under the call.
+	RefusedConflict RefusalCode = "conflict"
 )
 
 // RefusalError reports a call the driver refused before running any hook. Err is the
@@ -91,6 +100,12 @@ func (e *RefusalError) Error() string {
 		return "no config generation is live"
 	case RefusedGenerationRetired:
 		return fmt.Sprintf("request %q runs on config generation %s, which is no longer retained", e.RequestID, e.Generation)
+	case RefusedRequestFailed:
+		return fmt.Sprintf("request %q failed; it takes no more stage calls or checks", e.RequestID)
+	case RefusedGenerationExpired:
+		return fmt.Sprintf("request %q has run on config generation %s for longer than its max_request_age", e.RequestID, e.Generation)
+	case RefusedConflict:
+		return fmt.Sprintf("request %q changed concurrently; retry the call", e.RequestID)
 	}
 	return fmt.Sprintf("request %q: %s: %v", e.RequestID, e.Code, e.Err)
 }
@@ -119,40 +134,72 @@ type Opening struct {
 }
 
 // Open starts request id afresh on the live generation, for a before_planning call:
-// its first record write replaces any record an earlier request with the same id left.
-// Nothing is written until the session's first stage call.
+// its first record write replaces any record an earlier request with the same id left,
+// unless that request failed and its state is still kept (RefusedRequestFailed: the
+// evidence of a refusal is not overwritten). Nothing is written until the session's
+// first stage call.
 func (d *Driver) Open(ctx context.Context, id string, o Opening) (*Session, error) {
-	return d.open(ctx, StageBeforePlanning, id, o)
+	old, err := d.load(ctx, id)
+	if err != nil {
+		return nil, d.refuse(ctx, StageBeforePlanning, id, err)
+	}
+	if old != nil && old.Lifecycle == LifecycleFailed {
+		return nil, d.refuse(ctx, StageBeforePlanning, id, &RefusalError{Code: RefusedRequestFailed, RequestID: id})
+	}
+	return d.open(ctx, StageBeforePlanning, id, o, old)
 }
 
-func (d *Driver) open(ctx context.Context, stage Stage, id string, o Opening) (*Session, error) {
+// open starts request id on the live generation; old is the state it replaces, if any.
+func (d *Driver) open(ctx context.Context, stage Stage, id string, o Opening, old *RequestState) (*Session, error) {
 	gen := d.gens.Live()
 	if gen == nil {
 		return nil, d.refuse(ctx, stage, id, &RefusalError{Code: RefusedNotReady, RequestID: id})
 	}
-	return d.newSession(gen, d.openState(id, gen, o), true), nil
+	st := d.openState(id, gen, o)
+	if old != nil {
+		st.Revision = old.Revision
+	}
+	return d.newSession(gen, st, true), nil
 }
 
 // Resume loads request id for a call of stage, or opens it from o (on the live
 // generation) when it is unknown or its state expired. The request runs on the
-// generation it opened on; a request whose generation is no longer kept is refused
-// (RefusedGenerationRetired).
+// generation it opened on. It is refused when that generation is no longer kept
+// (RefusedGenerationRetired), when the request has run on it for longer than its
+// max_request_age (RefusedGenerationExpired) and when the request failed
+// (RefusedRequestFailed).
 func (d *Driver) Resume(ctx context.Context, stage Stage, id string, o Opening) (*Session, error) {
 	st, err := d.load(ctx, id)
 	if err != nil {
 		return nil, d.refuse(ctx, stage, id, err)
 	}
 	if st == nil {
-		return d.open(ctx, stage, id, o)
+		return d.open(ctx, stage, id, o, nil)
+	}
+	gen, err := d.pinned(st)
+	if err != nil {
+		return nil, d.refuse(ctx, stage, id, err)
+	}
+	return d.newSession(gen, st, false), nil
+}
+
+// pinned returns the generation st runs on, or the refusal of a request that may not
+// go on.
+func (d *Driver) pinned(st *RequestState) (*Generation, error) {
+	if st.Lifecycle == LifecycleFailed {
+		return nil, &RefusalError{Code: RefusedRequestFailed, RequestID: st.ID, Generation: st.Generation}
 	}
 	gen := d.gens.Lookup(st.Generation)
 	if gen == nil {
-		return nil, d.refuse(ctx, stage, id, &RefusalError{Code: RefusedGenerationRetired, RequestID: id, Generation: st.Generation})
+		return nil, &RefusalError{Code: RefusedGenerationRetired, RequestID: st.ID, Generation: st.Generation}
+	}
+	if gen.MaxRequestAge > 0 && !st.OpenedAt.IsZero() && d.now().Sub(st.OpenedAt) > gen.MaxRequestAge {
+		return nil, &RefusalError{Code: RefusedGenerationExpired, RequestID: st.ID, Generation: st.Generation}
 	}
 	if st.Enrichments == nil {
 		st.Enrichments = map[string]any{}
 	}
-	return d.newSession(gen, st, false), nil
+	return gen, nil
 }
 
 // load returns the stored state of id, nil when unknown.

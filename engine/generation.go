@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/agentd-dev/agentd/engine/op"
+import (
+	"time"
+
+	"github.com/agentd-dev/agentd/engine/op"
+)
 
 // Generation is one compiled configuration as the driver runs it: the hook pipeline,
 // the operation guards and the id that names it in records, logs and cache keys. It is
@@ -12,6 +16,19 @@ type Generation struct {
 	Runner *op.Runner
 	// PolicyRevision is the guards' policy revision, empty without guards.
 	PolicyRevision string
+	// Binding binds tool calls to the request's accepted plan; "" means DefaultBinding.
+	Binding BindingMode
+	// MaxRequestAge bounds how long a request may run on this generation after it
+	// opened; 0 means no bound.
+	MaxRequestAge time.Duration
+}
+
+// binding returns the generation's binding mode.
+func (g *Generation) binding() BindingMode {
+	if g.Binding == "" {
+		return DefaultBinding
+	}
+	return g.Binding
 }
 
 // Generations is where the driver finds generations: the live one, for requests that

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // RecordStatus is the state of a request's execution record.
@@ -41,22 +43,25 @@ type ExecutionRecord struct {
 	Lifecycle  RequestLifecycle `json:"lifecycle,omitempty"`
 	// OpenUntil is when the request's state expires while it is open: a record still
 	// open after it was abandoned (see LifecycleAt).
-	OpenUntil           *time.Time       `json:"open_until,omitempty"`
-	Error               string           `json:"error,omitempty"`
-	PipelineHooks       []Invocation     `json:"pipeline_hooks"`
-	Phases              []PhaseRecord    `json:"phases,omitempty"`
-	Result              *ExecutionResult `json:"result,omitempty"`
-	FinalResponse       string           `json:"final_response,omitempty"`
-	FinalResponseSource string           `json:"final_response_source,omitempty"`
-	Revision            int64            `json:"revision"`
-	CreatedAt           time.Time        `json:"created_at"`
-	UpdatedAt           time.Time        `json:"updated_at"`
+	OpenUntil     *time.Time       `json:"open_until,omitempty"`
+	Error         string           `json:"error,omitempty"`
+	PipelineHooks []Invocation     `json:"pipeline_hooks"`
+	Phases        []PhaseRecord    `json:"phases,omitempty"`
+	Result        *ExecutionResult `json:"result,omitempty"`
+	// Operations are the operation checks made for the request, in order, each with
+	// its finish once reported.
+	Operations          []OperationRecord `json:"operations,omitempty"`
+	FinalResponse       string            `json:"final_response,omitempty"`
+	FinalResponseSource string            `json:"final_response_source,omitempty"`
+	Revision            int64             `json:"revision"`
+	CreatedAt           time.Time         `json:"created_at"`
+	UpdatedAt           time.Time         `json:"updated_at"`
 }
 
 // Store errors.
 var (
 	ErrRecordNotFound = errors.New("execution record not found")
-	ErrStaleRevision  = errors.New("stale execution record revision")
+	ErrStaleRevision  = errors.New("stale revision")
 )
 
 // RecordStore persists execution records. Implementations must be safe for concurrent
@@ -68,6 +73,56 @@ type RecordStore interface {
 	Put(ctx context.Context, rec *ExecutionRecord) error
 	// Get returns the stored record or ErrRecordNotFound.
 	Get(ctx context.Context, requestID string) (*ExecutionRecord, error)
+}
+
+// CheckOutcome is the guards' verdict on one operation check.
+type CheckOutcome string
+
+// Check outcomes.
+const (
+	CheckAllow      CheckOutcome = "allow"
+	CheckDeny       CheckOutcome = "deny"
+	CheckGuardError CheckOutcome = "guard_error"
+)
+
+// OperationRecord is the evidence of one operation check: what was asked, which rule
+// decided and how, on which generation and policy revision, and, once reported, how
+// the operation finished.
+type OperationRecord struct {
+	Operation  op.Operation `json:"operation"`
+	StepID     string       `json:"step_id,omitempty"`
+	Namespace  string       `json:"namespace,omitempty"`
+	AgentName  string       `json:"agent_name,omitempty"`
+	Capability string       `json:"capability,omitempty"`
+	Outcome    CheckOutcome `json:"outcome"`
+	// Code and Reason are the denial's, or the guard error's text as Reason.
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Guard names the rule that denied or failed: plan_binding or a guard, with its
+	// zero-based index among the operation's guards (-1 for plan binding).
+	Guard      string      `json:"guard,omitempty"`
+	GuardIndex *int        `json:"guard_index,omitempty"`
+	Binding    BindingMode `json:"binding,omitempty"`
+	Generation string      `json:"generation"`
+	// PolicyRevision is the guards' revision of the request's generation;
+	// LiveGeneration and LivePolicyRevision are set when the live generation's guards
+	// were consulted too.
+	PolicyRevision     string        `json:"policy_revision,omitempty"`
+	LiveGeneration     string        `json:"live_generation,omitempty"`
+	LivePolicyRevision string        `json:"live_policy_revision,omitempty"`
+	StartedAt          time.Time     `json:"started_at"`
+	Duration           time.Duration `json:"duration"`
+	Finish             *FinishRecord `json:"finish,omitempty"`
+}
+
+// FinishRecord is how a checked operation ended, as its caller reported it.
+type FinishRecord struct {
+	Status    RunStatus     `json:"status"`
+	Retryable bool          `json:"retryable,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Response  any           `json:"response,omitempty"`
+	Duration  time.Duration `json:"duration,omitempty"`
+	At        time.Time     `json:"at"`
 }
 
 // LifecycleAt returns the record's lifecycle as of now: an open request whose state
@@ -114,6 +169,25 @@ func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 		}
 		r.Steps = steps
 		out.Result = &r
+	}
+	if rec.Operations != nil {
+		out.Operations = make([]OperationRecord, len(rec.Operations))
+		for i, o := range rec.Operations {
+			if o.GuardIndex != nil {
+				n := *o.GuardIndex
+				o.GuardIndex = &n
+			}
+			if o.Finish != nil {
+				f := *o.Finish
+				response, err := CloneValue(f.Response)
+				if err != nil {
+					return nil, err
+				}
+				f.Response = response
+				o.Finish = &f
+			}
+			out.Operations[i] = o
+		}
 	}
 	return &out, nil
 }

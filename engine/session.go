@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,6 +21,9 @@ type Session struct {
 	// fresh is set until the first record write: that write replaces any record an
 	// earlier request with the same id left.
 	fresh bool
+	// unknown is set for an operation check of a request the driver does not know: its
+	// state is a stand-in that is never written.
+	unknown bool
 	// mu guards fresh and local: late effect updates write the record from other
 	// goroutines.
 	mu sync.Mutex
@@ -93,7 +97,7 @@ func (s *Session) run(c *stageCall, fn func() error) error {
 	defer func() {
 		if r := recover(); r != nil {
 			err := fmt.Errorf("pipeline hook panic: %v", r)
-			_ = s.commit(c, s.failing(err))
+			_ = s.commit(c, failed(err))
 			s.done(c, OutcomePanic, err)
 			panic(r)
 		}
@@ -118,17 +122,15 @@ func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, er
 		gate := NewGate(s.state.CacheVary, s.state.CacheReadDisabled)
 		sc, err := s.gen.Pipeline.BeforePlanning(c.ctx, c.pctx, gate, c.trail)
 		if err != nil {
-			_ = s.commit(c, s.failing(err))
+			_ = s.commit(c, failed(err))
 			s.done(c, OutcomeHookContract, err)
 			return err
 		}
-		outcome := OutcomeContinue
-		finish := func(*ExecutionRecord) {}
+		outcome, ch := OutcomeContinue, change{}
 		if sc != nil {
-			outcome = OutcomeShortCircuit
-			finish = s.completing(sc.ShortCircuit.Response, SourceShortCircuit)
+			outcome, ch = OutcomeShortCircuit, completed(sc.ShortCircuit.Response, SourceShortCircuit)
 		}
-		if err := s.commit(c, finish); err != nil {
+		if err := s.commit(c, ch); err != nil {
 			return err
 		}
 		out = &BeforePlanningResult{Enrichments: c.pctx.Enrichments, ShortCircuit: sc, Invocations: c.recorded()}
@@ -183,15 +185,19 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	err := s.run(c, func() error {
 		accepted, err := s.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, st.PriorSteps, c.trail)
 		if err != nil {
-			_ = s.commit(c, s.failing(err))
+			_ = s.commit(c, failed(err))
 			s.done(c, OutcomeRejected, err)
 			return err
 		}
-		st.PhaseStart, st.PhasePlanID = len(st.PriorSteps), planID
-		st.PriorSteps = append(st.PriorSteps, accepted.Steps...)
-		st.Phase = accepted.PhaseNumber
-		if err := s.commit(c, func(rec *ExecutionRecord) {
-			rec.Phases = append(rec.Phases, PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted})
+		if err := s.commit(c, change{
+			state: func(st *RequestState) {
+				st.PhaseStart, st.PhasePlanID = len(st.PriorSteps), planID
+				st.PriorSteps = append(slices.Clip(st.PriorSteps), accepted.Steps...)
+				st.Phase = accepted.PhaseNumber
+			},
+			record: func(rec *ExecutionRecord) {
+				rec.Phases = append(rec.Phases, PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted})
+			},
 		}); err != nil {
 			return err
 		}
@@ -254,7 +260,7 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 	var out *StageResult
 	err := s.run(c, func() error {
 		s.gen.Pipeline.AfterExecution(c.ctx, c.pctx, result, c.trail)
-		if err := s.commit(c, func(rec *ExecutionRecord) { attachResults(rec, result) }); err != nil {
+		if err := s.commit(c, resultsReported(result)); err != nil {
 			return err
 		}
 		out = &StageResult{Invocations: c.recorded()}
@@ -277,7 +283,7 @@ func (s *Session) AfterSynthesis(ctx context.Context, response string) (*Synthes
 	var out *SynthesisResult
 	err := s.run(c, func() error {
 		final := s.gen.Pipeline.AfterSynthesis(c.ctx, c.pctx, response, c.trail)
-		if err := s.commit(c, s.completing(final, SourceAfterSynthesis)); err != nil {
+		if err := s.commit(c, completed(final, SourceAfterSynthesis)); err != nil {
 			return err
 		}
 		out = &SynthesisResult{Response: final, Invocations: c.recorded()}
@@ -289,16 +295,38 @@ func (s *Session) AfterSynthesis(ctx context.Context, response string) (*Synthes
 }
 
 // ReportResults records the combined result of the request's executed steps so far:
-// it becomes the record's result, and each step result is filed under the accepted
-// phase whose plan has that step. No hook runs.
+// it becomes the record's result, each step result is filed under the accepted phase
+// whose plan has that step, and each executed step's response becomes known to plan
+// binding. No hook runs.
 func (s *Session) ReportResults(ctx context.Context, result *ExecutionResult) error {
-	return s.writeRecord(ctx, func(rec *ExecutionRecord) { attachResults(rec, result) })
+	return s.commit(s.begin(ctx, ""), resultsReported(result))
 }
 
 // Fail fails the request with err (a planner or synthesizer error, say): the record
 // and the state say failed.
 func (s *Session) Fail(ctx context.Context, err error) error {
-	return s.commit(s.begin(ctx, ""), s.failing(err))
+	return s.commit(s.begin(ctx, ""), failed(err))
+}
+
+// resultsReported files a combined result: into the record (see attachResults) and,
+// for every step that ran, into its run, so binding knows its response.
+func resultsReported(result *ExecutionResult) change {
+	return change{
+		state: func(st *RequestState) {
+			for _, r := range result.Steps {
+				if r.Skipped || acceptedStep(st, r.StepID) == nil {
+					continue
+				}
+				run := st.runOf(r.StepID)
+				run.Status, run.Retryable = RunFailed, false
+				if r.Success {
+					run.Status, run.Response = RunSucceeded, r.Response
+				}
+				run.Attempts = max(run.Attempts, r.Attempts)
+			}
+		},
+		record: func(rec *ExecutionRecord) { attachResults(rec, result) },
+	}
 }
 
 // attachResults makes result the record's result and files each step result under the

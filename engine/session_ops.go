@@ -2,37 +2,34 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
-// StartOperation runs the begin and guard phases of the request's generation for call
-// (see op.Runner.Start, whose contract holds: unless the returned FinishFunc is nil the
-// caller must call it when the operation is over, after a denial too). An empty
-// call.RequestID is the session's.
-func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Context, op.FinishFunc, error) {
-	if call.RequestID == "" {
-		call.RequestID = s.state.ID
-	}
-	ctx = WithRequestInfo(ctx, RequestInfo{ID: s.state.ID, Generation: s.gen.ID, Gate: NewGate(s.state.CacheVary, s.state.CacheReadDisabled)})
-	return s.gen.Runner.Start(ctx, call)
-}
-
-// CheckResult is the guards' answer to one operation check.
+// CheckResult is the answer to one operation check.
 type CheckResult struct {
 	Allowed bool
-	// Denial is set when a guard denied the call.
+	// Denial is set when plan binding or a guard denied the call.
 	Denial         *op.Denial
 	Generation     string
 	PolicyRevision string
+	Binding        BindingMode
 }
 
-// Check asks the guards about one call an orchestrator is about to make, on the
-// generation of the call's request (the live one when the request is unknown or its
-// generation is no longer kept), and finishes the operation at once. A denial is an
-// answer (Allowed false); a malformed call is an *op.CallError, a broken guard an
-// *op.GuardError (fail closed: the call must not run), a store failure a RefusalError.
+// Check asks whether an orchestrator may make one call now, and finishes the
+// operation's observers at once (the call itself runs elsewhere; its end is reported
+// with Finish). The call runs on its request's generation (the live one when the
+// request is unknown). A tool_call is first bound to the request's accepted plan (see
+// bind; not for a generation whose binding is off), then the guards of the request's
+// generation run and, when a newer generation is live, the live guards too: a denial
+// by either denies. The outcome is recorded in the request's execution record.
+//
+// A denial is an answer (Allowed false). A malformed call is an *op.CallError, a broken
+// guard an *op.GuardError (fail closed: the call must not run), a request that may not
+// go on or a store failure a *RefusalError.
 func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) {
 	started := time.Now()
 	report := &CheckReport{Call: call, Started: started}
@@ -40,49 +37,202 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 		report.Duration = time.Since(started)
 		d.observer.Checked(context.WithoutCancel(ctx), report)
 	}()
-	gen := d.gens.Live()
-	if call.RequestID != "" {
-		st, err := d.load(ctx, call.RequestID)
-		if err != nil {
-			report.Outcome, report.Err = CheckOutcome(err), err
-			return nil, err
-		}
-		if st != nil {
-			if g := d.gens.Lookup(st.Generation); g != nil {
-				gen = g
-			}
-		}
-	}
-	if gen == nil {
-		err := &RefusalError{Code: RefusedNotReady, RequestID: call.RequestID}
-		report.Outcome, report.Err = CheckOutcome(err), err
+	if err := call.Validate(); err != nil {
+		report.Outcome, report.Err = CheckOutcomeOf(err), err
 		return nil, err
 	}
-	report.Generation, report.PolicyRevision = gen.ID, gen.PolicyRevision
-	_, finish, err := gen.Runner.Start(ctx, call)
-	report.Outcome, report.Err = CheckOutcome(err), err
-	if finish == nil { // an invalid call: nothing ran
-		return nil, err
-	}
-	outcome := op.Completed
+	s, err := d.attach(ctx, call.RequestID)
 	if err != nil {
-		outcome = op.Denied
+		report.Outcome, report.Err = CheckOutcomeOf(err), err
+		return nil, err
 	}
-	finish(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcome, Err: err})
-	result := &CheckResult{Allowed: err == nil, Generation: gen.ID, PolicyRevision: gen.PolicyRevision}
-	if d, ok := op.AsDenial(err); ok {
-		result.Denial = d
+	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
+	_, end, verdict, err := s.check(ctx, call, started)
+	if err != nil {
+		report.Outcome, report.Err = CheckOutcomeOf(err), err
+		return nil, err
+	}
+	end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(verdict), Err: verdict})
+	report.Outcome, report.Err = CheckOutcomeOf(verdict), verdict
+	result := &CheckResult{Allowed: verdict == nil, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
+	if den, ok := op.AsDenial(verdict); ok {
+		result.Denial = den
 		return result, nil
 	}
-	if err != nil {
-		return nil, err
+	if verdict != nil {
+		return nil, verdict
 	}
 	return result, nil
 }
 
-// CheckOutcome classifies the error of an operation check: allowed for nil, then denied,
-// guard_error, invalid (a malformed call) or the refusal code.
-func CheckOutcome(err error) CallOutcome {
+// attach returns a session for an operation check of request id: the request's own,
+// or, for an unknown request, one on the live generation that writes no state.
+func (d *Driver) attach(ctx context.Context, id string) (*Session, error) {
+	st, err := d.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		gen := d.gens.Live()
+		if gen == nil {
+			return nil, &RefusalError{Code: RefusedNotReady, RequestID: id}
+		}
+		s := d.newSession(gen, d.openState(id, gen, Opening{}), false)
+		s.unknown = true
+		return s, nil
+	}
+	gen, err := d.pinned(st)
+	if err != nil {
+		return nil, err
+	}
+	return d.newSession(gen, st, false), nil
+}
+
+// StartOperation checks call as Check does and returns the context the operation must
+// run with and its finish, for a caller that runs the operation itself (the Go
+// Lifecycle). Unless the FinishFunc is nil (a malformed call, a refusal), the caller
+// must call it when the operation is over, after a denial too: it runs the observers'
+// finish callbacks and, for an allowed bound tool_call, reports the step's finish
+// (completed: succeeded; otherwise failed, not retryable). An empty call.RequestID is
+// the session's.
+func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Context, op.FinishFunc, error) {
+	if call.RequestID == "" {
+		call.RequestID = s.state.ID
+	}
+	if err := call.Validate(); err != nil {
+		return ctx, nil, err
+	}
+	started := time.Now()
+	opctx, end, verdict, err := s.check(ctx, call, started)
+	if err != nil {
+		return ctx, nil, err
+	}
+	finish := func(r op.Result) {
+		end(r)
+		if verdict != nil || call.Operation != op.ToolCall || s.gen.binding() == BindingOff {
+			return
+		}
+		f := Finish{RequestID: call.RequestID, StepID: call.StepID, Status: RunSucceeded, Duration: r.EndedAt.Sub(r.StartedAt)}
+		if r.Outcome != op.Completed {
+			f.Status = RunFailed
+			if r.Err != nil {
+				f.Error = r.Err.Error()
+			}
+		}
+		_ = s.finish(context.WithoutCancel(ctx), f)
+	}
+	return opctx, finish, verdict
+}
+
+// check runs one operation check on the session's request: binding, the guards (the
+// live generation's too when newer), the step's claim and the record. verdict is nil
+// (allowed), a *op.Denial or a *op.GuardError; err is a refusal. end runs the
+// observers' finish callbacks and must be called.
+func (s *Session) check(ctx context.Context, call op.Call, started time.Time) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
+	ctx = WithRequestInfo(ctx, RequestInfo{ID: s.state.ID, Generation: s.gen.ID, Gate: NewGate(s.state.CacheVary, s.state.CacheReadDisabled)})
+	mode := s.gen.binding()
+	bound := call.Operation == op.ToolCall && mode != BindingOff
+	rec := OperationRecord{
+		Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
+		Capability: call.Capability, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, StartedAt: started.UTC(),
+	}
+	if bound {
+		rec.Binding = mode
+		if den := bind(mode, s.known(), &call); den != nil {
+			rec.Outcome, rec.Code, rec.Reason, rec.Guard, rec.GuardIndex = CheckDeny, den.Code, den.Reason, BindingGuard, ptr(-1)
+			rec.Duration = time.Since(started)
+			return ctx, func(op.Result) {}, den, s.recordCheck(ctx, rec)
+		}
+		call.Step = stepObject(acceptedStep(s.state, call.StepID))
+	}
+	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
+	if verdict == nil {
+		if live := s.d.gens.Live(); live != nil && live.ID != s.gen.ID {
+			rec.LiveGeneration, rec.LivePolicyRevision = live.ID, live.PolicyRevision
+			_, liveEnd, liveVerdict := live.Runner.Start(ctx, call)
+			liveEnd(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(liveVerdict), Err: liveVerdict})
+			verdict = liveVerdict
+		}
+	}
+	describe(&rec, verdict)
+	if verdict == nil && bound {
+		if err := s.claim(ctx, mode, &call); err != nil {
+			var den *op.Denial
+			if !errors.As(err, &den) {
+				end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
+				return ctx, nil, nil, err
+			}
+			verdict = den
+			describe(&rec, den)
+			rec.Guard, rec.GuardIndex = BindingGuard, ptr(-1)
+		}
+	}
+	rec.Duration = time.Since(started)
+	if err := s.recordCheck(ctx, rec); err != nil {
+		end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
+		return ctx, nil, nil, err
+	}
+	return opctx, end, verdict, nil
+}
+
+// known returns the request's state, nil for a request the driver does not know.
+func (s *Session) known() *RequestState {
+	if s.unknown {
+		return nil
+	}
+	return s.state
+}
+
+// claim marks an allowed bound step started, so it runs once. A concurrent claim
+// that landed first turns the check into a binding denial.
+func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) error {
+	var lost *op.Denial
+	err := s.writeState(ctx, func(st *RequestState) {
+		if lost = bind(mode, st, call); lost != nil {
+			return
+		}
+		run := st.runOf(call.StepID)
+		run.Status, run.Retryable = RunStarted, false
+		run.Attempts++
+	})
+	if lost != nil {
+		return lost
+	}
+	return err
+}
+
+// recordCheck appends one check to the request's execution record.
+func (s *Session) recordCheck(ctx context.Context, rec OperationRecord) error {
+	return s.writeRecord(context.WithoutCancel(ctx), func(r *ExecutionRecord) {
+		r.Operations = append(r.Operations, rec)
+	})
+}
+
+// describe fills the outcome of rec from a guards' verdict.
+func describe(rec *OperationRecord, verdict error) {
+	rec.Outcome, rec.Code, rec.Reason, rec.Guard, rec.GuardIndex = CheckAllow, "", "", "", nil
+	if den, ok := op.AsDenial(verdict); ok {
+		rec.Outcome, rec.Code, rec.Reason = CheckDeny, den.Code, den.Reason
+		return
+	}
+	if ge, ok := op.AsGuardError(verdict); ok {
+		rec.Outcome, rec.Reason, rec.Guard, rec.GuardIndex = CheckGuardError, ge.Error(), ge.Guard, ptr(ge.Index)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// outcomeOf is the op outcome a check's verdict gives the observers' finish.
+func outcomeOf(verdict error) op.Outcome {
+	if verdict != nil {
+		return op.Denied
+	}
+	return op.Completed
+}
+
+// CheckOutcomeOf classifies the error of an operation check: allowed for nil, then
+// denied, guard_error, invalid (a malformed call) or the refusal code.
+func CheckOutcomeOf(err error) CallOutcome {
 	if err == nil {
 		return OutcomeAllowed
 	}
@@ -96,4 +246,98 @@ func CheckOutcome(err error) CallOutcome {
 		return CallOutcome(r.Code)
 	}
 	return OutcomeInvalidCall
+}
+
+// Finish is how a checked operation ended, as its caller reports it.
+type Finish struct {
+	RequestID string
+	StepID    string
+	// Status is RunSucceeded or RunFailed.
+	Status RunStatus
+	// Retryable, on a failure, allows another check of the same step.
+	Retryable bool
+	// Response is the step's response (JSON-shaped): {{<step>.response.…}} references
+	// of later steps resolve against it.
+	Response any
+	Error    string
+	Duration time.Duration
+}
+
+// FinishError reports a finish the driver cannot take.
+type FinishError struct {
+	Code   FinishCode
+	Detail string
+}
+
+// FinishCode is why a finish was not taken.
+type FinishCode string
+
+// Finish codes.
+const (
+	// FinishNotStarted: no allowed check started the step (or it already finished).
+	FinishNotStarted FinishCode = "not_started"
+	// FinishInvalid: the status is not succeeded or failed, or the response is not
+	// JSON-shaped.
+	FinishInvalid FinishCode = "invalid_finish"
+)
+
+func (e *FinishError) Error() string { return string(e.Code) + ": " + e.Detail }
+
+// Finish reports how a checked tool_call step ended: its run becomes succeeded or
+// failed (terminal once; a retryable failure allows one more check), its response
+// becomes known to plan binding, and the check's entry in the record gets the finish.
+// A step no allowed check started, or one already finished, is a *FinishError
+// (FinishNotStarted).
+func (d *Driver) Finish(ctx context.Context, f Finish) error {
+	if f.Status != RunSucceeded && f.Status != RunFailed {
+		return &FinishError{Code: FinishInvalid, Detail: fmt.Sprintf("status must be %s or %s, got %q", RunSucceeded, RunFailed, f.Status)}
+	}
+	response, err := CloneValue(f.Response)
+	if err != nil {
+		return &FinishError{Code: FinishInvalid, Detail: "response: " + err.Error()}
+	}
+	f.Response = response
+	st, err := d.load(ctx, f.RequestID)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return &FinishError{Code: FinishNotStarted, Detail: fmt.Sprintf("request %q is unknown", f.RequestID)}
+	}
+	gen, err := d.pinned(st)
+	if err != nil {
+		return err
+	}
+	return d.newSession(gen, st, false).finish(ctx, f)
+}
+
+func (s *Session) finish(ctx context.Context, f Finish) error {
+	var notStarted bool
+	err := s.writeState(ctx, func(st *RequestState) {
+		run := st.Runs[f.StepID]
+		if notStarted = run == nil || run.Status != RunStarted; notStarted {
+			return
+		}
+		run = st.runOf(f.StepID)
+		run.Status, run.Retryable = f.Status, f.Status == RunFailed && f.Retryable
+		if f.Status == RunSucceeded {
+			run.Response = f.Response
+		}
+	})
+	if notStarted {
+		return &FinishError{Code: FinishNotStarted, Detail: fmt.Sprintf("step %q of request %q has no started check", f.StepID, s.state.ID)}
+	}
+	if err != nil {
+		return err
+	}
+	done := &FinishRecord{Status: f.Status, Retryable: f.Retryable, Error: f.Error, Response: f.Response, Duration: f.Duration, At: s.d.now().UTC()}
+	return s.writeRecord(context.WithoutCancel(ctx), func(r *ExecutionRecord) {
+		for i := len(r.Operations) - 1; i >= 0; i-- {
+			o := &r.Operations[i]
+			if o.Operation == op.ToolCall && o.StepID == f.StepID && o.Outcome == CheckAllow && o.Finish == nil {
+				o.Finish = done
+				return
+			}
+		}
+	})
 }

@@ -7,25 +7,72 @@ import (
 	"time"
 )
 
-// maxRecordRetries bounds how often one record write is retried when a concurrent
-// rewrite landed first.
-const maxRecordRetries = 8
+// maxWriteRetries bounds how often one state or record write is retried when a
+// concurrent write landed first.
+const maxWriteRetries = 8
 
-// commit saves the request's state, then appends the call's invocations to the
-// execution record and applies fn to it. Late effect updates of the call's hooks
-// rewrite those invocations in place later. A store failure is a RefusalError.
-func (s *Session) commit(c *stageCall, fn func(rec *ExecutionRecord)) error {
+// change is what one call changes: the request's state and its execution record. Both
+// functions must be safe to apply again to a newer copy (a write that lost a race is
+// applied again to what won it). Either may be nil.
+type change struct {
+	state  func(st *RequestState)
+	record func(rec *ExecutionRecord)
+}
+
+// failed fails the request with err.
+func failed(err error) change {
+	return change{
+		state: func(st *RequestState) { st.Lifecycle = LifecycleFailed },
+		record: func(rec *ExecutionRecord) {
+			rec.Status, rec.Error = RecordFailed, err.Error()
+			rec.Lifecycle, rec.OpenUntil = LifecycleFailed, nil
+		},
+	}
+}
+
+// completed completes the request with its final response; a request that failed
+// stays failed.
+func completed(response, source string) change {
+	return change{
+		state: func(st *RequestState) {
+			if st.Lifecycle != LifecycleFailed {
+				st.Lifecycle = LifecycleCompleted
+			}
+		},
+		record: func(rec *ExecutionRecord) {
+			if rec.Status != RecordFailed {
+				rec.Status = RecordSucceeded
+				rec.Lifecycle, rec.OpenUntil = LifecycleCompleted, nil
+			}
+			rec.FinalResponse, rec.FinalResponseSource = response, source
+		},
+	}
+}
+
+// commit writes what a stage call changed: first the request's state (with the call's
+// enrichments), then the execution record, to which it appends the call's invocations.
+// Late effect updates of the call's hooks rewrite those invocations in place later. A
+// store failure is a RefusalError (and told to the observer).
+func (s *Session) commit(c *stageCall, ch change) error {
 	ctx := context.WithoutCancel(c.ctx)
-	s.state.Enrichments = c.pctx.Enrichments
-	if err := s.saveState(ctx); err != nil {
+	enrichments := c.pctx.Enrichments
+	err := s.writeState(ctx, func(st *RequestState) {
+		st.Enrichments = enrichments
+		if ch.state != nil {
+			ch.state(st)
+		}
+	})
+	if err != nil {
 		return s.d.refuse(ctx, c.stage, s.state.ID, err)
 	}
 	invocations := c.recorded()
 	offset := -1
-	err := s.writeRecord(ctx, func(rec *ExecutionRecord) {
+	err = s.writeRecord(ctx, func(rec *ExecutionRecord) {
 		offset = len(rec.PipelineHooks)
 		rec.PipelineHooks = append(rec.PipelineHooks, invocations...)
-		fn(rec)
+		if ch.record != nil {
+			ch.record(rec)
+		}
 		if rec.Lifecycle == LifecycleOpen {
 			until := s.d.now().Add(s.d.ttl).UTC()
 			rec.OpenUntil = &until
@@ -45,39 +92,49 @@ func (s *Session) commit(c *stageCall, fn func(rec *ExecutionRecord)) error {
 	return nil
 }
 
-func (s *Session) saveState(ctx context.Context) error {
+// writeState applies fn to the request's state and writes it as the next revision.
+// When a concurrent write landed first it reloads the state and applies fn again. A
+// session of a driver without a state store keeps the state only in memory.
+func (s *Session) writeState(ctx context.Context, fn func(st *RequestState)) error {
 	if s.d.states == nil {
+		fn(s.state)
 		return nil
 	}
-	if err := s.d.states.PutRequest(ctx, s.state, s.d.ttl); err != nil {
-		return unavailable(s.state.ID, err)
-	}
-	return nil
-}
-
-// failing marks the request's state failed and returns the record change that fails
-// it with err. Call it before commit, which saves the state first.
-func (s *Session) failing(err error) func(rec *ExecutionRecord) {
-	s.state.Lifecycle = LifecycleFailed
-	return func(rec *ExecutionRecord) {
-		rec.Status, rec.Error = RecordFailed, err.Error()
-		rec.Lifecycle, rec.OpenUntil = LifecycleFailed, nil
-	}
-}
-
-// completing marks the request's state completed (unless it failed) and returns the
-// record change that completes it with its final response. Call it before commit.
-func (s *Session) completing(response, source string) func(rec *ExecutionRecord) {
-	if s.state.Lifecycle != LifecycleFailed {
-		s.state.Lifecycle = LifecycleCompleted
-	}
-	return func(rec *ExecutionRecord) {
-		if rec.Status != RecordFailed {
-			rec.Status = RecordSucceeded
-			rec.Lifecycle, rec.OpenUntil = LifecycleCompleted, nil
+	for range maxWriteRetries {
+		next := *s.state
+		fn(&next)
+		next.Revision++
+		err := s.d.states.PutRequest(ctx, &next, s.d.ttl)
+		if err == nil {
+			*s.state = next
+			return nil
 		}
-		rec.FinalResponse, rec.FinalResponseSource = response, source
+		if !errors.Is(err, ErrStaleRevision) {
+			return unavailable(s.state.ID, err)
+		}
+		if err := s.reload(ctx); err != nil {
+			return err
+		}
 	}
+	return &RefusalError{Code: RefusedConflict, RequestID: s.state.ID, Generation: s.gen.ID}
+}
+
+// reload replaces the session's state with the stored one (a state that expired
+// meanwhile keeps the session's copy, to be written again from revision 0).
+func (s *Session) reload(ctx context.Context) error {
+	st, err := s.d.load(ctx, s.state.ID)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		s.state.Revision = 0
+		return nil
+	}
+	if st.Enrichments == nil {
+		st.Enrichments = map[string]any{}
+	}
+	s.state = st
+	return nil
 }
 
 // writeRecord applies fn to the request's record and writes it as the next revision,
@@ -97,7 +154,7 @@ func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)
 		s.local.UpdatedAt = now
 		return nil
 	}
-	for range maxRecordRetries {
+	for range maxWriteRetries {
 		rec, err := s.d.records.Get(ctx, s.state.ID)
 		switch {
 		case errors.Is(err, ErrRecordNotFound):

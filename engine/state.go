@@ -40,6 +40,34 @@ type RequestState struct {
 	// re-sends that plan is answered from the record instead of starting a new phase.
 	PhasePlanID string `json:"phase_plan_id,omitempty"`
 	PhaseStart  int    `json:"phase_start,omitempty"`
+	// Runs says, per accepted step id, how far its execution went (plan binding).
+	Runs map[string]*StepRun `json:"runs,omitempty"`
+	// Revision grows with every write; a store never lets a write based on an older
+	// revision replace a newer one.
+	Revision int64 `json:"revision"`
+}
+
+// RunStatus is how far the execution of an accepted step went.
+type RunStatus string
+
+// Run statuses.
+const (
+	// RunStarted: a check allowed the step; its finish has not been reported.
+	RunStarted RunStatus = "started"
+	// RunSucceeded and RunFailed: its finish was reported.
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+)
+
+// StepRun is what the driver knows of the execution of one accepted step.
+type StepRun struct {
+	Status RunStatus `json:"status"`
+	// Retryable is set by a failed finish that allows another attempt.
+	Retryable bool `json:"retryable,omitempty"`
+	Attempts  int  `json:"attempts"`
+	// Response is the step's reported response, once known: the value
+	// {{<step>.response.…}} references resolve against.
+	Response any `json:"response,omitempty"`
 }
 
 // StateStore keeps request states between stage calls. Implementations must be safe
@@ -48,6 +76,24 @@ type RequestState struct {
 type StateStore interface {
 	// GetRequest returns the state of request id; ok is false when unknown or expired.
 	GetRequest(ctx context.Context, id string) (state *RequestState, ok bool, err error)
-	// PutRequest stores state for ttl (0 means the store's default).
+	// PutRequest stores state for ttl (0 means the store's default) unless the stored
+	// state of state.ID has a revision greater than or equal to state.Revision, in which
+	// case it returns ErrStaleRevision and changes nothing. The check and the write are
+	// one atomic step, so of two writers that read the same revision only one wins.
 	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
+}
+
+// runOf returns the run of step id, adding it when there is none. It copies the runs
+// map first, so that a state copied by value never shares a changed map.
+func (st *RequestState) runOf(id string) *StepRun {
+	runs := make(map[string]*StepRun, len(st.Runs)+1)
+	for k, r := range st.Runs {
+		c := *r
+		runs[k] = &c
+	}
+	st.Runs = runs
+	if runs[id] == nil {
+		runs[id] = &StepRun{}
+	}
+	return runs[id]
 }

@@ -126,7 +126,7 @@ func (r *runner) session(ctx context.Context, tc config.TestCase) (*engine.Sessi
 		}
 		return r.driver.Resume(ctx, stage, g.RequestID, opening)
 	}
-	id := "test:" + tc.Name
+	id := caseID(tc)
 	if stage == engine.StageBeforePlanning {
 		return r.driver.Open(ctx, id, opening)
 	}
@@ -142,6 +142,12 @@ func (r *runner) session(ctx context.Context, tc config.TestCase) (*engine.Sessi
 		return nil, err
 	}
 	return r.driver.Resume(ctx, stage, id, opening)
+}
+
+// caseID is the request id of a case of its own: unique per case, so that no two cases
+// share a request by accident.
+func caseID(tc config.TestCase) string {
+	return fmt.Sprintf("test:%s:%d", tc.File, tc.Line)
 }
 
 func checkShortCircuit(c *checker, want json.RawMessage, got *engine.ShortCircuitOutcome) {
@@ -243,7 +249,7 @@ func (r *runner) checkOperation(ctx context.Context, c *checker, tc config.TestC
 	case tc.Given.RequestID != "":
 		call.RequestID = tc.Given.RequestID
 	case call.RequestID == "":
-		call.RequestID = "test:" + tc.Name
+		call.RequestID = caseID(tc)
 	}
 	out, err := r.driver.Check(ctx, call)
 	allowed := err == nil && out.Allowed

@@ -129,5 +129,8 @@ func callObject(c *op.Call) map[string]any {
 	if len(c.Metadata) > 0 {
 		m["metadata"] = c.Metadata
 	}
+	if c.Step != nil {
+		m["step"] = c.Step
+	}
 	return m
 }

@@ -61,6 +61,10 @@ type Call struct {
 	Phase      int            `json:"phase,omitempty"`
 	Request    string         `json:"request,omitempty"`
 	Metadata   map[string]any `json:"metadata,omitempty"`
+	// Step is the accepted plan step a tool_call is bound to, as JSON-shaped values
+	// (set by plan binding, never taken from a client): guards compare it with the
+	// call as call.step (CEL) and input.step (Rego).
+	Step map[string]any `json:"-"`
 }
 
 // CallError reports a Call that Validate rejects. Field is the JSON name of the

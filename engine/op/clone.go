@@ -6,7 +6,7 @@ import (
 )
 
 // Clone returns a copy of c that shares no mutable memory with it for the JSON-shaped
-// values parameters and metadata hold: map[string]any, []any, []map[string]any,
+// values parameters, metadata and step hold: map[string]any, []any, []map[string]any,
 // map[string]string, []string, []byte, []int, []float64 are copied recursively; strings,
 // numbers, booleans and nil are immutable. Values of any other type are shared, as is
 // anything nested deeper than Validate allows. A call without parameters or metadata
@@ -14,6 +14,7 @@ import (
 func (c Call) Clone() Call {
 	c.Parameters = cloneMap(c.Parameters, 1)
 	c.Metadata = cloneMap(c.Metadata, 1)
+	c.Step = cloneMap(c.Step, 1)
 	return c
 }
 

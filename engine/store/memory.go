@@ -33,7 +33,7 @@ type MemoryOptions struct {
 type Memory struct {
 	mu        sync.Mutex
 	cache     *expiring.Map[CacheEntry]
-	requests  *expiring.Map[[]byte]
+	requests  *expiring.Map[memoryState]
 	records   *expiring.Map[memoryRecord]
 	windows   map[string]window
 	retention Retention
@@ -44,6 +44,11 @@ type window struct {
 	start  time.Time
 	length time.Duration
 	count  int
+}
+
+type memoryState struct {
+	revision int64
+	data     []byte
 }
 
 type memoryRecord struct {
@@ -64,7 +69,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
 	return &Memory{
-		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[[]byte](opts.MaxEntries),
+		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[memoryState](opts.MaxEntries),
 		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), retention: opts.Retention,
 		windows: map[string]window{}, now: time.Now,
 	}
@@ -106,19 +111,19 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestStat
 		return nil, false, err
 	}
 	m.mu.Lock()
-	data, ok := m.requests.Get(id, m.now())
+	e, ok := m.requests.Get(id, m.now())
 	m.mu.Unlock()
 	if !ok {
 		return nil, false, nil
 	}
 	var s engine.RequestState
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := json.Unmarshal(e.data, &s); err != nil {
 		return nil, false, fmt.Errorf("decode request state: %w", err)
 	}
 	return &s, true, nil
 }
 
-// PutRequest implements engine.StateStore.
+// PutRequest implements engine.StateStore, revision-gated.
 func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -132,7 +137,11 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.requests.Put(s.ID, data, m.now().Add(ttl))
+	now := m.now()
+	if old, ok := m.requests.Get(s.ID, now); ok && old.revision >= s.Revision {
+		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
+	}
+	m.requests.Put(s.ID, memoryState{revision: s.Revision, data: data}, now.Add(ttl))
 	return nil
 }
 

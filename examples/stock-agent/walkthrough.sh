@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Drives a running agentd (see README.md) exactly as an orchestrator would: one request
-# whose plan passes the allow-list, one trade the allow-list rejects, a trade guard at
-# call time, PII redaction, the execution record, and a cached answer.
+# whose plan passes the allow-list, one trade the allow-list rejects, calls outside the
+# accepted plan denied, a trade guard at call time, PII redaction, the execution record,
+# and a cached answer.
 # Needs curl and jq. AGENTD is the daemon's base URL.
 set -euo pipefail
 # shellcheck source=../lib/walkthrough.bash
@@ -15,6 +16,8 @@ call POST /v1/hooks/after_planning '{"request_id":"quote-'$run'","plan":{"plan_i
 expect 200 '.plan.steps[0].step_id == "step-1"' "after_planning allows stock_quote"
 call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"quote-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}'
 expect 200 '.allowed == true' "the quote tool call passes the guards"
+call POST /v1/operations/finish '{"request_id":"quote-'$run'","step_id":"step-1","status":"succeeded","response":{"data":{"price":182.5,"currency":"USD"}}}'
+expect 200 '.status == "succeeded"' "the orchestrator reports the quote's finish"
 call POST /v1/hooks/after_execution '{"request_id":"quote-'$run'","result":{"plan_id":"p1","success":true,"steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","capability":"stock_quote","success":true,"response":{"data":{"price":182.5,"currency":"USD"}}}]}}'
 expect 200 '.invocations[0].effects[0].effect_id == "audit"' "after_execution records the audit effect"
 call POST /v1/hooks/after_synthesis '{"request_id":"quote-'$run'","response":"ACME trades at 182.50 USD. Questions: ir@acme.example"}'
@@ -34,11 +37,28 @@ expect 403 '.error.type == "required_after_planning" and .error.hook == "allowed
 call GET "/v1/executions/trade-$run"
 expect 200 '.status == "failed" and ((.phases // []) | length) == 0' "the failed record keeps the hook evidence and no accepted plan"
 
-echo "== 4. a trade above the limit is denied at call time"
-call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"trade-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"execute_trade","parameters":{"amount":25000}}}'
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"trade-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"execute_trade","parameters":{"symbol":"ACME","amount":18250}}}'
+expect 409 '.error.type == "request_failed"' "the refused request takes no tool call (409)"
+
+echo "== 4. calls outside the accepted plan are denied"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"quote-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"execute_trade","parameters":{"symbol":"ACME"}}}'
+expect 403 '.allowed == false and .denial.code == "plan_mismatch"' "execute_trade under the quote step's id is denied"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"quote-'$run'","step_id":"step-9","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}'
+expect 403 '.denial.code == "not_in_accepted_plan"' "a step no accepted plan has is denied"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"quote-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}'
+expect 403 '.denial.code == "step_already_executed"' "the quote step does not run twice"
+call GET "/v1/executions/quote-$run"
+expect 200 '[.operations[].outcome] == ["allow","deny","deny","deny"] and .operations[0].finish.status == "succeeded"' "the record shows every check and the quote's finish"
+
+echo "== 5. the broker may trade, but a trade above the limit is denied at call time"
+call POST /v1/hooks/before_planning '{"request_id":"broker-'$run'","request":"Buy ACME for 25000","metadata":{"tenant":"acme"}}'
+expect 200 '.short_circuit == null' "before_planning"
+call POST /v1/hooks/after_planning '{"request_id":"broker-'$run'","plan":{"plan_id":"p3","steps":[{"step_id":"step-1","agent_name":"broker","namespace":"demo-tools","instruction":"buy ACME","metadata":{"capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}]}}'
+expect 200 '.plan.steps[0].agent_name == "broker"' "after_planning allows the broker's trade"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"broker-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}'
 expect 403 '.allowed == false and .denial.code == "trade_limit"' "the trade guard denies 25000"
 
-echo "== 5. operators see metrics"
+echo "== 6. operators see metrics"
 out=$(curl -sS "${AUTH[@]}" "$AGENTD/metrics")
 grep -q '^agentd_stage_calls_total' <<<"$out" || { echo "FAIL: metrics"; exit 1; }
 echo "ok   /metrics exports agentd_stage_calls_total"

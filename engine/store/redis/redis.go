@@ -37,7 +37,7 @@ const (
 // Store is a Redis-backed engine.StateStore, store.Cache and store.Limiter. It is safe for
 // concurrent use. Keys:
 //
-//	<prefix>req:<request id>    request state, JSON, expiring after the request TTL
+//	<prefix>req:<request id>    request state: a hash of revision and JSON state, expiring after the request TTL
 //	<prefix>cache:<cache key>   response-cache entry, JSON, expiring after its TTL
 //	<prefix>limit:<limit key>   rate-limit window counter, expiring with the window
 //	<prefix>rec:<request id>    execution record (see Records)

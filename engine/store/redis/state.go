@@ -27,9 +27,37 @@ end
 return n
 `)
 
+// putStateScript is the revision-gated write of a request state, one atomic step: it
+// writes only when no state is stored or the stored revision is lower, and returns
+// {1} when written, {0, stored revision} when stale. Revisions are small counters,
+// exact as Lua numbers.
+//
+//	KEYS[1] the state's hash (fields revision, state)
+//	ARGV[1] revision   ARGV[2] the state as JSON   ARGV[3] time to live in ms
+var putStateScript = goredis.NewScript(`
+local stored = redis.call('HGET', KEYS[1], 'revision')
+if stored and tonumber(stored) >= tonumber(ARGV[1]) then
+  return {0, stored}
+end
+redis.call('HSET', KEYS[1], 'revision', ARGV[1], 'state', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1}
+`)
+
 // GetRequest implements engine.StateStore.
 func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
-	data, ok, err := s.get(ctx, s.timeout, s.key("req:", id))
+	key := s.key("req:", id)
+	var data []byte
+	var ok bool
+	err := s.do(ctx, s.timeout, "HGET", key, func(ctx context.Context) error {
+		var err error
+		data, err = s.client.HGet(ctx, key, "state").Bytes()
+		if errors.Is(err, goredis.Nil) {
+			return nil
+		}
+		ok = err == nil
+		return err
+	})
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -40,7 +68,8 @@ func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState
 	return &st, true, nil
 }
 
-// PutRequest implements engine.StateStore; ttl 0 means store.DefaultRequestTTL.
+// PutRequest implements engine.StateStore, revision-gated in one atomic step; ttl 0
+// means store.DefaultRequestTTL.
 func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl time.Duration) error {
 	data, err := json.Marshal(st)
 	if err != nil {
@@ -49,7 +78,20 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 	if ttl <= 0 {
 		ttl = store.DefaultRequestTTL
 	}
-	return s.set(ctx, s.timeout, s.key("req:", st.ID), data, ttl)
+	key := s.key("req:", st.ID)
+	var res []any
+	err = s.do(ctx, s.timeout, "put state", key, func(ctx context.Context) error {
+		var err error
+		res, err = putStateScript.Run(ctx, s.client, []string{key}, st.Revision, data, millis(ttl)).Slice()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n, _ := res[0].(int64); n != 1 {
+		return fmt.Errorf("%w: request %q state has revision %v, got %d", engine.ErrStaleRevision, st.ID, res[1], st.Revision)
+	}
+	return nil
 }
 
 // GetCache implements store.Cache.

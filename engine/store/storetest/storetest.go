@@ -5,6 +5,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,52 @@ func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 		if err != nil || !ok || got.Generation != "g-1" || got.Metadata["tenant"] != "acme" || got.Enrichments["rag_context"] != "x" ||
 			got.CacheVary["locale"] != "en" || len(got.PriorSteps) != 1 || got.Phase != 1 {
 			t.Fatalf("GetRequest = %+v, %v, %v", got, ok, err)
+		}
+	})
+	t.Run("StaleStateRevisionNeverReplacesNewer", func(t *testing.T) {
+		s := newStore(t)
+		put := func(rev int64, text string) error {
+			return s.PutRequest(ctx, &engine.RequestState{ID: "req-1", Request: text, Revision: rev}, time.Minute)
+		}
+		if err := put(2, "two"); err != nil {
+			t.Fatal(err)
+		}
+		for _, rev := range []int64{1, 2} {
+			if err := put(rev, "stale"); !errors.Is(err, engine.ErrStaleRevision) {
+				t.Fatalf("put revision %d over 2: err = %v, want ErrStaleRevision", rev, err)
+			}
+		}
+		if got, _, _ := s.GetRequest(ctx, "req-1"); got == nil || got.Request != "two" || got.Revision != 2 {
+			t.Fatalf("state after stale writes = %+v", got)
+		}
+		if err := put(3, "three"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ConcurrentWritersOfOneRevisionOneWins", func(t *testing.T) {
+		s := newStore(t)
+		if err := s.PutRequest(ctx, &engine.RequestState{ID: "req-1", Revision: 1}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		const writers = 16
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := s.PutRequest(ctx, &engine.RequestState{ID: "req-1", Request: fmt.Sprint(i), Revision: 2}, time.Minute)
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.Is(err, engine.ErrStaleRevision):
+					t.Errorf("writer %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("%d writers of revision 2 won, want exactly 1", n)
 		}
 	})
 }

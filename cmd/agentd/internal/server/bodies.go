@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -92,4 +94,25 @@ type OperationCheckResponse struct {
 	Allowed        bool       `json:"allowed"`
 	Denial         *op.Denial `json:"denial,omitempty"`
 	PolicyRevision string     `json:"policy_revision,omitempty"`
+}
+
+// OperationFinishRequest reports how a checked tool_call step ended.
+type OperationFinishRequest struct {
+	RequestID string           `json:"request_id"`
+	StepID    string           `json:"step_id"`
+	Status    engine.RunStatus `json:"status"`
+	// Retryable, on a failure, allows one more check of the step.
+	Retryable bool `json:"retryable,omitempty"`
+	// Response is the step's response: {{<step>.response.…}} references of later steps
+	// resolve against it.
+	Response any           `json:"response,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// OperationFinishResponse acknowledges a finish.
+type OperationFinishResponse struct {
+	RequestID string           `json:"request_id"`
+	StepID    string           `json:"step_id"`
+	Status    engine.RunStatus `json:"status"`
 }

@@ -31,6 +31,11 @@ const (
 	TypeUnauthorized          ErrorType = "unauthorized"
 	TypeNotReady              ErrorType = "not_ready"
 	TypeGenerationRetired     ErrorType = "generation_retired"
+	TypeGenerationExpired     ErrorType = "generation_expired"
+	TypeRequestFailed         ErrorType = "request_failed"
+	TypeConflict              ErrorType = "conflict"
+	TypeInvalidFinish         ErrorType = "invalid_finish"
+	TypeNotStarted            ErrorType = "not_started"
 	TypeStoreUnavailable      ErrorType = "store_unavailable"
 	TypeInternal              ErrorType = "internal"
 )

@@ -63,6 +63,7 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 		}
 		return resp, http.StatusOK, nil
 	})
+	post("/v1/operations/finish", stage(opts, s.FinishOperation))
 	route(http.MethodGet, "/v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e

@@ -69,6 +69,12 @@ func driverError(err error) *APIError {
 			return apiError(http.StatusServiceUnavailable, TypeNotReady, "%v", r)
 		case engine.RefusedGenerationRetired:
 			return apiError(http.StatusConflict, TypeGenerationRetired, "%v", r).with("generation", r.Generation)
+		case engine.RefusedGenerationExpired:
+			return apiError(http.StatusConflict, TypeGenerationExpired, "%v", r).with("generation", r.Generation)
+		case engine.RefusedRequestFailed:
+			return apiError(http.StatusConflict, TypeRequestFailed, "%v", r)
+		case engine.RefusedConflict:
+			return apiError(http.StatusConflict, TypeConflict, "%v", r)
 		}
 		return apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
 	}

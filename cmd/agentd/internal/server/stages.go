@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/agentd-dev/agentd/builtin"
@@ -149,4 +150,30 @@ func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest
 		return nil, driverError(err)
 	}
 	return &OperationCheckResponse{Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision}, nil
+}
+
+// FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).
+func (s *Service) FinishOperation(ctx context.Context, req *OperationFinishRequest) (*OperationFinishResponse, *APIError) {
+	switch {
+	case req.RequestID == "":
+		return nil, missing("request_id")
+	case req.StepID == "":
+		return nil, missing("step_id")
+	case req.Status == "":
+		return nil, missing("status")
+	}
+	err := s.driver.Finish(ctx, engine.Finish{
+		RequestID: req.RequestID, StepID: req.StepID, Status: req.Status, Retryable: req.Retryable,
+		Response: req.Response, Error: req.Error, Duration: req.Duration,
+	})
+	var fe *engine.FinishError
+	switch {
+	case errors.As(err, &fe) && fe.Code == engine.FinishInvalid:
+		return nil, apiError(http.StatusBadRequest, TypeInvalidFinish, "%v", fe.Detail)
+	case errors.As(err, &fe):
+		return nil, apiError(http.StatusConflict, TypeNotStarted, "%v", fe.Detail)
+	case err != nil:
+		return nil, driverError(err)
+	}
+	return &OperationFinishResponse{RequestID: req.RequestID, StepID: req.StepID, Status: req.Status}, nil
 }
