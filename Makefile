@@ -9,7 +9,8 @@ EXAMPLE ?= examples/stock-agent
 # with no failing input, golang/go#75804) on a loaded machine.
 FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/ref:FuzzScan:80000 \
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 \
-	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy:FuzzPlanMemo_KeysSound:4000
+	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy/reads:FuzzPlanMemo_KeysSound:4000 \
+	./engine/policy/reads:FuzzCanon_AgreesWithJSON:20000
 FUZZTIME ?= 10s
 
 .PHONY: build run test test-race test-go test-policies fuzz bench lint fmt

@@ -133,7 +133,7 @@ func newRegoPlan(q *policy.Query, name, hook string, memo bool, logger *slog.Log
 // Describe says whether and on what the action memoizes its decisions.
 func (a *regoPlan) Describe() string {
 	if m := a.memo.Load(); m != nil {
-		return "rego " + a.name + ": decisions memoized on " + strings.Join(m.KeyPaths(), ", ")
+		return "rego " + a.name + ": decisions memoized on " + strings.Join(m.Reads().KeyPaths(), ", ")
 	}
 	return "rego " + a.name + ": decisions not memoized (" + a.noMemo + ")"
 }

@@ -193,22 +193,9 @@ func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 }
 
 func cloneResults(in []StepResult) ([]StepResult, error) {
-	if in == nil {
-		return nil, nil
-	}
-	out := make([]StepResult, len(in))
-	for i, r := range in {
-		params, err := CloneValue(r.Parameters)
-		if err != nil {
-			return nil, err
-		}
-		if r.Parameters != nil {
-			r.Parameters = params.(map[string]any)
-		}
-		if r.Response, err = CloneValue(r.Response); err != nil {
-			return nil, err
-		}
-		out[i] = r
+	out := in
+	if err := deepCopy(&out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -100,8 +100,9 @@ func AsPlanError(err error) (*PlanError, bool) {
 //     (a step depending on itself is a cycle).
 //  5. malformed_reference: a {{step-…}} token anywhere in metadata.parameters (walked
 //     recursively, object keys in sorted order, see package ref for the grammar) is not
-//     {{<id>.<path>}}; unscannable_parameters: parameters nest deeper than ref.MaxDepth
-//     or contain themselves, so their references cannot all be checked.
+//     {{<id>.<path>}}; unscannable_parameters: parameters nest deeper than ref.MaxDepth,
+//     contain themselves or cannot be encoded as JSON, so their references cannot all
+//     be checked.
 //  6. Per step, references first and in walk order: self_reference; undeclared_dependency
 //     for a reference to a same-plan step missing from depends_on;
 //     undeclared_implicit_dependency for a reference to a prior-phase step missing from

@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
 
 // DefaultTimeout bounds one evaluation when Options.Timeout is not positive.
@@ -84,7 +85,7 @@ func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
 		store:         inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
 		data:          root,
 		timeout:       cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
-		deterministic: deterministic(compiler),
+		deterministic: reads.Deterministic(compiler),
 	}
 	for i, m := range parsed {
 		b.modules = append(b.modules, modules[i].File)

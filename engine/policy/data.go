@@ -7,6 +7,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
 // dataNode is one node of the merged data document: an object (children != nil) or a
@@ -52,7 +53,7 @@ func mergeData(files []DataFile) (*dataNode, diag.List) {
 	root := newObjectNode("")
 	var errs diag.List
 	for _, f := range files {
-		v, err := valueOf(f.Value)
+		v, err := regovalue.Of(f.Value)
 		if err != nil {
 			errs = append(errs, &diag.Error{Kind: diag.KindDataSyntax, File: f.File, Message: "value is not JSON-shaped: " + err.Error()})
 			continue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
 func TestPrepare(t *testing.T) {
@@ -77,7 +78,7 @@ func TestEvalUndefined(t *testing.T) {
 	if err != nil || defined {
 		t.Fatalf("Eval(no input) = %v, %v, %v; want undefined", v, defined, err)
 	}
-	in, _ := InputValue(map[string]any{"on": true})
+	in, _ := regovalue.Of(map[string]any{"on": true})
 	v, defined, err = q.Eval(t.Context(), in)
 	if err != nil || !defined || v != json.Number("1") {
 		t.Fatalf("Eval(on) = %v, %v, %v; want 1", v, defined, err)
@@ -86,7 +87,7 @@ func TestEvalUndefined(t *testing.T) {
 
 func TestEvalError(t *testing.T) {
 	b := mustCompile(t, Options{}, "p.rego", "package p\n\nn := to_number(input.s)\n")
-	in, _ := InputValue(map[string]any{"s": "not a number"})
+	in, _ := regovalue.Of(map[string]any{"s": "not a number"})
 	_, _, err := mustPrepare(t, b, "data.p.n").Eval(t.Context(), in)
 	if !errors.Is(err, ErrEval) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("Eval = %v, want ErrEval (built-in errors are strict)", err)
