@@ -82,7 +82,7 @@ func TestLoad_StockAgentExample(t *testing.T) {
 	if gen.PolicyRevision != "trade-limits-v1" {
 		t.Errorf("PolicyRevision = %q, want trade-limits-v1", gen.PolicyRevision)
 	}
-	wantGuard := config.GuardInfo{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 22}
+	wantGuard := config.GuardInfo{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 26}
 	if len(gen.Guards) != 1 || gen.Guards[0] != wantGuard {
 		t.Errorf("Guards = %+v, want [%+v]", gen.Guards, wantGuard)
 	}

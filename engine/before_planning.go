@@ -102,7 +102,7 @@ func (p *Pipeline) runBefore(ctx context.Context, e *beforeEntry, seq int, pctx 
 		return nil, nil
 	}
 	rec, accepted, contract := judge(decision, gate)
-	p.tel.shortCircuit(ctx, rec.Reason, decision.Kind, accepted)
+	p.tel.shortCircuit(ctx, inv.span, rec.Reason, decision.Kind, accepted)
 	if contract {
 		cerr := &ContractError{Hook: e.name, Reason: rec.Reason}
 		inv.finish(InvocationFailed, rec, cerr, effects())

@@ -223,11 +223,11 @@ func text(v any) string {
 }
 
 // normalize returns v as encoding/json would decode its encoding: objects as
-// map[string]any, lists as []any, numbers as float64. Values that do not encode are
-// returned as they are (and then match nothing but themselves).
+// map[string]any, lists as []any, numbers as float64. A value that already has that
+// shape (what a JSON body decodes to) is returned as it is, without copying. Values
+// that do not encode are returned as they are (and then match nothing but themselves).
 func normalize(v any) any {
-	switch v.(type) {
-	case nil, string, bool, float64:
+	if decoded(v, 0) {
 		return v
 	}
 	b, err := json.Marshal(v)
@@ -241,6 +241,32 @@ func normalize(v any) any {
 	return out
 }
 
+// decoded reports whether v holds only what encoding/json decodes into an any.
+func decoded(v any, depth int) bool {
+	if depth > MaxCloneDepth {
+		return false
+	}
+	switch t := v.(type) {
+	case nil, string, bool, float64:
+		return true
+	case map[string]any:
+		for _, e := range t {
+			if !decoded(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range t {
+			if !decoded(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -250,8 +276,28 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// stepObject is a step as guards see it beside the call: its JSON form.
+// stepObject is a step as guards see it beside the call: its JSON form, the members
+// encoding/json renders (metadata shared, not copied; guards get copies of the call).
 func stepObject(s *RoutingStep) map[string]any {
-	m, _ := normalize(s).(map[string]any)
+	m := make(map[string]any, 7)
+	m["step_id"], m["agent_name"], m["namespace"], m["instruction"] = s.StepID, s.AgentName, s.Namespace, s.Instruction
+	if len(s.DependsOn) > 0 {
+		m["depends_on"] = stringList(s.DependsOn)
+	}
+	if len(s.ImplicitDeps) > 0 {
+		m["implicit_deps"] = stringList(s.ImplicitDeps)
+	}
+	if len(s.Metadata) > 0 {
+		m["metadata"] = normalize(s.Metadata)
+	}
 	return m
+}
+
+// stringList is a string list as JSON decodes it.
+func stringList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

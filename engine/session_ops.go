@@ -184,12 +184,16 @@ func (s *Session) known() *RequestState {
 }
 
 // claim marks an allowed bound step started, so it runs once. A concurrent claim
-// that landed first turns the check into a binding denial.
+// that landed first turns the check into a binding denial: after a lost race the call
+// is bound again to the state that won it.
 func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) error {
 	var lost *op.Denial
+	first := s.state.Revision
 	err := s.writeState(ctx, func(st *RequestState) {
-		if lost = bind(mode, st, call); lost != nil {
-			return
+		if st.Revision != first {
+			if lost = bind(mode, st, call); lost != nil {
+				return
+			}
 		}
 		run := st.runOf(call.StepID)
 		run.Status, run.Retryable = RunStarted, false

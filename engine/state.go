@@ -97,3 +97,42 @@ func (st *RequestState) runOf(id string) *StepRun {
 	}
 	return runs[id]
 }
+
+// CloneState returns a deep copy of st sharing no mutable memory with it. Values its
+// metadata, enrichments or steps hold that are not JSON-shaped fail with a *CloneError.
+func CloneState(st *RequestState) (*RequestState, error) {
+	out := *st
+	var err error
+	if out.Metadata, err = cloneMap(st.Metadata); err != nil {
+		return nil, err
+	}
+	if out.Enrichments, err = cloneMap(st.Enrichments); err != nil {
+		return nil, err
+	}
+	out.CacheVary = cloneStrings(st.CacheVary)
+	if err = deepCopy(&out.PriorSteps); err != nil {
+		return nil, err
+	}
+	if st.Runs != nil {
+		out.Runs = make(map[string]*StepRun, len(st.Runs))
+		for id, r := range st.Runs {
+			c := *r
+			if c.Response, err = CloneValue(r.Response); err != nil {
+				return nil, err
+			}
+			out.Runs[id] = &c
+		}
+	}
+	return &out, nil
+}
+
+func cloneMap(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	c, err := CloneValue(m)
+	if err != nil {
+		return nil, err
+	}
+	return c.(map[string]any), nil
+}

@@ -22,7 +22,12 @@ const (
 
 // MetricShortCircuitDecision counts before_planning short-circuit decisions by the
 // bounded labels reason, kind and status. Hook names and sources are never labels.
-const MetricShortCircuitDecision = "pipeline.short_circuit.decision"
+const MetricShortCircuitDecision = "orchestration.pipeline.short_circuit.decision"
+
+// EventShortCircuitDecision is the span event an accepted short-circuit decision adds
+// to its hook's span, with the same reason, kind and status: the trace side of the
+// metric, where the hook is known.
+const EventShortCircuitDecision = "pipeline.short_circuit.decision"
 
 // telemetry holds the pipeline's instruments. tracer is nil for a no-op provider, so
 // that an untraced pipeline does not even put a span in each hook's context.
@@ -73,7 +78,9 @@ func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
 	span.End()
 }
 
-func (t telemetry) shortCircuit(ctx context.Context, reason Reason, kind ShortCircuitKind, accepted bool) {
+// shortCircuit counts one decision and, when it is accepted, adds the decision event to
+// span (nil when tracing is off).
+func (t telemetry) shortCircuit(ctx context.Context, span trace.Span, reason Reason, kind ShortCircuitKind, accepted bool) {
 	k := string(kind)
 	if kind != KindAuthoritative && kind != KindCache {
 		k = "unknown"
@@ -82,9 +89,13 @@ func (t telemetry) shortCircuit(ctx context.Context, reason Reason, kind ShortCi
 	if accepted {
 		status = "accepted"
 	}
-	t.decisions.Add(ctx, 1, metric.WithAttributes(
+	attrs := []attribute.KeyValue{
 		attribute.String("reason", string(reason)),
 		attribute.String("kind", k),
 		attribute.String("status", status),
-	))
+	}
+	t.decisions.Add(ctx, 1, metric.WithAttributes(attrs...))
+	if accepted && span != nil {
+		span.AddEvent(EventShortCircuitDecision, trace.WithAttributes(attrs...))
+	}
 }

@@ -289,3 +289,34 @@ func TestTelemetry_ShortCircuitMetric(t *testing.T) {
 		t.Fatalf("metric points =\n%v\nwant\n%v", got, want)
 	}
 }
+
+// An accepted short circuit adds the decision event to its hook's span; a rejected
+// decision does not.
+func TestTelemetry_AcceptedShortCircuitIsASpanEvent(t *testing.T) {
+	opt, sr := spanRecorder()
+	vary := map[string]string{"locale": "en"}
+	p := mustNew(t, []engine.Hook{
+		decide("stale-cache", cacheDecision("x", map[string]string{"locale": "de"})),
+		decide("fresh-cache", cacheDecision("y", vary)),
+	}, opt)
+	if _, err := p.BeforePlanning(context.Background(), newPctx(), engine.NewGate(vary, false), nil); err != nil {
+		t.Fatal(err)
+	}
+	events := map[string][]string{}
+	for _, s := range sr.Ended() {
+		for _, ev := range s.Events() {
+			if ev.Name != engine.EventShortCircuitDecision {
+				continue
+			}
+			var attrs []string
+			for _, kv := range ev.Attributes {
+				attrs = append(attrs, string(kv.Key)+"="+kv.Value.AsString())
+			}
+			events[s.Name()] = attrs
+		}
+	}
+	want := map[string][]string{"pipeline.hook.before_planning.fresh-cache": {"reason=cache_match", "kind=cache", "status=accepted"}}
+	if !reflect.DeepEqual(events, want) {
+		t.Fatalf("decision events = %v, want %v", events, want)
+	}
+}

@@ -59,6 +59,13 @@ func printLoadError(w io.Writer, dir string, err error) {
 	fmt.Fprintf(w, "%d error(s)\n", len(list))
 }
 
+// bindingNote says what each plan binding mode checks.
+var bindingNote = map[engine.BindingMode]string{
+	engine.BindingStrict:   "must match a step of an accepted phase: namespace, agent, capability and parameters",
+	engine.BindingIdentity: "must match a step of an accepted phase: namespace, agent and capability",
+	engine.BindingOff:      "are not bound to the accepted plan; the guards alone decide",
+}
+
 // printSummary prints the compiled generation: hooks per stage in order, the required
 // hook, the guards and the generation id.
 func printSummary(w io.Writer, gen *config.Generation) {
@@ -88,6 +95,10 @@ func printSummary(w io.Writer, gen *config.Generation) {
 		fmt.Fprintf(w, "required hook: %s\n", name)
 	} else {
 		fmt.Fprintln(w, "required hook: none")
+	}
+	fmt.Fprintf(w, "plan binding: %s (tool calls %s)\n", gen.Binding, bindingNote[gen.Binding])
+	if gen.MaxRequestAge > 0 {
+		fmt.Fprintf(w, "max request age: %s\n", gen.MaxRequestAge)
 	}
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")

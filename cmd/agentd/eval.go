@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
@@ -17,42 +18,94 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// evalRoutes maps --stage to the API route whose body --input holds.
+// evalRoutes maps a call name (--stage, or "call" in a script) to the API route whose
+// body it takes.
 var evalRoutes = map[string]string{
 	"before_planning": "/v1/hooks/before_planning",
 	"after_planning":  "/v1/hooks/after_planning",
 	"after_execution": "/v1/hooks/after_execution",
 	"after_synthesis": "/v1/hooks/after_synthesis",
 	"operation":       "/v1/operations/check",
+	"finish":          "/v1/operations/finish",
 }
 
-// runEval compiles the config, runs one stage call in process exactly as the HTTP API
-// would, and prints the answer body. Exit 0 for a 2xx answer, 1 otherwise (rejections,
-// denials and invalid input included), 2 for usage errors.
+// scriptCall is one call of an eval script.
+type scriptCall struct {
+	Call string          `json:"call"`
+	Body json.RawMessage `json:"body"`
+}
+
+// scriptAnswer is the daemon's answer to one script call.
+type scriptAnswer struct {
+	Call   string          `json:"call"`
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// scriptOutput is what eval --script prints: every answer, then the execution record
+// of every request the script named.
+type scriptOutput struct {
+	Answers []scriptAnswer             `json:"answers"`
+	Records map[string]json.RawMessage `json:"records"`
+}
+
+// runEval compiles the config and runs, in process and exactly as the HTTP API would,
+// one stage call (--stage with --input: the answer body is printed) or a script of
+// calls on one store (--script: a JSON list of {call, body}; every answer and the
+// record of every request named is printed). Exit 0 when every answer is 2xx, 1
+// otherwise (rejections, denials and invalid input included), 2 for usage errors.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("config", "", "config directory (required)")
-	stage := fs.String("stage", "", "before_planning, after_planning, after_execution, after_synthesis or operation")
-	input := fs.String("input", "", "file with the stage's API request body (JSON); - for stdin")
+	stage := fs.String("stage", "", "before_planning, after_planning, after_execution, after_synthesis, operation or finish")
+	input := fs.String("input", "", "file with the call's API request body (JSON); - for stdin")
+	script := fs.String("script", "", "file with a JSON list of {\"call\": STAGE, \"body\": {...}}, run in order on one store; - for stdin")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	route, ok := evalRoutes[*stage]
-	if *dir == "" || *input == "" || !ok || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: agentd eval --config DIR --stage STAGE --input FILE")
+	single := ok && *input != "" && *script == ""
+	if *dir == "" || fs.NArg() > 0 || !single && (*script == "" || *stage != "" || *input != "") {
+		fmt.Fprintln(stderr, "usage: agentd eval --config DIR (--stage STAGE --input FILE | --script FILE)")
 		fs.PrintDefaults()
 		return exitUsage
 	}
-	body, err := readInput(*input)
+	svc, err := evalService(*dir, stderr)
+	if err != nil {
+		return exitFailed
+	}
+	h := svc.Handler(server.HTTPOptions{})
+	if single {
+		body, err := readInput(*input)
+		if err != nil {
+			fmt.Fprintf(stderr, "agentd eval: %v\n", err)
+			return exitFailed
+		}
+		status, answer := callHandler(ctx, h, http.MethodPost, route, body)
+		printJSON(stdout, answer)
+		return exitOf(status)
+	}
+	calls, err := readScript(*script)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 		return exitFailed
 	}
-	gen, err := config.Load(*dir, config.Options{})
+	out, code := runScript(ctx, h, calls)
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out)
+	printJSON(stdout, data.Bytes())
+	return code
+}
+
+// evalService compiles dir and serves it on a fresh in-process store.
+func evalService(dir string, stderr io.Writer) (*server.Service, error) {
+	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
-		printLoadError(stderr, *dir, err)
-		return exitFailed
+		printLoadError(stderr, dir, err)
+		return nil, err
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
@@ -60,21 +113,89 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	svc, err := server.New(server.Config{Registry: registry, States: mem, Records: mem})
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
-		return exitFailed
 	}
+	return svc, err
+}
+
+func readScript(path string) ([]scriptCall, error) {
+	data, err := readInput(path)
+	if err != nil {
+		return nil, err
+	}
+	var calls []scriptCall
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&calls); err != nil {
+		return nil, fmt.Errorf("script %s: %w", path, err)
+	}
+	for i, c := range calls {
+		if _, ok := evalRoutes[c.Call]; !ok {
+			return nil, fmt.Errorf("script %s: call %d: unknown call %q", path, i, c.Call)
+		}
+	}
+	return calls, nil
+}
+
+// runScript runs calls in order and collects the records of the requests they name.
+func runScript(ctx context.Context, h http.Handler, calls []scriptCall) (scriptOutput, int) {
+	out := scriptOutput{Answers: []scriptAnswer{}, Records: map[string]json.RawMessage{}}
+	code := exitOK
+	var ids []string
+	for _, c := range calls {
+		status, body := callHandler(ctx, h, http.MethodPost, evalRoutes[c.Call], c.Body)
+		out.Answers = append(out.Answers, scriptAnswer{Call: c.Call, Status: status, Body: body})
+		if exitOf(status) != exitOK {
+			code = exitFailed
+		}
+		if id := requestIDOf(c.Body); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		if status, rec := callHandler(ctx, h, http.MethodGet, "/v1/executions/"+id, nil); status == http.StatusOK {
+			out.Records[id] = rec
+		}
+	}
+	return out, code
+}
+
+// requestIDOf reads the request id a call body names: request_id, or call.request_id.
+func requestIDOf(body json.RawMessage) string {
+	var b struct {
+		RequestID string `json:"request_id"`
+		Call      struct {
+			RequestID string `json:"request_id"`
+		} `json:"call"`
+	}
+	_ = json.Unmarshal(body, &b)
+	if b.RequestID != "" {
+		return b.RequestID
+	}
+	return b.Call.RequestID
+}
+
+// callHandler runs one request through h and returns the status and the body.
+func callHandler(ctx context.Context, h http.Handler, method, route string, body []byte) (int, json.RawMessage) {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, route, bytes.NewReader(body))
-	svc.Handler(server.HTTPOptions{}).ServeHTTP(rec, req)
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, rec.Body.Bytes(), "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(rec.Body.Bytes())
-	}
-	fmt.Fprintf(stdout, "%s\n", bytes.TrimSpace(pretty.Bytes()))
-	if rec.Code/100 != 2 {
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, method, route, bytes.NewReader(body)))
+	return rec.Code, bytes.TrimSpace(rec.Body.Bytes())
+}
+
+func exitOf(status int) int {
+	if status/100 != 2 {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// printJSON prints data indented, or as it is when it is not JSON.
+func printJSON(w io.Writer, data []byte) {
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, data, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(data)
+	}
+	fmt.Fprintf(w, "%s\n", bytes.TrimSpace(pretty.Bytes()))
 }
 
 func readInput(path string) ([]byte, error) {

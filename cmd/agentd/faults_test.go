@@ -287,7 +287,11 @@ var faultProbes = []faultProbe{
 				"answered %d %q, redact %s, store %s", o.status, resp, redact, store)
 	}},
 	{"operation guard (trade over limit)", func(t *testing.T, d *daemon, id string, slow bool) (string, error) {
-		o := d.observe(t, "POST", "/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"`+id+`","step_id":"s1","namespace":"demo-tools","agent_name":"stock-service","capability":"execute_trade","parameters":{"amount":20000}}}`)
+		trade := `{"step_id":"s1","namespace":"demo-tools","agent_name":"broker","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":20000}}}`
+		if p := d.observe(t, "POST", "/v1/hooks/after_planning", `{"request_id":"`+id+`","request":"buy","plan":{"plan_id":"p-broker","steps":[`+trade+`]}}`); slow && p.status != 200 {
+			return "", fmt.Errorf("the broker's plan answered %d %v", p.status, p.body)
+		}
+		o := d.observe(t, "POST", "/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"`+id+`","step_id":"s1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"amount":20000}}}`)
 		if !slow {
 			return unavailable(o)
 		}

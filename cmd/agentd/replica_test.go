@@ -172,6 +172,38 @@ func TestReplicas_StagesSplitAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A plan accepted through one replica binds the tool calls checked through the other,
+// and a step claimed through one cannot run again through the other.
+func TestReplicas_PlanAcceptedThroughOneBindsChecksThroughTheOther(t *testing.T) {
+	reps := startReplicas(t, replicaConfig(t), sharedRedis(t), 2)
+	a, b := reps[0], reps[1]
+	if status, body := a.call(t, "/v1/hooks/after_planning", `{"request_id":"bound","request":"quote ACME","plan":`+quotePlan+`}`); status != 200 {
+		t.Fatalf("after_planning on A = %d %v", status, body)
+	}
+	check := func(d *daemon, capability, step string) (int, string) {
+		status, body := d.call(t, "/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"bound","step_id":"`+step+
+			`","namespace":"demo-tools","agent_name":"stock-service","capability":"`+capability+`","parameters":{"symbol":"ACME"}}}`)
+		den, _ := body["denial"].(map[string]any)
+		code, _ := den["code"].(string)
+		return status, code
+	}
+	for _, tc := range []struct {
+		replica          *daemon
+		capability, step string
+		status           int
+		code             string
+	}{
+		{b, "execute_trade", "step-1", 403, "plan_mismatch"},
+		{b, "stock_quote", "step-2", 403, "not_in_accepted_plan"},
+		{b, "stock_quote", "step-1", 200, ""},
+		{a, "stock_quote", "step-1", 403, "step_already_executed"},
+	} {
+		if status, code := check(tc.replica, tc.capability, tc.step); status != tc.status || code != tc.code {
+			t.Fatalf("check %s %s = %d %q, want %d %q", tc.capability, tc.step, status, code, tc.status, tc.code)
+		}
+	}
+}
+
 func TestReplicas_ResponseCachedThroughOneIsServedByTheOther(t *testing.T) {
 	reps := startReplicas(t, replicaConfig(t), sharedRedis(t), 2)
 	a, b := reps[0], reps[1]

@@ -25,3 +25,10 @@ func TestMemory_Cache(t *testing.T) {
 func TestMemory_Limiter(t *testing.T) {
 	storetest.Limiter(t, func(t *testing.T) store.Limiter { return newMemory(t) })
 }
+
+func TestMemory_Binding(t *testing.T) {
+	storetest.Binding(t, func(t *testing.T) (storetest.Stores, storetest.Stores) {
+		m := newMemory(t)
+		return m, m
+	})
+}

@@ -48,6 +48,7 @@ type window struct {
 
 type memoryState struct {
 	revision int64
+	st       *engine.RequestState // a private copy, or nil when stored as data
 	data     []byte
 }
 
@@ -105,7 +106,7 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 	return nil
 }
 
-// GetRequest implements engine.StateStore. States are stored JSON-encoded.
+// GetRequest implements engine.StateStore.
 func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
@@ -116,6 +117,10 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestStat
 	if !ok {
 		return nil, false, nil
 	}
+	if e.st != nil {
+		st, err := engine.CloneState(e.st)
+		return st, err == nil, err
+	}
 	var s engine.RequestState
 	if err := json.Unmarshal(e.data, &s); err != nil {
 		return nil, false, fmt.Errorf("decode request state: %w", err)
@@ -123,13 +128,16 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestStat
 	return &s, true, nil
 }
 
-// PutRequest implements engine.StateStore, revision-gated.
+// PutRequest implements engine.StateStore, revision-gated. States are deep-copied
+// (engine.CloneState), or JSON-encoded when they hold values that are not JSON-shaped.
 func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s)
-	if err != nil {
+	e := memoryState{revision: s.Revision}
+	if c, err := engine.CloneState(s); err == nil {
+		e.st = c
+	} else if e.data, err = json.Marshal(s); err != nil {
 		return fmt.Errorf("encode request state: %w", err)
 	}
 	if ttl <= 0 {
@@ -141,7 +149,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if old, ok := m.requests.Get(s.ID, now); ok && old.revision >= s.Revision {
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
 	}
-	m.requests.Put(s.ID, memoryState{revision: s.Revision, data: data}, now.Add(ttl))
+	m.requests.Put(s.ID, e, now.Add(ttl))
 	return nil
 }
 

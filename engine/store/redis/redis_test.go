@@ -34,6 +34,36 @@ func TestStore_Conformance(t *testing.T) {
 	storetest.Limiter(t, func(t *testing.T) store.Limiter { return open(t) })
 }
 
+// redisStores is one replica's view of Redis: its state store and its record store.
+type redisStores struct {
+	*redis.Store
+	*redis.Records
+}
+
+func (s redisStores) Get(ctx context.Context, id string) (*engine.ExecutionRecord, error) {
+	return s.Records.Get(ctx, id)
+}
+
+func (s redisStores) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
+	return s.Records.Put(ctx, rec)
+}
+
+// Two stores on one prefix are two replicas sharing Redis.
+func TestStore_Binding(t *testing.T) {
+	storetest.Binding(t, func(t *testing.T) (storetest.Stores, storetest.Stores) {
+		url := redistest.URL(t)
+		replica := func() storetest.Stores {
+			s, err := redis.Open(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return redisStores{s, s.Records(store.Retention{})}
+		}
+		return replica(), replica()
+	})
+}
+
 func TestRecords_Conformance(t *testing.T) {
 	storetest.Records(t, func(t *testing.T) engine.RecordStore { return open(t).Records(store.Retention{}) })
 }

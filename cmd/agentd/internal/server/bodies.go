@@ -89,11 +89,13 @@ type OperationCheckRequest struct {
 	Call      *op.Call     `json:"call"`
 }
 
-// OperationCheckResponse is the guards' answer; Denial is set when not allowed.
+// OperationCheckResponse is the answer of plan binding and the guards; Denial is set
+// when not allowed.
 type OperationCheckResponse struct {
-	Allowed        bool       `json:"allowed"`
-	Denial         *op.Denial `json:"denial,omitempty"`
-	PolicyRevision string     `json:"policy_revision,omitempty"`
+	Allowed        bool               `json:"allowed"`
+	Denial         *op.Denial         `json:"denial,omitempty"`
+	PolicyRevision string             `json:"policy_revision,omitempty"`
+	Binding        engine.BindingMode `json:"binding"`
 }
 
 // OperationFinishRequest reports how a checked tool_call step ended.

@@ -178,6 +178,8 @@ type StatusBody struct {
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
+	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
+	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
 }
 
@@ -193,6 +195,10 @@ func (s *Service) Status() StatusBody {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.PlanBinding = g.Binding
+	if g.MaxRequestAge > 0 {
+		body.MaxRequestAge = g.MaxRequestAge.String()
+	}
 	body.Guards = append(body.Guards, g.Guards...)
 	return body
 }

@@ -149,7 +149,7 @@ func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest
 	if err != nil {
 		return nil, driverError(err)
 	}
-	return &OperationCheckResponse{Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision}, nil
+	return &OperationCheckResponse{Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
 }
 
 // FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).
