@@ -57,7 +57,7 @@ func deepCopy[T any](p *T) error {
 // It builds the error path on the way out, so success allocates no strings.
 func copyReferences(v reflect.Value, s *shape) *CloneError {
 	switch {
-	case s.pointer:
+	case s.store == storePointer:
 		if v.IsNil() {
 			return nil
 		}

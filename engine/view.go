@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // View reads a wire value as encoding/json renders it, in place and without encoding
@@ -29,10 +30,11 @@ import (
 //     a step's response).
 //
 // The zero View is null. A View shares memory with the value it reads: it is valid while
-// the value is not changed.
+// the value is not changed. It reads in place through the offsets the description
+// records, so that reading allocates nothing.
 type View struct {
-	v reflect.Value // addressable
-	s *shape        // nil for null
+	p unsafe.Pointer // the Go value
+	s *shape         // nil for null
 }
 
 // ViewKind is the JSON kind of a View.
@@ -58,7 +60,7 @@ func ViewOf[T any](p *T) View {
 	if p == nil {
 		return View{}
 	}
-	return View{v: reflect.ValueOf(p).Elem(), s: shapeOf(reflect.TypeFor[T]())}
+	return viewAt(unsafe.Pointer(p), shapeOf(reflect.TypeFor[T]()))
 }
 
 // Kind returns the JSON kind of v.
@@ -69,30 +71,52 @@ func (v View) Kind() ViewKind {
 	return v.s.kind
 }
 
+// Holds reports whether a value of kind k can occur in v, v itself included, judging by
+// the Go types alone: a consumer can skip, without reading them, the parts that cannot
+// matter to it.
+func (v View) Holds(k ViewKind) bool { return v.s != nil && v.s.holds&(1<<k) != 0 }
+
 // Bool returns a ViewBool's value.
-func (v View) Bool() bool { return v.v.Bool() }
+func (v View) Bool() bool { return *(*bool)(v.p) }
 
 // Int returns a ViewInt's value.
-func (v View) Int() int64 { return v.v.Int() }
+func (v View) Int() int64 {
+	switch v.s.store {
+	case storeInt:
+		return int64(*(*int)(v.p))
+	case storeInt8:
+		return int64(*(*int8)(v.p))
+	case storeInt16:
+		return int64(*(*int16)(v.p))
+	case storeInt32:
+		return int64(*(*int32)(v.p))
+	}
+	return *(*int64)(v.p)
+}
 
 // Str returns a ViewString's value.
-func (v View) Str() string { return v.v.String() }
+func (v View) Str() string { return *(*string)(v.p) }
 
 // Time returns a ViewTime's value.
-func (v View) Time() time.Time { return *v.v.Addr().Interface().(*time.Time) }
+func (v View) Time() time.Time { return *(*time.Time)(v.p) }
 
 // Value returns a ViewValue's Go value; it is shared, not copied.
-func (v View) Value() any { return v.v.Interface() }
+func (v View) Value() any {
+	if v.s.store == storeAnyMap {
+		return *(*map[string]any)(v.p)
+	}
+	return *(*any)(v.p)
+}
 
 // Len returns the number of elements of a ViewArray, or of present members of a
 // ViewObject.
 func (v View) Len() int {
 	if v.s.kind == ViewArray {
-		return v.v.Len()
+		return len(*(*[]byte)(v.p)) // every slice header has the layout of a []byte's
 	}
 	n := 0
 	for i := range v.s.fields {
-		if v.present(i) {
+		if v.present(&v.s.fields[i]) {
 			n++
 		}
 	}
@@ -100,14 +124,17 @@ func (v View) Len() int {
 }
 
 // Index returns element i of a ViewArray.
-func (v View) Index(i int) View { return viewAt(v.v.Index(i), v.s.elem) }
+func (v View) Index(i int) View {
+	data := unsafe.Pointer(unsafe.SliceData(*(*[]byte)(v.p)))
+	return viewAt(unsafe.Add(data, uintptr(i)*v.s.elem.size), v.s.elem)
+}
 
 // Strings returns a ViewArray that is a []string as that slice, shared, not copied.
 func (v View) Strings() ([]string, bool) {
-	if v.s.kind != ViewArray || v.s.elem.kind != ViewString || v.v.Type() != stringsType {
+	if v.s.kind != ViewArray || v.s.typ != stringsType {
 		return nil, false
 	}
-	return *v.v.Addr().Interface().(*[]string), true
+	return *(*[]string)(v.p), true
 }
 
 // NumField returns the number of members a ViewObject may have: its declared fields,
@@ -118,10 +145,10 @@ func (v View) NumField() int { return len(v.s.fields) }
 // encoding/json writes it (false for an omitted empty member).
 func (v View) Field(i int) (name string, value View, present bool) {
 	f := &v.s.fields[i]
-	if !v.present(i) {
+	if !v.present(f) {
 		return f.name, View{}, false
 	}
-	return f.name, viewAt(v.v.Field(f.index), f.shape), true
+	return f.name, viewAt(unsafe.Add(v.p, f.offset), f.shape), true
 }
 
 // Member returns the member of a ViewObject named name, and whether encoding/json writes
@@ -136,63 +163,95 @@ func (v View) Member(name string) (View, bool) {
 	return View{}, false
 }
 
-func (v View) present(i int) bool {
-	f := &v.s.fields[i]
-	switch fv := v.v.Field(f.index); {
-	case f.omitZero && fv.IsZero():
+func (v View) present(f *field) bool {
+	p := unsafe.Add(v.p, f.offset)
+	switch {
+	case f.omitZero && reflect.NewAt(f.shape.typ, p).Elem().IsZero():
 		return false
 	case !f.omitEmpty:
 		return true
-	default:
-		return !isEmpty(fv)
 	}
+	switch f.shape.store {
+	case storeString:
+		return len(*(*string)(p)) > 0
+	case storeBool:
+		return *(*bool)(p)
+	case storeInt, storeInt8, storeInt16, storeInt32, storeInt64:
+		return View{p, f.shape}.Int() != 0
+	case storeSlice:
+		return len(*(*[]byte)(p)) > 0
+	case storeAnyMap:
+		return len(*(*map[string]any)(p)) > 0
+	case storeAny:
+		return *(*any)(p) != nil
+	case storePointer:
+		return *(*unsafe.Pointer)(p) != nil
+	}
+	return true // a struct or a time is never empty
 }
 
-// isEmpty is encoding/json's omitempty test.
-func isEmpty(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.String, reflect.Slice, reflect.Map:
-		return v.Len() == 0
-	case reflect.Bool:
-		return !v.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return v.Int() == 0
-	case reflect.Pointer, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
-}
-
-// viewAt returns the View of v, described by s, following a pointer and rendering nil
-// as null.
-func viewAt(v reflect.Value, s *shape) View {
-	if s.pointer {
-		if v.IsNil() {
+// viewAt returns the View of the value at p, described by s, following a pointer and
+// rendering nil as null.
+func viewAt(p unsafe.Pointer, s *shape) View {
+	if s.store == storePointer {
+		if p = *(*unsafe.Pointer)(p); p == nil {
 			return View{}
 		}
-		v, s = v.Elem(), s.elem
+		s = s.elem
 	}
-	if s.nilable && v.IsNil() {
-		return View{}
+	switch s.store {
+	case storeSlice:
+		if unsafe.SliceData(*(*[]byte)(p)) == nil {
+			return View{}
+		}
+	case storeAnyMap:
+		if *(*map[string]any)(p) == nil {
+			return View{}
+		}
+	case storeAny:
+		if *(*any)(p) == nil {
+			return View{}
+		}
 	}
-	return View{v: v, s: s}
+	return View{p: p, s: s}
 }
 
-// shape describes how encoding/json renders one Go type.
+// shape describes how encoding/json renders one Go type and where a View finds it.
 type shape struct {
-	typ     reflect.Type
-	kind    ViewKind // of a non-nil value
-	pointer bool     // a pointer to elem
-	nilable bool     // a slice, map or interface: nil is null
-	elem    *shape   // a pointer's target or a slice's element
-	fields  []field  // a struct's members, in declaration order
+	typ    reflect.Type
+	size   uintptr  // of a value, for indexing a slice of them
+	kind   ViewKind // of a non-nil value
+	holds  uint16   // bit k: a value of kind k can occur in a value of this type
+	store  storage
+	elem   *shape  // a pointer's target or a slice's element
+	fields []field // a struct's members, in declaration order
 }
+
+// storage is how a Go value is laid out in memory.
+type storage uint8
+
+const (
+	storeStruct storage = iota
+	storeTime
+	storeString
+	storeBool
+	storeInt
+	storeInt8
+	storeInt16
+	storeInt32
+	storeInt64
+	storeAny    // an empty interface
+	storeAnyMap // a map[string]any
+	storeSlice
+	storePointer
+)
 
 type field struct {
 	name     string
-	index    int // of the Go field
+	index    int     // of the Go field
+	offset   uintptr // of the Go field
 	omitZero bool
-	// omitEmpty: absent when empty (isEmpty).
+	// omitEmpty: absent when false, 0, "", nil or empty.
 	omitEmpty bool
 	shape     *shape
 }
@@ -214,10 +273,29 @@ func shapeOf(t reflect.Type) *shape {
 	defer shapesMu.Unlock()
 	building := map[reflect.Type]*shape{}
 	s := deriveShape(t, building)
+	for _, s := range building {
+		s.holds = s.reach(map[*shape]bool{})
+	}
 	for t, s := range building {
 		shapes.Store(t, s)
 	}
 	return s
+}
+
+// reach returns the kinds that can occur in a value of shape s.
+func (s *shape) reach(seen map[*shape]bool) uint16 {
+	if seen[s] {
+		return 0
+	}
+	seen[s] = true
+	k := uint16(1) << s.kind
+	if s.elem != nil {
+		k |= s.elem.reach(seen)
+	}
+	for _, f := range s.fields {
+		k |= f.shape.reach(seen)
+	}
+	return k
 }
 
 // deriveShape builds the shape of t. building holds the shapes derived so far, stored
@@ -230,29 +308,31 @@ func deriveShape(t reflect.Type, building map[reflect.Type]*shape) *shape {
 	if s, ok := building[t]; ok {
 		return s
 	}
-	s := &shape{typ: t}
+	s := &shape{typ: t, size: t.Size()}
 	building[t] = s
 	switch k := t.Kind(); {
 	case t == timeType:
-		s.kind = ViewTime
+		s.kind, s.store = ViewTime, storeTime
 	case k == reflect.String:
-		s.kind = ViewString
+		s.kind, s.store = ViewString, storeString
 	case k == reflect.Bool:
-		s.kind = ViewBool
+		s.kind, s.store = ViewBool, storeBool
 	case k >= reflect.Int && k <= reflect.Int64:
-		s.kind = ViewInt
-	case k == reflect.Interface && t.NumMethod() == 0, t == anyMapType:
-		s.kind, s.nilable = ViewValue, true
+		s.kind, s.store = ViewInt, storeInt+storage(k-reflect.Int)
+	case k == reflect.Interface && t.NumMethod() == 0:
+		s.kind, s.store = ViewValue, storeAny
+	case t == anyMapType:
+		s.kind, s.store = ViewValue, storeAnyMap
 	case k == reflect.Pointer:
-		s.pointer, s.elem = true, deriveShape(t.Elem(), building)
+		s.store, s.elem = storePointer, deriveShape(t.Elem(), building)
 		s.kind = s.elem.kind
 	case k == reflect.Slice && (t.Elem().Kind() == reflect.String || t.Elem().Kind() == reflect.Struct):
-		s.kind, s.nilable, s.elem = ViewArray, true, deriveShape(t.Elem(), building)
+		s.kind, s.store, s.elem = ViewArray, storeSlice, deriveShape(t.Elem(), building)
 	case k == reflect.Struct:
-		s.kind = ViewObject
+		s.kind, s.store = ViewObject, storeStruct
 		for i := range t.NumField() {
 			if f, ok := deriveField(t.Field(i), building); ok {
-				f.index = i
+				f.index, f.offset = i, t.Field(i).Offset
 				s.fields = append(s.fields, f)
 			}
 		}

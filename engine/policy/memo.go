@@ -45,12 +45,20 @@ func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 // of the parts the query's evaluation may observe (reads.Tree.Key), computed without
 // building the Rego value. It fails where PlanInput fails.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
-	key, err := m.reads.Key(engine.ViewOf(&planInput{plan, phase, request, metadata, enrichments}))
+	in := planInputs.Get().(*planInput)
+	*in = planInput{plan, phase, request, metadata, enrichments}
+	key, err := m.reads.Key(engine.ViewOf(in))
+	*in = planInput{}
+	planInputs.Put(in)
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("policy: plan input: %w", err)
 	}
 	return key, nil
 }
+
+// planInputs recycles the inputs PlanKey views: a View escapes what it reads, and a
+// memo hit should allocate nothing.
+var planInputs = sync.Pool{New: func() any { return new(planInput) }}
 
 // Get returns the decision stored under key. A decision's Plan is shared: callers must
 // copy it before changing it.

@@ -91,7 +91,7 @@ func (c *canon) project(v ast.Value, n *readNode) {
 			c.value(v)
 			return
 		}
-		_ = projectObject(c, n, x.Len(),
+		_ = projectObject(c, n, x.Len,
 			func(f readField) (*ast.Term, bool) { t := x.Get(f.key); return t, t != nil },
 			func(t *ast.Term, m *readNode) error { c.project(t.Value, m); return nil })
 	default:
@@ -140,7 +140,7 @@ func (c *canon) projectView(v engine.View, n *readNode) error {
 		if n.whole || n.elems != nil {
 			return c.wholeView(v)
 		}
-		return projectObject(c, n, v.Len(), func(f readField) (engine.View, bool) { return v.Member(f.name) }, c.projectView)
+		return projectObject(c, n, v.Len, func(f readField) (engine.View, bool) { return v.Member(f.name) }, c.projectView)
 	}
 	return nil
 }
@@ -158,10 +158,10 @@ func (c *canon) wholeView(v engine.View) error {
 // projectObject writes an object read in part: its tag, its size when n is sized, and
 // for each member n reads by name its absence or, through sub, its projection. get
 // looks a member up.
-func projectObject[V any](c *canon, n *readNode, size int, get func(readField) (V, bool), sub func(V, *readNode) error) error {
+func projectObject[V any](c *canon, n *readNode, size func() int, get func(readField) (V, bool), sub func(V, *readNode) error) error {
 	c.tag(tagObject)
 	if n.sized {
-		c.length(size)
+		c.length(size())
 	}
 	for _, f := range n.order {
 		v, ok := get(f)
@@ -186,7 +186,7 @@ func (c *canon) projectAny(x any, n *readNode) error {
 		return nil
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
-			return projectObject(c, n, len(v),
+			return projectObject(c, n, func() int { return len(v) },
 				func(f readField) (any, bool) { e, ok := v[f.name]; return e, ok }, c.projectAny)
 		}
 	case []any:

@@ -120,15 +120,15 @@ func Term(v engine.View) (*ast.Term, error) {
 // Check fails where Term fails, converting only the Go values it cannot check directly
 // (anything but nil, booleans, strings, finite float64s, []any and map[string]any).
 func Check(v engine.View) error {
+	if !v.Holds(engine.ViewTime) && !v.Holds(engine.ViewValue) {
+		return nil
+	}
 	switch v.Kind() {
 	case engine.ViewTime:
 		return checkTime(v.Time())
 	case engine.ViewValue:
 		return checkValue(v.Value())
 	case engine.ViewArray:
-		if _, ok := v.Strings(); ok {
-			return nil
-		}
 		for i := range v.Len() {
 			if err := Check(v.Index(i)); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
