@@ -18,15 +18,15 @@ func TestScope_Variables(t *testing.T) {
 		PlanStep:       append(slices.Clone(base), "plan", "phase", "step"),
 		Guard:          append(slices.Clone(base), "call"),
 	}
-	if got := len(Scopes()); got != len(tests) {
-		t.Fatalf("len(Scopes()) = %d, want %d", got, len(tests))
+	if got := len(scopes()); got != len(tests) {
+		t.Fatalf("len(scopes()) = %d, want %d", got, len(tests))
 	}
-	for _, scope := range Scopes() {
-		if got := scope.Variables(); !slices.Equal(got, tests[scope]) {
-			t.Errorf("%s.Variables() = %v, want %v", scope, got, tests[scope])
+	for _, scope := range scopes() {
+		if got := scope.variables(); !slices.Equal(got, tests[scope]) {
+			t.Errorf("%s.variables() = %v, want %v", scope, got, tests[scope])
 		}
 	}
-	if got := Scope("nope").Variables(); got != nil {
+	if got := Scope("nope").variables(); got != nil {
 		t.Errorf("unknown scope Variables() = %v, want nil", got)
 	}
 }
@@ -36,10 +36,10 @@ func TestScope_Variables(t *testing.T) {
 func TestCompile_VariableAvailability(t *testing.T) {
 	c := newCompiler(t, 0)
 	all := []string{"request", "metadata", "enrichments", "now", "plan", "phase", "step", "result", "response", "call"}
-	for _, scope := range Scopes() {
+	for _, scope := range scopes() {
 		for _, name := range all {
 			_, err := c.Compile(scope, "size(["+name+"]) == 1", Bool)
-			if slices.Contains(scope.Variables(), name) {
+			if slices.Contains(scope.variables(), name) {
 				if err != nil {
 					t.Errorf("%s: %s: %v", scope, name, err)
 				}
@@ -146,8 +146,8 @@ func TestCompile_Accepts(t *testing.T) {
 			t.Errorf("Compile(%s, %q): %v", tt.scope, tt.src, err)
 			continue
 		}
-		if p.Source() != tt.src || p.Scope() != tt.scope || p.Output() != tt.want || p.Cost() == 0 {
-			t.Errorf("program = (%q, %s, %s, cost %d)", p.Source(), p.Scope(), p.Output(), p.Cost())
+		if p.want != tt.want {
+			t.Errorf("Compile(%s, %q) compiled for %s", tt.scope, tt.src, p.want)
 		}
 	}
 }

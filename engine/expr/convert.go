@@ -34,7 +34,7 @@ func celValue(v engine.View) any {
 		}
 		return out
 	case engine.ViewObject:
-		m := make(map[string]any, v.NumField())
+		m := make(map[string]any, v.Len())
 		for i := range v.NumField() {
 			if name, f, ok := v.Field(i); ok {
 				m[name] = celValue(f)

@@ -37,7 +37,7 @@ func FuzzCompile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		lines := strings.Count(src, "\n") + 1
-		for _, scope := range Scopes() {
+		for _, scope := range scopes() {
 			for _, want := range []Kind{Bool, String, Any} {
 				p, err := c.Compile(scope, src, want)
 				if err != nil {

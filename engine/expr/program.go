@@ -12,25 +12,10 @@ import (
 // Program is a compiled expression. It is immutable and safe for concurrent use; each
 // evaluation needs its own Vars.
 type Program struct {
-	src   string
-	scope Scope
 	want  Kind
-	cost  uint64
 	limit uint64
 	prg   cel.Program
 }
-
-// Source returns the expression source as compiled.
-func (p *Program) Source() string { return p.src }
-
-// Scope returns the scope the program was compiled for.
-func (p *Program) Scope() Scope { return p.scope }
-
-// Output returns the output kind the program was compiled for.
-func (p *Program) Output() Kind { return p.want }
-
-// Cost returns the compile-time estimate of the worst-case cost.
-func (p *Program) Cost() uint64 { return p.cost }
 
 // Eval evaluates the program against vars and returns the result as a Go value: bool,
 // string, int64, uint64, float64, []byte, []any, map[string]any, time.Time, time.Duration

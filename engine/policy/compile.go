@@ -110,10 +110,6 @@ func (b *Bundle) Data() (map[string]any, error) {
 // Modules returns the module file names, sorted.
 func (b *Bundle) Modules() []string { return slices.Clone(b.modules) }
 
-// Packages returns the distinct package paths as data references (data.agentd.plan),
-// sorted.
-func (b *Bundle) Packages() []string { return slices.Clone(b.packages) }
-
 // parseModules parses every module, collecting every parse error.
 func parseModules(modules []Module) ([]*ast.Module, diag.List) {
 	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: capabilities()}

@@ -167,15 +167,11 @@ func TestCompileLibrary(t *testing.T) {
 	}
 }
 
-func TestBundleModulesAndPackages(t *testing.T) {
+func TestBundleModules(t *testing.T) {
 	b := libraryBundle(t, Options{})
 	wantMods := []string{"agentd/guard/guard.rego", "agentd/lib/lib.rego", "agentd/plan/plan.rego"}
 	if got := b.Modules(); !slices.Equal(got, wantMods) {
 		t.Errorf("Modules() = %v, want %v", got, wantMods)
-	}
-	wantPkgs := []string{"data.agentd.guard", "data.agentd.lib", "data.agentd.plan"}
-	if got := b.Packages(); !slices.Equal(got, wantPkgs) {
-		t.Errorf("Packages() = %v, want %v", got, wantPkgs)
 	}
 	b.Modules()[0] = "mutated"
 	if b.Modules()[0] == "mutated" {
@@ -192,7 +188,7 @@ func TestCompileCopiesInputs(t *testing.T) {
 	}
 	copy(src, "xxxxxxx")
 	limits["max"] = 6
-	v, defined, err := mustPrepare(t, b, "data.c.limit").Eval(t.Context(), nil)
+	v, defined, err := mustPrepare(t, b, "data.c.limit").eval(t.Context(), nil)
 	if err != nil || !defined || v != json.Number("5") {
 		t.Fatalf("Eval = %v, %v, %v; want 5", v, defined, err)
 	}

@@ -9,9 +9,11 @@
 // disk.
 //
 // Bundle.Prepare turns a data reference such as data.agentd.plan into a *Query, prepared
-// once. Query.Eval runs it under a per-evaluation deadline; PlanDecision and
-// GuardDecision decode the after-planning and operation-guard decision documents and
-// fail closed: an undefined document, an evaluation error, a timeout or a document of
-// the wrong shape is an error, never an "allow". PlanInput and CallInput build the
-// evaluation input directly as Rego values, without a JSON round trip.
+// once. PlanDecision and GuardDecision evaluate it under a per-evaluation deadline and
+// decode the after-planning and operation-guard decision documents, failing closed: an
+// undefined document, an evaluation error, a timeout or a document of the wrong shape
+// is an error, never an "allow". PlanInput and CallInput build the evaluation input
+// directly as Rego values from the inputs' engine.View, without a JSON round trip.
+// Query.NewPlanMemo memoizes the plan decisions of deterministic policies, keyed by the
+// input paths they can observe (package reads).
 package policy

@@ -127,12 +127,12 @@ func commonPrefixLen(a, b string) int {
 	return n
 }
 
-// Eval evaluates the query with input (nil for none) under the bundle's deadline. It
+// eval evaluates the query with input (nil for none) under the bundle's deadline. It
 // returns the document as JSON-shaped Go values (sets become arrays, numbers
 // json.Number) and defined == false when the document is undefined. Errors are
 // *EvalError: ErrTimeout when the deadline passed, ErrCanceled when ctx ended first,
 // ErrEval for any other evaluation error (built-in errors are fatal).
-func (q *Query) Eval(ctx context.Context, input ast.Value) (value any, defined bool, err error) {
+func (q *Query) eval(ctx context.Context, input ast.Value) (value any, defined bool, err error) {
 	evalCtx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
 	rs, err := q.prepared.Eval(evalCtx, rego.EvalParsedInput(input))

@@ -74,12 +74,12 @@ func TestPrepareNoPackages(t *testing.T) {
 func TestEvalUndefined(t *testing.T) {
 	b := mustCompile(t, Options{}, "p.rego", "package p\n\nx := 1 if input.on\n")
 	q := mustPrepare(t, b, "data.p.x")
-	v, defined, err := q.Eval(t.Context(), nil)
+	v, defined, err := q.eval(t.Context(), nil)
 	if err != nil || defined {
 		t.Fatalf("Eval(no input) = %v, %v, %v; want undefined", v, defined, err)
 	}
 	in, _ := regovalue.Of(map[string]any{"on": true})
-	v, defined, err = q.Eval(t.Context(), in)
+	v, defined, err = q.eval(t.Context(), in)
 	if err != nil || !defined || v != json.Number("1") {
 		t.Fatalf("Eval(on) = %v, %v, %v; want 1", v, defined, err)
 	}
@@ -88,7 +88,7 @@ func TestEvalUndefined(t *testing.T) {
 func TestEvalError(t *testing.T) {
 	b := mustCompile(t, Options{}, "p.rego", "package p\n\nn := to_number(input.s)\n")
 	in, _ := regovalue.Of(map[string]any{"s": "not a number"})
-	_, _, err := mustPrepare(t, b, "data.p.n").Eval(t.Context(), in)
+	_, _, err := mustPrepare(t, b, "data.p.n").eval(t.Context(), in)
 	if !errors.Is(err, ErrEval) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("Eval = %v, want ErrEval (built-in errors are strict)", err)
 	}
@@ -125,7 +125,7 @@ func TestEvalCanceled(t *testing.T) {
 	t.Run("before", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, _, err := q.Eval(ctx, nil)
+		_, _, err := q.eval(ctx, nil)
 		if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Eval = %v, want ErrCanceled", err)
 		}
@@ -133,7 +133,7 @@ func TestEvalCanceled(t *testing.T) {
 	t.Run("during", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(5*time.Millisecond, cancel)
-		_, _, err := q.Eval(ctx, nil)
+		_, _, err := q.eval(ctx, nil)
 		if !errors.Is(err, ErrCanceled) || errors.Is(err, ErrTimeout) {
 			t.Fatalf("Eval = %v, want ErrCanceled", err)
 		}
@@ -141,7 +141,7 @@ func TestEvalCanceled(t *testing.T) {
 	t.Run("caller_deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
 		defer cancel()
-		_, _, err := q.Eval(ctx, nil)
+		_, _, err := q.eval(ctx, nil)
 		if !errors.Is(err, ErrTimeout) {
 			t.Fatalf("Eval = %v, want ErrTimeout for the caller's deadline", err)
 		}

@@ -100,7 +100,7 @@ func Term(v engine.View) (*ast.Term, error) {
 		}
 		return ast.ArrayTerm(terms...), nil
 	case engine.ViewObject:
-		items := make([][2]*ast.Term, 0, v.NumField())
+		items := make([][2]*ast.Term, 0, v.Len())
 		for i := range v.NumField() {
 			name, f, ok := v.Field(i)
 			if !ok {
