@@ -14,26 +14,26 @@ import (
 
 func init() {
 	cacheParams := []Param{
-		{Name: "key", Type: "CEL string", Required: true, Doc: "the cache key, e.g. `request.lowerAscii().trim()`"},
-		{Name: "vary", Type: "map of CEL string", Doc: "extra dimensions that are part of the key, e.g. `{tenant: metadata.tenant}`"},
+		{Name: "key", Type: celExpr(expr.String), Required: true, Doc: "the cache key, e.g. `request.lowerAscii().trim()`"},
+		{Name: "vary", Type: celMap(expr.String), Doc: "extra dimensions that are part of the key, e.g. `{tenant: metadata.tenant}`"},
 	}
 	register(&Spec{
 		Name: "cache.lookup",
 		Summary: "Serves a cached response (a cache decision: only when cache reads are enabled and the entry's " +
 			"reserved dimensions match the request's exactly). Entries are keyed by config generation.",
 		Stages: beforePlanning,
-		Params: append(cacheParams[:2:2], Param{Name: "source", Type: "string", Doc: "recorded source; default `response_cache`"}),
+		Params: append(cacheParams[:2:2], Param{Name: "source", Type: text(), Default: "response_cache", Doc: "the short circuit's recorded source"}),
 		Compile: func(p *Params) Action {
-			return &cacheLookup{cacheKey: compileCacheKey(p), source: p.String("source", "response_cache"), cache: p.Services().Cache}
+			return &cacheLookup{cacheKey: compileCacheKey(p), source: p.String("source"), cache: p.Services().Cache}
 		},
 	})
 	register(&Spec{
 		Name:    "cache.store",
 		Summary: "Stores the final response in the response cache, against the request's reserved dimensions.",
 		Stages:  []engine.Stage{engine.StageAfterSynthesis},
-		Params:  append(cacheParams[:2:2], Param{Name: "ttl", Type: "duration", Doc: "time to live; default 10m"}),
+		Params:  append(cacheParams[:2:2], Param{Name: "ttl", Type: duration(), Default: store.DefaultCacheTTL, Doc: "how long the entry is served"}),
 		Compile: func(p *Params) Action {
-			return &cacheStore{cacheKey: compileCacheKey(p), ttl: p.Duration("ttl", store.DefaultCacheTTL), cache: p.Services().Cache, now: p.Services().Now}
+			return &cacheStore{cacheKey: compileCacheKey(p), ttl: p.Duration("ttl"), cache: p.Services().Cache, now: p.Services().Now}
 		},
 	})
 }
@@ -46,7 +46,7 @@ type cacheKey struct {
 }
 
 func compileCacheKey(p *Params) cacheKey {
-	return cacheKey{key: p.Expr("key", expr.String), vary: p.ExprMap("vary", expr.String)}
+	return cacheKey{key: p.Expr("key"), vary: p.ExprMap("vary")}
 }
 
 func (c cacheKey) eval(ctx context.Context, s *State) (string, error) {
@@ -96,7 +96,16 @@ type cacheStore struct {
 	now   func() time.Time
 }
 
+// Run stores the final response, except for a request that failed or never had a plan
+// accepted: its text was never reviewed as an answer, so it must not answer the next
+// request with the same question. A skipped store is reported as a skipped effect.
 func (a *cacheStore) Run(ctx context.Context, s *State) error {
+	if s.Info.Failed || s.Info.Phase == 0 {
+		return engine.ReportEffect(ctx, engine.Effect{
+			EffectID: "cache.store", Name: "cache.store", Status: engine.EffectSkipped, StartedAt: a.now().UTC(),
+			Summary: "not stored: the request failed or had no plan accepted",
+		})
+	}
 	key, err := a.eval(ctx, s)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"context"
 	"maps"
 	"testing"
 	"time"
@@ -202,6 +203,34 @@ func TestCacheStore_StoresTheChainedResponse(t *testing.T) {
 	r = runBefore(t, gen, "req-3", "short:contact?", nil, noGate)
 	if r.out != nil {
 		t.Errorf("outcome = %+v, want the 1ms entry expired", r.out)
+	}
+}
+
+// A request that failed or never had a plan accepted does not feed the cache: its
+// response was never reviewed as an answer. The skip is a skipped effect in the record.
+func TestHardening_RefusedRequestNeverFeedsTheCache(t *testing.T) {
+	mem := store.NewMemory(store.MemoryOptions{})
+	gen := loadHooks(t, hooks(`hooks:
+  - name: lookup
+    stage: before_planning
+    steps:
+      - cache.lookup: {key: request}
+  - name: store
+    stage: after_synthesis
+    steps:
+      - cache.store: {key: request}
+`), config.Options{Services: builtin.Services{Cache: mem}})
+	for name, info := range map[string]engine.RequestInfo{
+		"no accepted plan": {ID: "r-unplanned", Generation: gen.ID, Gate: noGate},
+		"failed":           {ID: "r-failed", Generation: gen.ID, Gate: noGate, Phase: 1, Failed: true},
+	} {
+		_, invs := runSynthesis(t, gen, engine.WithRequestInfo(context.Background(), info), "the question", nil, "an answer nobody reviewed")
+		if len(invs) != 1 || len(invs[0].Effects) != 1 || invs[0].Effects[0].Status != engine.EffectSkipped {
+			t.Fatalf("%s: invocations %+v, want one skipped cache.store effect", name, invs)
+		}
+		if r := runBefore(t, gen, "next", "the question", nil, noGate); r.out != nil {
+			t.Fatalf("%s: the next request was answered from the cache: %+v", name, r.out)
+		}
 	}
 }
 

@@ -16,18 +16,14 @@ func init() {
 		Summary: "Writes a CEL value into an enrichment: replace it, append to it, or set it only when absent.",
 		Stages:  beforePlanning,
 		Params: []Param{
-			{Name: "key", Type: "string", Required: true, Doc: "enrichment key, e.g. `rag_context`"},
-			{Name: "value", Type: "CEL any", Required: true, Doc: "the value"},
-			{Name: "mode", Type: "`set` \\| `append` \\| `set_if_absent`", Doc: "default `set`; `append` joins strings with `separator`"},
-			{Name: "separator", Type: "string", Doc: "used by `append`; default a newline"},
+			{Name: "key", Type: text(), Required: true, Doc: "enrichment key, e.g. `rag_context`"},
+			{Name: "value", Type: celExpr(expr.Any), Required: true, Doc: "the value"},
+			{Name: "mode", Type: enum("set", "append", "set_if_absent"), Default: "set",
+				Doc: "`set` replaces, `append` joins strings with `separator`, `set_if_absent` keeps a present value"},
+			{Name: "separator", Type: text(), Default: "\n", Doc: "what `append` puts between the old and the new text"},
 		},
 		Compile: func(p *Params) Action {
-			return &enrich{
-				key:       p.String("key", ""),
-				value:     p.Expr("value", expr.Any),
-				mode:      p.Enum("mode", "set", "set", "append", "set_if_absent"),
-				separator: p.String("separator", "\n"),
-			}
+			return &enrich{key: p.String("key"), value: p.Expr("value"), mode: p.Enum("mode"), separator: p.String("separator")}
 		},
 	})
 	register(&Spec{
@@ -35,11 +31,11 @@ func init() {
 		Summary: "Answers the request now (authoritative): planning, tools and synthesis are skipped.",
 		Stages:  beforePlanning,
 		Params: []Param{
-			{Name: "response", Type: "CEL string", Required: true, Doc: "the answer"},
-			{Name: "source", Type: "string", Doc: "recorded source; default `short_circuit`"},
+			{Name: "response", Type: celExpr(expr.String), Required: true, Doc: "the answer"},
+			{Name: "source", Type: text(), Default: "short_circuit", Doc: "the short circuit's recorded source"},
 		},
 		Compile: func(p *Params) Action {
-			return &shortCircuit{response: p.Expr("response", expr.String), source: p.String("source", "short_circuit")}
+			return &shortCircuit{response: p.Expr("response"), source: p.String("source")}
 		},
 	})
 }

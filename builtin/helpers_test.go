@@ -97,9 +97,10 @@ func loadHooks(t testing.TB, yaml string, opts ...config.Options) *config.Genera
 	return load(t, map[string]string{"hooks/test.yaml": yaml}, opts...)
 }
 
-// requestCtx returns a context carrying the request info of request id on gen.
+// requestCtx returns a context carrying the request info of request id on gen, a
+// request whose first plan phase was accepted.
 func requestCtx(gen *config.Generation, id string, gate engine.Gate) context.Context {
-	return engine.WithRequestInfo(context.Background(), engine.RequestInfo{ID: id, Generation: gen.ID, Gate: gate})
+	return engine.WithRequestInfo(context.Background(), engine.RequestInfo{ID: id, Generation: gen.ID, Gate: gate, Phase: 1})
 }
 
 // noGate is a gate without reserved dimensions, cache reads enabled.

@@ -19,13 +19,13 @@ func init() {
 			"timeout is a hook error and the request goes on).",
 		Stages: beforePlanning,
 		Params: []Param{
-			{Name: "url", Type: "string", Required: true, Doc: "http or https URL; the request text is sent as query parameter `q` for GET"},
-			{Name: "key", Type: "string", Required: true, Doc: "enrichment key to set, e.g. `rag_context`"},
-			{Name: "method", Type: "`GET` \\| `POST`", Doc: "default `GET`"},
-			{Name: "body", Type: "CEL string", Doc: "POST body; default the request text"},
-			{Name: "headers", Type: "map of string", Doc: "extra request headers"},
-			{Name: "timeout", Type: "duration", Doc: "default 2s"},
-			{Name: "max_bytes", Type: "integer", Doc: "largest accepted body; default 65536"},
+			{Name: "url", Type: text(), Required: true, Doc: "http or https URL; the request text is sent as query parameter `q` for GET"},
+			{Name: "key", Type: text(), Required: true, Doc: "enrichment key to set, e.g. `rag_context`"},
+			{Name: "method", Type: enum(http.MethodGet, http.MethodPost), Default: http.MethodGet, Doc: "the HTTP method"},
+			{Name: "body", Type: celExpr(expr.String), Doc: "POST body; default the request text"},
+			{Name: "headers", Type: textMap(), Doc: "extra request headers"},
+			{Name: "timeout", Type: duration(), Default: 2 * time.Second, Doc: "how long the whole exchange may take"},
+			{Name: "max_bytes", Type: integer(1), Default: 64 << 10, Doc: "largest accepted response body"},
 		},
 		Compile: compileRetrieve,
 	})
@@ -33,13 +33,13 @@ func init() {
 
 func compileRetrieve(p *Params) Action {
 	a := &retrieve{
-		url:      p.String("url", ""),
-		key:      p.String("key", ""),
-		method:   p.Enum("method", http.MethodGet, http.MethodGet, http.MethodPost),
-		body:     p.Expr("body", expr.String),
+		url:      p.String("url"),
+		key:      p.String("key"),
+		method:   p.Enum("method"),
+		body:     p.Expr("body"),
 		headers:  p.StringMap("headers"),
-		timeout:  p.Duration("timeout", 2*time.Second),
-		maxBytes: int64(p.Int("max_bytes", 64<<10, 1)),
+		timeout:  p.Duration("timeout"),
+		maxBytes: int64(p.Int("max_bytes")),
 		client:   p.Services().HTTP,
 	}
 	if u, err := url.Parse(a.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

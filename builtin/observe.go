@@ -11,24 +11,30 @@ import (
 	"github.com/agentd-dev/agentd/engine/expr"
 )
 
+// effectStatuses are the values of the effect action's status param.
+var effectStatuses = []string{
+	string(engine.EffectPending), string(engine.EffectSucceeded), string(engine.EffectPartial),
+	string(engine.EffectFailed), string(engine.EffectSkipped),
+}
+
 func init() {
 	register(&Spec{
 		Name:    "effect",
 		Summary: "Reports a hook effect (recorded in the execution record beside the invocation).",
 		Params: []Param{
-			{Name: "id", Type: "string", Required: true, Doc: "effect id, stable within the invocation"},
-			{Name: "name", Type: "string", Doc: "display name"},
-			{Name: "status", Type: "`pending` \\| `succeeded` \\| `partial` \\| `failed` \\| `skipped`", Doc: "default `succeeded`"},
-			{Name: "summary", Type: "CEL string", Doc: "one-line summary"},
-			{Name: "data", Type: "CEL any", Doc: "structured data, stored as JSON"},
+			{Name: "id", Type: text(), Required: true, Doc: "effect id, stable within the invocation"},
+			{Name: "name", Type: text(), Doc: "display name"},
+			{Name: "status", Type: enum(effectStatuses...), Default: string(engine.EffectSucceeded), Doc: "the effect's status"},
+			{Name: "summary", Type: celExpr(expr.String), Doc: "one-line summary"},
+			{Name: "data", Type: celExpr(expr.Any), Doc: "structured data, stored as JSON"},
 		},
 		Compile: func(p *Params) Action {
 			return &effect{
-				id:      p.String("id", ""),
-				name:    p.String("name", ""),
-				status:  engine.EffectStatus(p.Enum("status", "succeeded", "pending", "succeeded", "partial", "failed", "skipped")),
-				summary: p.Expr("summary", expr.String),
-				data:    p.Expr("data", expr.Any),
+				id:      p.String("id"),
+				name:    p.String("name"),
+				status:  engine.EffectStatus(p.Enum("status")),
+				summary: p.Expr("summary"),
+				data:    p.Expr("data"),
 				now:     p.Services().Now,
 			}
 		},
@@ -37,13 +43,13 @@ func init() {
 		Name:    "log",
 		Summary: "Writes a structured log line with the request id, generation and hook.",
 		Params: []Param{
-			{Name: "message", Type: "CEL string", Required: true, Doc: "the message"},
-			{Name: "level", Type: "`debug` \\| `info` \\| `warn` \\| `error`", Doc: "default `info`"},
+			{Name: "message", Type: celExpr(expr.String), Required: true, Doc: "the message"},
+			{Name: "level", Type: enum("debug", "info", "warn", "error"), Default: "info", Doc: "the log level"},
 		},
 		Compile: func(p *Params) Action {
 			var level slog.Level
-			_ = level.UnmarshalText([]byte(p.Enum("level", "info", "debug", "info", "warn", "error")))
-			return &logLine{hook: p.Hook(), message: p.Expr("message", expr.String), level: level, logger: p.Services().Logger}
+			_ = level.UnmarshalText([]byte(p.Enum("level")))
+			return &logLine{hook: p.Hook(), message: p.Expr("message"), level: level, logger: p.Services().Logger}
 		},
 	})
 }

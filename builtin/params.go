@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,10 @@ type Context struct {
 	Errors     *diag.List
 }
 
-// Params gives an action's Compile typed, position-aware access to its params. Every
-// accessor reports a problem once, at the offending node, and returns a zero value.
+// Params gives an action's Compile typed, position-aware access to its params, each read
+// as its Param declares it. An accessor returns the declared default when the param is
+// absent; a value that breaks the declaration is reported once, at the offending node,
+// and read as the default (or the zero value when there is none).
 type Params struct {
 	ctx    *Context
 	spec   *Spec
@@ -103,6 +106,14 @@ func (p *Params) index() bool {
 			ok = false
 		}
 	}
+	if names := p.spec.RequireAny; len(names) > 0 && !slices.ContainsFunc(names, p.Has) {
+		quoted := make([]string, len(names))
+		for i, name := range names {
+			quoted[i] = strconv.Quote(name)
+		}
+		p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, p.node, p.field, "%q needs param %s", p.spec.Name, strings.Join(quoted, " or ")))
+		ok = false
+	}
 	return ok
 }
 
@@ -114,17 +125,11 @@ func (p *Params) paramNames() string {
 	return strings.Join(names, ", ")
 }
 
-// Stage is the stage of the hook being compiled.
-func (p *Params) Stage() engine.Stage { return p.ctx.Stage }
-
 // Hook is the name of the hook being compiled.
 func (p *Params) Hook() string { return p.ctx.Hook }
 
 // Services are the run-time dependencies.
 func (p *Params) Services() Services { return p.ctx.Services }
-
-// Rego is the compiled policy bundle, nil when policies failed to compile.
-func (p *Params) Rego() *policy.Bundle { return p.ctx.Rego }
 
 // Has reports whether param name was given.
 func (p *Params) Has(name string) bool { _, ok := p.values[name]; return ok }
@@ -136,6 +141,17 @@ func (p *Params) Errorf(name, format string, args ...any) {
 		node = p.node
 	}
 	p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, node, p.field+"."+name, format, args...))
+}
+
+// decl returns the declaration of param name, which the action must have declared with
+// one of kinds: reading an undeclared param, or reading it as another kind, is a
+// programming error in the action and panics.
+func (p *Params) decl(name string, kinds ...Kind) Param {
+	d, ok := p.spec.param(name)
+	if !ok || !slices.Contains(kinds, d.Type.Kind) {
+		panic(fmt.Sprintf("builtin: action %s reads param %q as %v, but declares it %q", p.spec.Name, name, kinds, d.Type.Kind))
+	}
+	return d
 }
 
 func (p *Params) scalar(name, what string) (*yaml.Node, bool) {
@@ -150,17 +166,26 @@ func (p *Params) scalar(name, what string) (*yaml.Node, bool) {
 	return n, true
 }
 
-// String returns string param name, or def when absent.
-func (p *Params) String(name, def string) string {
+// String returns string param name, or its default when absent. A required string
+// must not be empty.
+func (p *Params) String(name string) string {
+	d := p.decl(name, KindString)
+	def, _ := d.Default.(string)
 	n, ok := p.scalar(name, "a string")
 	if !ok {
 		return def
 	}
+	if d.Required && n.Value == "" {
+		p.Errorf(name, "%q must not be empty", name)
+	}
 	return n.Value
 }
 
-// Int returns integer param name (at least min), or def when absent.
-func (p *Params) Int(name string, def, min int) int {
+// Int returns integer param name, or its default when absent or invalid. It must be at
+// least the declared minimum.
+func (p *Params) Int(name string) int {
+	d := p.decl(name, KindInt)
+	def, _ := d.Default.(int)
 	n, ok := p.scalar(name, "an integer")
 	if !ok {
 		return def
@@ -170,15 +195,17 @@ func (p *Params) Int(name string, def, min int) int {
 		p.Errorf(name, "%q must be an integer, got %q", name, n.Value)
 		return def
 	}
-	if v < min {
-		p.Errorf(name, "%q must be at least %d, got %d", name, min, v)
+	if v < d.Type.Min {
+		p.Errorf(name, "%q must be at least %d, got %d", name, d.Type.Min, v)
 		return def
 	}
 	return v
 }
 
-// Bool returns boolean param name, or def when absent.
-func (p *Params) Bool(name string, def bool) bool {
+// Bool returns boolean param name, or its default when absent or invalid.
+func (p *Params) Bool(name string) bool {
+	d := p.decl(name, KindBool)
+	def, _ := d.Default.(bool)
 	n, ok := p.scalar(name, "a boolean")
 	if !ok {
 		return def
@@ -191,44 +218,60 @@ func (p *Params) Bool(name string, def bool) bool {
 	return b
 }
 
-// Duration returns positive duration param name ("250ms", "2s"), or def when absent.
-func (p *Params) Duration(name string, def time.Duration) time.Duration {
+// Duration returns positive duration param name ("250ms", "2s"), or its default when
+// absent or invalid.
+func (p *Params) Duration(name string) time.Duration {
+	d := p.decl(name, KindDuration)
+	def, _ := d.Default.(time.Duration)
 	n, ok := p.scalar(name, "a duration")
 	if !ok {
 		return def
 	}
-	d, err := time.ParseDuration(n.Value)
-	if err != nil || d <= 0 {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v <= 0 {
 		p.Errorf(name, "%q must be a positive duration like 250ms or 2s, got %q", name, n.Value)
-		return def
-	}
-	return d
-}
-
-// Enum returns param name, which must be one of allowed, or def when absent.
-func (p *Params) Enum(name, def string, allowed ...string) string {
-	v := p.String(name, def)
-	if !slices.Contains(allowed, v) {
-		p.Errorf(name, "%q must be one of %s, got %q", name, strings.Join(allowed, ", "), v)
 		return def
 	}
 	return v
 }
 
-// Strings returns list-of-strings param name.
+// Enum returns param name, one of the declared values, or its default when absent or
+// invalid.
+func (p *Params) Enum(name string) string {
+	d := p.decl(name, KindEnum)
+	def, _ := d.Default.(string)
+	n, ok := p.scalar(name, "a string")
+	if !ok {
+		return def
+	}
+	if !slices.Contains(d.Type.Values, n.Value) {
+		p.Errorf(name, "%q must be one of %s, got %q", name, strings.Join(d.Type.Values, ", "), n.Value)
+		return def
+	}
+	return n.Value
+}
+
+// Strings returns list param name: non-empty strings, or for an enum list declared
+// values. It is nil when absent or invalid.
 func (p *Params) Strings(name string) []string {
+	d := p.decl(name, KindStringList, KindEnumList)
 	n, ok := p.values[name]
 	if !ok {
 		return nil
 	}
-	if n.Kind != yaml.SequenceNode {
-		p.Errorf(name, "%q must be a list of strings", name)
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.Errorf(name, "%q must be a non-empty list of strings", name)
 		return nil
 	}
 	out := make([]string, 0, len(n.Content))
-	for _, item := range n.Content {
-		if item.Kind != yaml.ScalarNode {
-			p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, item, p.field+"."+name, "%q must be a list of strings", name))
+	for i, item := range n.Content {
+		field := p.field + "." + name + "[" + strconv.Itoa(i) + "]"
+		switch {
+		case item.Kind != yaml.ScalarNode || item.Tag == "!!null" || item.Value == "":
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, item, field, "%q must be a list of non-empty strings", name))
+			return nil
+		case d.Type.Kind == KindEnumList && !slices.Contains(d.Type.Values, item.Value):
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, item, field, "unknown %s %q (known: %s)", name, item.Value, strings.Join(d.Type.Values, ", ")))
 			return nil
 		}
 		out = append(out, item.Value)
@@ -236,8 +279,9 @@ func (p *Params) Strings(name string) []string {
 	return out
 }
 
-// StringMap returns mapping-of-strings param name.
+// StringMap returns mapping-of-strings param name; nil when absent or invalid.
 func (p *Params) StringMap(name string) map[string]string {
+	p.decl(name, KindStringMap)
 	n, ok := p.values[name]
 	if !ok {
 		return nil
@@ -248,7 +292,12 @@ func (p *Params) StringMap(name string) map[string]string {
 	}
 	out := make(map[string]string, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		out[n.Content[i].Value] = n.Content[i+1].Value
+		k, v := n.Content[i], n.Content[i+1]
+		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindInvalidParams, v, p.field+"."+name+"."+k.Value, "%q must be a mapping of strings", name))
+			return nil
+		}
+		out[k.Value] = v.Value
 	}
 	return out
 }

@@ -33,18 +33,22 @@ func (c *Context) Expr(n *yaml.Node, field string, scope expr.Scope, kind expr.K
 // Scope is the CEL scope of a hook in the stage being compiled.
 func (c *Context) Scope() expr.Scope { return expr.Scope(c.Stage) }
 
-// Expr compiles CEL param name in the hook's stage scope; nil when absent or invalid.
-func (p *Params) Expr(name string, kind expr.Kind) *expr.Program {
-	return p.ExprIn(name, p.ctx.Scope(), kind)
-}
-
-// ExprIn compiles CEL param name in scope; nil when absent or invalid.
-func (p *Params) ExprIn(name string, scope expr.Scope, kind expr.Kind) *expr.Program {
+// Expr compiles CEL param name in its declared scope (by default the hook's stage),
+// expecting its declared result type; nil when absent or invalid.
+func (p *Params) Expr(name string) *expr.Program {
+	d := p.decl(name, KindCEL)
 	n, ok := p.values[name]
 	if !ok {
 		return nil
 	}
-	return p.ctx.Expr(n, p.field+"."+name, scope, kind)
+	return p.ctx.Expr(n, p.field+"."+name, p.scope(d.Type), d.Type.Result)
+}
+
+func (p *Params) scope(t Type) expr.Scope {
+	if t.Scope != "" {
+		return t.Scope
+	}
+	return p.ctx.Scope()
 }
 
 // NamedProgram is one entry of a mapping of CEL expressions.
@@ -53,8 +57,9 @@ type NamedProgram struct {
 	Program *expr.Program
 }
 
-// ExprMap compiles mapping param name of CEL expressions, sorted by key.
-func (p *Params) ExprMap(name string, kind expr.Kind) []NamedProgram {
+// ExprMap compiles mapping param name of CEL expressions as Expr does, sorted by key.
+func (p *Params) ExprMap(name string) []NamedProgram {
+	d := p.decl(name, KindCELMap)
 	n, ok := p.values[name]
 	if !ok {
 		return nil
@@ -66,7 +71,7 @@ func (p *Params) ExprMap(name string, kind expr.Kind) []NamedProgram {
 	out := make([]NamedProgram, 0, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i].Value
-		out = append(out, NamedProgram{Name: k, Program: p.ctx.Expr(n.Content[i+1], p.field+"."+name+"."+k, p.ctx.Scope(), kind)})
+		out = append(out, NamedProgram{Name: k, Program: p.ctx.Expr(n.Content[i+1], p.field+"."+name+"."+k, p.scope(d.Type), d.Type.Result)})
 	}
 	slices.SortFunc(out, func(a, b NamedProgram) int {
 		switch {

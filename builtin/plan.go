@@ -17,9 +17,11 @@ func init() {
 			"removing a step that others depend on makes it invalid.",
 		Stages:      afterPlanning,
 		MutatesPlan: true,
-		Params:      []Param{{Name: "where", Type: "CEL bool", Required: true, Doc: "condition over `step` (and the after_planning variables)"}},
+		Params: []Param{
+			{Name: "where", Type: celIn(expr.PlanStep, expr.Bool), Required: true, Doc: "condition over `step` (and the after_planning variables)"},
+		},
 		Compile: func(p *Params) Action {
-			return &removeSteps{where: p.ExprIn("where", expr.PlanStep, expr.Bool)}
+			return &removeSteps{where: p.Expr("where")}
 		},
 	})
 	register(&Spec{
@@ -28,16 +30,12 @@ func init() {
 		Stages:      afterPlanning,
 		MutatesPlan: true,
 		Params: []Param{
-			{Name: "where", Type: "CEL bool", Doc: "condition over `step`; default every step"},
-			{Name: "key", Type: "string", Required: true, Doc: "metadata key to set"},
-			{Name: "value", Type: "CEL any", Required: true, Doc: "the value, may use `step`"},
+			{Name: "where", Type: celIn(expr.PlanStep, expr.Bool), Doc: "condition over `step`; default every step"},
+			{Name: "key", Type: text(), Required: true, Doc: "metadata key to set"},
+			{Name: "value", Type: celIn(expr.PlanStep, expr.Any), Required: true, Doc: "the value, may use `step`"},
 		},
 		Compile: func(p *Params) Action {
-			return &setMetadata{
-				where: p.ExprIn("where", expr.PlanStep, expr.Bool),
-				key:   p.String("key", ""),
-				value: p.ExprIn("value", expr.PlanStep, expr.Any),
-			}
+			return &setMetadata{where: p.Expr("where"), key: p.String("key"), value: p.Expr("value")}
 		},
 	})
 }

@@ -16,18 +16,18 @@ func init() {
 		Summary: "Counts requests per CEL key in fixed windows; over the limit it answers with an authoritative short circuit.",
 		Stages:  beforePlanning,
 		Params: []Param{
-			{Name: "key", Type: "CEL string", Required: true, Doc: "what to count by, e.g. `metadata.tenant`"},
-			{Name: "limit", Type: "integer", Required: true, Doc: "requests allowed per window"},
-			{Name: "window", Type: "duration", Required: true, Doc: "window length, e.g. `1m`"},
-			{Name: "response", Type: "string", Doc: "the answer when limited; default `rate limit exceeded`"},
+			{Name: "key", Type: celExpr(expr.String), Required: true, Doc: "what to count by, e.g. `metadata.tenant`"},
+			{Name: "limit", Type: integer(1), Required: true, Doc: "requests allowed per window"},
+			{Name: "window", Type: duration(), Required: true, Doc: "window length, e.g. `1m`"},
+			{Name: "response", Type: text(), Default: "rate limit exceeded", Doc: "the answer when limited"},
 		},
 		Compile: func(p *Params) Action {
 			return &rateLimit{
 				hook:     p.Hook(),
-				key:      p.Expr("key", expr.String),
-				limit:    p.Int("limit", 1, 1),
-				window:   p.Duration("window", time.Minute),
-				response: p.String("response", "rate limit exceeded"),
+				key:      p.Expr("key"),
+				limit:    p.Int("limit"),
+				window:   p.Duration("window"),
+				response: p.String("response"),
 				limiter:  p.Services().Limiter,
 			}
 		},

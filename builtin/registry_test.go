@@ -1,7 +1,6 @@
 package builtin_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,61 +11,7 @@ import (
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
-	"github.com/agentd-dev/agentd/schemas"
 )
-
-// The registry and the HookSet schema describe the same actions with the same params.
-func TestRegistry_MatchesSchema(t *testing.T) {
-	var doc struct {
-		Defs map[string]struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-			Required   []string                   `json:"required"`
-		} `json:"$defs"`
-	}
-	if err := json.Unmarshal(schemas.File(schemas.HookSetFile), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := builtin.Names(), schemas.ActionNames(); !slices.Equal(got, want) {
-		t.Errorf("builtin.Names() = %v, schemas.ActionNames() = %v", got, want)
-	}
-	for _, name := range builtin.Names() {
-		t.Run(name, func(t *testing.T) {
-			spec, ok := builtin.Lookup(name)
-			if !ok || spec.Name != name {
-				t.Fatalf("Lookup(%q) = %v, %v", name, spec, ok)
-			}
-			def, ok := doc.Defs["action."+name]
-			if !ok {
-				t.Fatalf("the schema has no $defs[%q]", "action."+name)
-			}
-			var params, required []string
-			for _, p := range spec.Params {
-				params = append(params, p.Name)
-				if p.Required {
-					required = append(required, p.Name)
-				}
-				if p.Type == "" || p.Doc == "" {
-					t.Errorf("param %s has no type or doc", p.Name)
-				}
-			}
-			slices.Sort(params)
-			slices.Sort(required)
-			schemaRequired := slices.Sorted(slices.Values(def.Required))
-			if schemaParams := slices.Sorted(maps.Keys(def.Properties)); !slices.Equal(params, schemaParams) {
-				t.Errorf("params = %v, schema properties = %v", params, schemaParams)
-			}
-			if !slices.Equal(required, schemaRequired) {
-				t.Errorf("required params = %v, schema required = %v", required, schemaRequired)
-			}
-			if spec.Summary == "" || spec.Compile == nil {
-				t.Errorf("spec %s has no summary or no Compile", name)
-			}
-		})
-	}
-	if _, ok := builtin.Lookup("nope"); ok {
-		t.Errorf("Lookup(nope) found an action")
-	}
-}
 
 // Every action is allowed exactly in its stages: a step in another stage is a load
 // error at the action's key.
@@ -158,23 +103,5 @@ func TestRegistry_ParamErrors(t *testing.T) {
 				t.Errorf("error = %v, want %s at 8:%d containing %q", e, tt.kind, col, tt.msg)
 			}
 		})
-	}
-}
-
-// Table renders one row per action, in name order.
-func TestTable_RowPerAction(t *testing.T) {
-	lines := strings.Split(strings.TrimSuffix(builtin.Table(), "\n"), "\n")
-	if len(lines) != 2+len(builtin.Names()) {
-		t.Fatalf("table has %d lines, want a header, a rule and %d rows", len(lines), len(builtin.Names()))
-	}
-	for i, name := range builtin.Names() {
-		row := lines[2+i]
-		if !strings.HasPrefix(row, "| `"+name+"` | ") || !strings.HasSuffix(row, " |") {
-			t.Errorf("row %d = %q, want the row of %s", i, row, name)
-		}
-		// An unescaped | inside a cell would add a column.
-		if cells := strings.Count(strings.ReplaceAll(row, `\|`, ""), "|"); cells != 5 {
-			t.Errorf("row of %s has %d separators, want 5: %s", name, cells, row)
-		}
 	}
 }

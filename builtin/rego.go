@@ -24,12 +24,12 @@ func init() {
 			"(a rewritten plan). Allowed iff defined and `deny` is empty; anything else is an error.",
 		Stages: []engine.Stage{engine.StageAfterPlanning},
 		Params: []Param{
-			{Name: "query", Type: "string", Required: true, Doc: "a data reference such as `data.agentd.plan`"},
-			{Name: "memo", Type: "boolean", Doc: "memoize decisions of deterministic policies, keyed by the input paths they can observe; default `true`"},
+			{Name: "query", Type: text(), Required: true, Doc: "a data reference such as `data.agentd.plan`"},
+			{Name: "memo", Type: boolean(), Default: true, Doc: "memoize decisions of deterministic policies, keyed by the input paths they can observe"},
 		},
 		Compile: func(p *Params) Action {
 			n := p.values["query"]
-			memo := p.Bool("memo", true)
+			memo := p.Bool("memo")
 			q := p.ctx.Query(n, p.field+".query")
 			if q == nil {
 				return nil

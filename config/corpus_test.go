@@ -18,8 +18,9 @@ import (
 // expected.golden, the rendered diagnostics (rewritten by -update).
 const corpusDir = "testdata/invalid"
 
-// minCorpusCases is the least number of cases the corpus must keep.
-const minCorpusCases = 45
+// corpusSize is the number of cases in the corpus. The corpus only grows: a new case
+// raises it, and a case removed (or a directory lost) fails TestLoad_InvalidCorpus.
+const corpusSize = 69
 
 // corpusCases returns the names of the case directories, sorted.
 func corpusCases(t testing.TB) []string {
@@ -77,8 +78,8 @@ func wantKind(line string) diag.Kind {
 // diagnostics match expected.golden.
 func TestLoad_InvalidCorpus(t *testing.T) {
 	cases := corpusCases(t)
-	if len(cases) < minCorpusCases {
-		t.Errorf("the corpus has %d cases, want at least %d", len(cases), minCorpusCases)
+	if len(cases) != corpusSize {
+		t.Errorf("the corpus has %d cases, want corpusSize = %d (raise it with a new case; never drop one)", len(cases), corpusSize)
 	}
 	for _, name := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -79,7 +79,7 @@ func fuzzSeeds(f *testing.F) [][]byte {
 			seeds = append(seeds, data)
 		}
 	}
-	if len(seeds) < minCorpusCases {
+	if len(seeds) < corpusSize {
 		f.Fatalf("only %d seed files", len(seeds))
 	}
 	for _, s := range fuzzYAMLSeeds {

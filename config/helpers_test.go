@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
@@ -117,4 +119,27 @@ func golden(t *testing.T, path string, got []byte) {
 // hookSet returns a HookSet document named name with body (YAML at top level) appended.
 func hookSet(name, body string) string {
 	return "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: " + name + "}\n" + strings.TrimLeft(body, "\n")
+}
+
+// pipelineOrder runs stage once on gen's pipeline and returns the names of the hooks it
+// invoked, in order.
+func pipelineOrder(gen *config.Generation, stage engine.Stage) []string {
+	ctx, trail := context.Background(), engine.NewTrail()
+	pctx := &engine.PipelineContext{Request: "hello", Metadata: map[string]any{}, Enrichments: map[string]any{}}
+	p := gen.Pipeline
+	switch stage {
+	case engine.StageBeforePlanning:
+		_, _ = p.BeforePlanning(ctx, pctx, engine.Gate{}, trail)
+	case engine.StageAfterPlanning:
+		_, _ = p.AfterPlanning(ctx, pctx, &engine.RoutingPlan{PlanID: "p1"}, nil, trail)
+	case engine.StageAfterExecution:
+		p.AfterExecution(ctx, pctx, &engine.ExecutionResult{}, trail)
+	case engine.StageAfterSynthesis:
+		p.AfterSynthesis(ctx, pctx, "hi", trail)
+	}
+	var names []string
+	for _, inv := range trail.Invocations() {
+		names = append(names, inv.HookName)
+	}
+	return names
 }

@@ -63,7 +63,7 @@ func TestLoad_StockAgentExample(t *testing.T) {
 		if got := hookNames(gen.StageHooks(stage)); !slices.Equal(got, wantStages[stage]) {
 			t.Errorf("%s hooks = %v, want %v", stage, got, wantStages[stage])
 		}
-		if got := gen.Pipeline.StageHooks(stage); !slices.Equal(got, wantStages[stage]) {
+		if got := pipelineOrder(gen, stage); !slices.Equal(got, wantStages[stage]) {
 			t.Errorf("pipeline %s hooks = %v, want %v", stage, got, wantStages[stage])
 		}
 	}
@@ -196,7 +196,7 @@ func TestLoad_HooksFilesInLexicalOrder(t *testing.T) {
 	if got := hookNames(gen.Hooks); !slices.Equal(got, want) {
 		t.Errorf("hooks = %v, want %v (file names in byte order, then document order)", got, want)
 	}
-	if got := gen.Pipeline.StageHooks(engine.StageBeforePlanning); !slices.Equal(got, want) {
+	if got := pipelineOrder(gen, engine.StageBeforePlanning); !slices.Equal(got, want) {
 		t.Errorf("pipeline hooks = %v, want %v", got, want)
 	}
 	wantFiles := []string{"hooks/10-x.yaml", "hooks/2-x.yaml", "hooks/B.yml", "hooks/a.yaml"}

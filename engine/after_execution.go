@@ -9,7 +9,7 @@ import (
 // of all phases. The stage is observe-only: hooks receive the caller's result and must
 // treat it as read-only. A hook error is recorded (fail_open/continue/hook_error) and
 // the next hook runs; success is recorded as completed. A hook panic is recorded and
-// re-raised with its original value.
+// re-raised with its original value (docs/semantics.md §5.1).
 func (p *Pipeline) AfterExecution(ctx context.Context, pctx *PipelineContext, result *ExecutionResult, trail *Trail) {
 	trail.reserve(len(p.execution))
 	for i := range p.execution {

@@ -43,7 +43,7 @@ func AsRequiredAfterPlanningError(err error) (*RequiredAfterPlanningError, bool)
 // plan leaves the previous plan in place (fail open). Any such failure of the required
 // hook returns a *RequiredAfterPlanningError and no plan (fail closed): the caller must
 // run no step of the phase and persist nothing as accepted. A hook panic is recorded
-// and re-raised with its original value.
+// and re-raised with its original value. The contract is docs/semantics.md §4.
 func (p *Pipeline) AfterPlanning(ctx context.Context, pctx *PipelineContext, plan *RoutingPlan, prior []RoutingStep, trail *Trail) (*RoutingPlan, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)
@@ -97,7 +97,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 		return reject(InvocationFailed, ReasonInvalidType, ErrNoPlan)
 	}
 	if next != current { // a PlanReader handing back the current plan changed nothing
-		if err := ValidatePlan(next, p.catalog, prior); err != nil {
+		if err := p.ValidatePlan(next, prior); err != nil {
 			return reject(InvocationFailed, ReasonInvalidPlan, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 // to the next, and returns the final response. A hook error keeps the previous
 // response, is recorded (fail_open/continue/hook_error) and the next hook still runs;
 // success is recorded as completed. A hook panic is recorded and re-raised with its
-// original value.
+// original value (docs/semantics.md §5.2).
 //
 // Streaming caveat: when the caller has already streamed the synthesized text to its
 // client, the rewrite only changes the stored final response; it cannot withdraw text

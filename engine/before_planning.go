@@ -48,7 +48,7 @@ type Response struct {
 // decision only when cache reads are enabled and its variation map equals the gate's
 // exactly (a key on one side only is a mismatch). The first accepted decision wins and
 // is returned; (nil, nil) means planning should proceed. A hook panic is recorded and
-// re-raised with its original value.
+// re-raised with its original value. The contract is docs/semantics.md §3.
 func (p *Pipeline) BeforePlanning(ctx context.Context, pctx *PipelineContext, gate Gate, trail *Trail) (*ShortCircuitOutcome, error) {
 	PromoteMetadata(pctx)
 	if pctx.Enrichments == nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // BindingMode says how tool calls are bound to the request's accepted plan
-// (docs/semantics.md, plan binding).
+// (docs/semantics.md §8.9).
 type BindingMode string
 
 // Binding modes.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 )
@@ -22,14 +21,14 @@ type CatalogAgent struct {
 }
 
 // Catalog is the compiled, immutable set of agents and capabilities that ValidatePlan
-// checks plans against (SPEC §2 rules 2, 3 and the returns part of rule 7). Build it
+// checks plans against (docs/semantics.md §2.2, §2.3 and the returns part of §2.7). Build it
 // with NewCatalog; it is safe for concurrent use.
 //
 // A nil *Catalog is valid and means "no catalog": ValidatePlan then skips the catalog
 // rules, and the lookup methods report nothing found. An empty non-nil catalog is
 // different: it knows no agent, so every step fails rule 2.
 type Catalog struct {
-	agents []CatalogAgent // sorted by namespace, then agent; never shared with callers
+	agents []CatalogAgent // in input order; never shared with callers
 	index  map[catalogKey]catalogEntry
 }
 
@@ -89,18 +88,12 @@ func NewCatalog(agents []CatalogAgent) (*Catalog, error) {
 		if _, dup := c.index[key]; dup {
 			return nil, &CatalogError{Index: i, Reason: CatalogDuplicateAgent, Name: a.Namespace + "/" + a.Agent}
 		}
-		c.index[key] = catalogEntry{}
-		c.agents = append(c.agents, cloneCatalogAgent(a))
-	}
-	slices.SortFunc(c.agents, func(x, y CatalogAgent) int {
-		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Agent, y.Agent))
-	})
-	for i, a := range c.agents {
 		caps := make(map[string]int, len(a.Capabilities))
 		for j, cp := range a.Capabilities {
 			caps[cp.Name] = j
 		}
-		c.index[catalogKey{a.Namespace, a.Agent}] = catalogEntry{agent: i, caps: caps}
+		c.index[key] = catalogEntry{agent: len(c.agents), caps: caps}
+		c.agents = append(c.agents, cloneCatalogAgent(a))
 	}
 	return c, nil
 }
@@ -143,16 +136,6 @@ func (c *Catalog) Agent(namespace, agent string) bool {
 	return ok
 }
 
-// Capability returns a copy of the named capability of agent in namespace. It reports
-// false when the catalog is nil or lists no such agent or capability.
-func (c *Catalog) Capability(namespace, agent, capability string) (Capability, bool) {
-	cp, ok := c.capability(namespace, agent, capability)
-	if !ok {
-		return Capability{}, false
-	}
-	return Capability{Name: cp.Name, Returns: slices.Clone(cp.Returns)}, true
-}
-
 // capability is the uncopied lookup the validator uses; callers must not modify the
 // result.
 func (c *Catalog) capability(namespace, agent, capability string) (*Capability, bool) {
@@ -168,20 +151,6 @@ func (c *Catalog) capability(namespace, agent, capability string) (*Capability, 
 		return nil, false
 	}
 	return &c.agents[e.agent].Capabilities[j], true
-}
-
-// Agents returns a deep copy of the catalog's agents sorted by namespace, then agent
-// name; each agent's capabilities keep their declaration order. It is nil for a nil
-// catalog.
-func (c *Catalog) Agents() []CatalogAgent {
-	if c == nil {
-		return nil
-	}
-	out := make([]CatalogAgent, len(c.agents))
-	for i, a := range c.agents {
-		out[i] = cloneCatalogAgent(a)
-	}
-	return out
 }
 
 func cloneCatalogAgent(a CatalogAgent) CatalogAgent {

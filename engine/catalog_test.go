@@ -66,12 +66,12 @@ func TestCatalog_Lookups(t *testing.T) {
 	if c.Agent("demo-tools", "missing") || c.Agent("missing", "stock-service") || c.Agent("", "") {
 		t.Fatal("unknown agent found")
 	}
-	cp, ok := c.Capability("demo-tools", "stock-service", "stock_quote")
-	if !ok || !reflect.DeepEqual(cp, Capability{Name: "stock_quote", Returns: []string{"price", "currency"}}) {
-		t.Fatalf("Capability(stock_quote) = %+v, %v", cp, ok)
+	cp, ok := c.capability("demo-tools", "stock-service", "stock_quote")
+	if !ok || !reflect.DeepEqual(*cp, Capability{Name: "stock_quote", Returns: []string{"price", "currency"}}) {
+		t.Fatalf("capability(stock_quote) = %+v, %v", cp, ok)
 	}
-	if cp, ok := c.Capability("demo-tools", "stock-service", "execute_trade"); !ok || cp.Returns != nil {
-		t.Fatalf("Capability(execute_trade) = %+v, %v", cp, ok)
+	if cp, ok := c.capability("demo-tools", "stock-service", "execute_trade"); !ok || cp.Returns != nil {
+		t.Fatalf("capability(execute_trade) = %+v, %v", cp, ok)
 	}
 	for _, q := range [][3]string{
 		{"demo-tools", "stock-service", "stock_history"},
@@ -79,76 +79,51 @@ func TestCatalog_Lookups(t *testing.T) {
 		{"demo-tools", "missing", "stock_quote"},
 		{"demo-tools", "stock-service", ""},
 	} {
-		if _, ok := c.Capability(q[0], q[1], q[2]); ok {
-			t.Errorf("Capability(%q) found", q)
+		if _, ok := c.capability(q[0], q[1], q[2]); ok {
+			t.Errorf("capability(%q) found", q)
 		}
 	}
 }
 
-func TestCatalog_CopiesInputAndOutput(t *testing.T) {
-	in := []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p"}}}}}
+func TestCatalog_CopiesInput(t *testing.T) {
+	in := []CatalogAgent{
+		{Namespace: "b", Agent: "z"},
+		{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p"}}, {Name: "r"}}},
+	}
 	c, err := NewCatalog(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in[0].Agent = "changed"
-	in[0].Capabilities[0].Name = "changed"
-	in[0].Capabilities[0].Returns[0] = "changed"
-	if !c.Agent("ns", "a") {
+	in[1].Agent = "changed"
+	in[1].Capabilities[0].Name = "changed"
+	in[1].Capabilities[0].Returns[0] = "changed"
+	if !c.Agent("ns", "a") || !c.Agent("b", "z") {
 		t.Fatal("changing the input changed the catalog")
 	}
-	cp, _ := c.Capability("ns", "a", "q")
-	if cp.Returns[0] != "p" {
-		t.Fatalf("changing the input changed returns: %v", cp.Returns)
+	if cp, _ := c.capability("ns", "a", "q"); cp == nil || cp.Returns[0] != "p" {
+		t.Fatalf("changing the input changed returns: %v", cp)
 	}
-	cp.Returns[0] = "mutated"
-	out := c.Agents()
-	out[0].Capabilities[0].Returns[0] = "mutated"
-	out[0].Capabilities = nil
-	again, _ := c.Capability("ns", "a", "q")
-	if again.Returns[0] != "p" || len(c.Agents()[0].Capabilities) != 1 {
-		t.Fatal("changing returned values changed the catalog")
+	if _, ok := c.capability("ns", "a", "r"); !ok {
+		t.Fatal("second capability not indexed")
 	}
-}
-
-func TestCatalog_AgentsSorted(t *testing.T) {
-	c, err := NewCatalog([]CatalogAgent{
-		{Namespace: "b", Agent: "z"},
-		{Namespace: "a", Agent: "y", Capabilities: []Capability{{Name: "second"}, {Name: "first"}}},
-		{Namespace: "b", Agent: "a"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []CatalogAgent{
-		{Namespace: "a", Agent: "y", Capabilities: []Capability{{Name: "second"}, {Name: "first"}}},
-		{Namespace: "b", Agent: "a"},
-		{Namespace: "b", Agent: "z"},
-	}
-	if got := c.Agents(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Agents() = %+v, want %+v", got, want)
-	}
-	if _, ok := c.Capability("b", "a", "x"); ok {
+	if _, ok := c.capability("b", "z", "q"); ok {
 		t.Fatal("capability found on an agent without capabilities")
-	}
-	if _, ok := c.Capability("a", "y", "first"); !ok {
-		t.Fatal("capability index broken by sorting")
 	}
 }
 
 func TestCatalog_NilAndEmpty(t *testing.T) {
 	var nilCatalog *Catalog
-	if nilCatalog.Agent("ns", "a") || nilCatalog.Agents() != nil {
+	if nilCatalog.Agent("ns", "a") {
 		t.Fatal("nil catalog reports agents")
 	}
-	if _, ok := nilCatalog.Capability("ns", "a", "q"); ok {
+	if _, ok := nilCatalog.capability("ns", "a", "q"); ok {
 		t.Fatal("nil catalog reports a capability")
 	}
 	empty, err := NewCatalog(nil)
 	if err != nil || empty == nil {
 		t.Fatalf("NewCatalog(nil) = %v, %v", empty, err)
 	}
-	if empty.Agent("ns", "a") || len(empty.Agents()) != 0 {
+	if empty.Agent("ns", "a") || len(empty.agents) != 0 {
 		t.Fatal("empty catalog reports agents")
 	}
 }
@@ -164,7 +139,7 @@ func TestCatalog_JSONFieldNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := json.Marshal(c.Agents())
+	out, err := json.Marshal(c.agents)
 	if err != nil {
 		t.Fatal(err)
 	}

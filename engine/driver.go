@@ -36,6 +36,7 @@ type DriverConfig struct {
 // A Driver is safe for concurrent use. The calls of one request are expected in
 // lifecycle order, not concurrently; concurrent record writes of one request (late
 // effect updates, two replicas) are serialized by the record store's revision gate.
+// The contract is docs/semantics.md §8.
 type Driver struct {
 	gens     Generations
 	states   StateStore
@@ -58,9 +59,6 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	}
 	return &Driver{gens: cfg.Generations, states: cfg.States, records: cfg.Records, ttl: cfg.StateTTL, observer: cfg.Observer, now: time.Now}, nil
 }
-
-// Generations returns where the driver finds generations.
-func (d *Driver) Generations() Generations { return d.gens }
 
 // RefusalCode is why the driver refused a call before running any hook. The codes are
 // bounded and safe as metric labels.

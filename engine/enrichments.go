@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -75,29 +76,64 @@ func renderTurns(v any) (string, bool) {
 	return b.String(), true
 }
 
-// promptTags maps the well-known keys rendered inside a tag to that tag.
-var promptTags = []struct{ key, tag string }{
-	{EnrichmentRAGContext, "agent_memory"},
-	{EnrichmentConversationHistory, "conversation_history"},
-	{EnrichmentActivityCoordination, "agent_coordination"},
+// promptTags maps the well-known keys rendered inside a tag to that tag. turns is set
+// for the section whose lines are role turns by design.
+var promptTags = []struct {
+	key, tag string
+	turns    bool
+}{
+	{EnrichmentRAGContext, "agent_memory", false},
+	{EnrichmentConversationHistory, "conversation_history", true},
+	{EnrichmentActivityCoordination, "agent_coordination", false},
 }
 
 // RenderEnrichments renders the well-known string enrichments for a planning prompt:
 // rag_context, conversation_history and activity_coordination wrapped in
 // <agent_memory>, <conversation_history> and <agent_coordination> tags, then
 // user_profile verbatim. Other keys and non-string or empty values are not rendered.
+//
+// Enrichment text is data, often retrieved from places an attacker can write to, so it
+// cannot end its section or speak for a role: inside a value, the section tags
+// (<agent_memory>, </conversation_history>, …, any case and spacing) and chat-template
+// markers (<|…|>) have their '<' escaped as "&lt;", and a line that opens like a role
+// turn ("System:", "assistant:", …) is quoted with "> ", except in conversation_history,
+// whose lines are role turns by design (it still cannot leave its section).
+// user_profile keeps its own <user_profile> block, which the hook that writes it
+// formats.
 func RenderEnrichments(enrichments map[string]any) string {
 	var b strings.Builder
 	for _, t := range promptTags {
 		if s, _ := enrichments[t.key].(string); s != "" {
-			fmt.Fprintf(&b, "<%s>\n%s\n</%s>\n", t.tag, s, t.tag)
+			fmt.Fprintf(&b, "<%s>\n%s\n</%s>\n", t.tag, defang(s, sectionTags, !t.turns), t.tag)
 		}
 	}
 	if s, _ := enrichments[EnrichmentUserProfile].(string); s != "" {
-		b.WriteString(s)
+		b.WriteString(defang(s, wrappedTags, true))
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+var (
+	// sectionTags matches every section tag, opening or closing.
+	sectionTags = regexp.MustCompile(`(?i)<(\s*/?\s*(?:agent_memory|conversation_history|agent_coordination|user_profile)\s*>)`)
+	// wrappedTags matches the tags of the wrapped sections only.
+	wrappedTags = regexp.MustCompile(`(?i)<(\s*/?\s*(?:agent_memory|conversation_history|agent_coordination)\s*>)`)
+	// chatMarker matches the start of a chat-template marker such as <|im_start|>.
+	chatMarker = regexp.MustCompile(`<(\|)`)
+	// roleLine matches a line that opens like a role turn.
+	roleLine = regexp.MustCompile(`(?im)^([ \t]*(?:system|assistant|user|developer|tool|human|ai)[ \t]*:)`)
+)
+
+// defang escapes the tags matches finds and chat-template markers in s and, with
+// roles, quotes role-like line openings (see RenderEnrichments).
+func defang(s string, tags *regexp.Regexp, roles bool) string {
+	s = tags.ReplaceAllString(s, "&lt;$1")
+	s = chatMarker.ReplaceAllString(s, "&lt;$1")
+	if roles {
+		s = roleLine.ReplaceAllString(s, "> $1")
+	}
+	return s
 }
 
 // enrichmentSnapshot holds the enrichments as they were before a hook ran. Immutable

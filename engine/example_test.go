@@ -76,3 +76,61 @@ func Example() {
 	// stock_quote: "1 step(s) ran", record succeeded
 	// execute_trade: rejected by allowed-operations, record failed
 }
+
+// maintenance is a before-planning hook in the legacy form: it returns a plain
+// *ShortCircuit, or nil to let planning go on.
+type maintenance struct{}
+
+func (maintenance) Name() string { return "maintenance-window" }
+func (maintenance) BeforePlanning(_ context.Context, pctx *engine.PipelineContext) (*engine.ShortCircuit, error) {
+	if pctx.Metadata["region"] != "eu-west" {
+		return nil, nil
+	}
+	return &engine.ShortCircuit{Response: "eu-west is under maintenance until 06:00 UTC", Source: "maintenance"}, nil
+}
+
+// ExampleBeforePlanningHook answers a request before planning with a hook in the legacy
+// form. The engine accepts its short circuit as authoritative, even with cache reads
+// disabled, and the request is complete: planning, tools and synthesis never run.
+func ExampleBeforePlanningHook() {
+	pipeline, err := engine.New([]engine.Hook{maintenance{}})
+	if err != nil {
+		panic(err)
+	}
+	mem := store.NewMemory(store.MemoryOptions{})
+	driver, err := engine.NewDriver(engine.DriverConfig{
+		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g1", Pipeline: pipeline}},
+		States:      mem, Records: mem,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for _, region := range []string{"us-east", "eu-west"} {
+		sess, err := driver.Open(ctx, "req-"+region, engine.Opening{
+			Text: "is my order shipped?", Metadata: map[string]any{"region": region}, CacheReadDisabled: true,
+		})
+		if err != nil {
+			panic(err)
+		}
+		out, err := sess.BeforePlanning(ctx)
+		if err != nil {
+			panic(err)
+		}
+		if out.ShortCircuit == nil {
+			fmt.Printf("%s: planning goes on\n", region)
+			continue
+		}
+		rec, err := sess.Record(ctx)
+		if err != nil {
+			panic(err)
+		}
+		sc := out.ShortCircuit
+		fmt.Printf("%s: %q from %s (%s, %s)\n", region, sc.ShortCircuit.Response, sc.Hook, sc.Kind, sc.Reason)
+		fmt.Printf("record: %s, %s, answered by %s\n", rec.Status, rec.Lifecycle, rec.FinalResponseSource)
+	}
+	// Output:
+	// us-east: planning goes on
+	// eu-west: "eu-west is under maintenance until 06:00 UTC" from maintenance-window (authoritative, authoritative)
+	// record: succeeded, completed, answered by before_planning_short_circuit
+}

@@ -12,20 +12,19 @@ type CallOutcome string
 
 // Stage call outcomes.
 const (
-	OutcomeContinue      CallOutcome = "continue"      // before_planning: planning goes on
-	OutcomeShortCircuit  CallOutcome = "short_circuit" // before_planning: answered now
-	OutcomeHookContract  CallOutcome = "hook_contract" // before_planning: a decision broke the contract
-	OutcomeAccepted      CallOutcome = "accepted"      // after_planning: the phase's plan is accepted
-	OutcomeRejected      CallOutcome = "rejected"      // after_planning: the required hook rejected it
-	OutcomeInvalidPlan   CallOutcome = "invalid_plan"  // after_planning: the incoming plan broke a plan rule
-	OutcomeReplayed      CallOutcome = "replayed"      // after_planning: a re-sent plan answered from the record
-	OutcomeCompleted     CallOutcome = "completed"     // after_execution, after_synthesis
-	OutcomePanic         CallOutcome = "panic"         // a hook panicked
-	OutcomeAllowed       CallOutcome = "allowed"       // operation check
-	OutcomeDenied        CallOutcome = "denied"        // operation check: a guard denied
-	OutcomeGuardError    CallOutcome = "guard_error"   // operation check: a guard failed (fail closed)
-	OutcomeInvalidCall   CallOutcome = "invalid"       // operation check: the call is malformed
-	OutcomeRequestFailed CallOutcome = "request_failed"
+	OutcomeContinue     CallOutcome = "continue"      // before_planning: planning goes on
+	OutcomeShortCircuit CallOutcome = "short_circuit" // before_planning: answered now
+	OutcomeHookContract CallOutcome = "hook_contract" // before_planning: a decision broke the contract
+	OutcomeAccepted     CallOutcome = "accepted"      // after_planning: the phase's plan is accepted
+	OutcomeRejected     CallOutcome = "rejected"      // after_planning: the required hook rejected it
+	OutcomeInvalidPlan  CallOutcome = "invalid_plan"  // after_planning: the incoming plan broke a plan rule
+	OutcomeReplayed     CallOutcome = "replayed"      // after_planning: a re-sent plan answered from the record
+	OutcomeCompleted    CallOutcome = "completed"     // after_execution, after_synthesis
+	OutcomePanic        CallOutcome = "panic"         // a hook panicked
+	OutcomeAllowed      CallOutcome = "allowed"       // operation check
+	OutcomeDenied       CallOutcome = "denied"        // operation check: a guard denied
+	OutcomeGuardError   CallOutcome = "guard_error"   // operation check: a guard failed (fail closed)
+	OutcomeInvalidCall  CallOutcome = "invalid"       // operation check: the call is malformed
 )
 
 // StageReport describes one finished stage call.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"slices"
 
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -58,6 +57,7 @@ type Option func(*options)
 
 type options struct {
 	catalog *Catalog
+	limits  PlanLimits
 	tracer  trace.TracerProvider
 	meter   metric.MeterProvider
 	logger  *slog.Logger
@@ -66,6 +66,10 @@ type options struct {
 // WithCatalog sets the catalog that plans are validated against after every accepted
 // after_planning mutation. Without it the catalog rules of ValidatePlan are skipped.
 func WithCatalog(c *Catalog) Option { return func(o *options) { o.catalog = c } }
+
+// WithPlanLimits sets the size limits of plans (rule 0 of plan validation); zero
+// fields keep DefaultPlanLimits.
+func WithPlanLimits(l PlanLimits) Option { return func(o *options) { o.limits = l } }
 
 // WithTracerProvider sets where hook spans go; the default records nothing.
 func WithTracerProvider(tp trace.TracerProvider) Option {
@@ -84,15 +88,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // Pipeline is an immutable, validated, ordered hook list with one runner per stage.
 // It is safe for concurrent use.
 type Pipeline struct {
-	hooks     []Hook
 	before    []beforeEntry
 	after     []afterEntry
 	execution []executionEntry
 	synthesis []synthesisEntry
 	catalog   *Catalog
+	limits    PlanLimits
 	tel       telemetry
 	logger    *slog.Logger
-	names     map[Stage][]string // hook names per stage, in run order
 }
 
 type entry struct {
@@ -142,16 +145,18 @@ func New(hooks []Hook, opts ...Option) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{hooks: append([]Hook(nil), hooks...), catalog: o.catalog, tel: tel, logger: o.logger, names: map[Stage][]string{}}
-	if err := p.index(); err != nil {
+	p := &Pipeline{catalog: o.catalog, limits: o.limits.withDefaults(), tel: tel, logger: o.logger}
+	if err := p.index(hooks); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Pipeline) index() error {
+// index checks hooks and files each under the stages it takes part in; the caller's
+// slice is not kept.
+func (p *Pipeline) index(hooks []Hook) error {
 	required := -1
-	for i, h := range p.hooks {
+	for i, h := range hooks {
 		if isNil(h) {
 			return &NilHookError{Index: i}
 		}
@@ -165,7 +170,7 @@ func (p *Pipeline) index() error {
 			}
 			required = i
 		} else if _, ok := h.(AfterPlanningHook); ok && required >= 0 {
-			return &InvalidRequiredHookError{Hook: p.hooks[required].Name(), Index: required, Reason: RequiredNotTerminal}
+			return &InvalidRequiredHookError{Hook: hooks[required].Name(), Index: required, Reason: RequiredNotTerminal}
 		}
 		p.add(h, name)
 	}
@@ -174,7 +179,6 @@ func (p *Pipeline) index() error {
 
 func (p *Pipeline) add(h Hook, name string) {
 	span := func(s Stage) entry {
-		p.names[s] = append(p.names[s], name)
 		return entry{name: name, span: "pipeline.hook." + string(s) + "." + name}
 	}
 	d, isDecision := h.(BeforePlanningDecisionHook)
@@ -193,17 +197,6 @@ func (p *Pipeline) add(h Hook, name string) {
 	if s, ok := h.(AfterSynthesisHook); ok {
 		p.synthesis = append(p.synthesis, synthesisEntry{entry: span(StageAfterSynthesis), hook: s})
 	}
-}
-
-// Hooks returns a copy of the hook list in registration order.
-func (p *Pipeline) Hooks() []Hook { return append([]Hook(nil), p.hooks...) }
-
-// Catalog returns the catalog plans are validated against (nil when none).
-func (p *Pipeline) Catalog() *Catalog { return p.catalog }
-
-// StageHooks returns the names of the hooks taking part in stage, in run order.
-func (p *Pipeline) StageHooks(stage Stage) []string {
-	return slices.Clone(p.names[stage])
 }
 
 // RequiredHook returns the name of the required after-planning hook, if any.

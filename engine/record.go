@@ -35,7 +35,7 @@ type PhaseRecord struct {
 // order, the accepted plan of each phase with its results, the final response and its
 // source. Status says whether the work succeeded; Lifecycle, separately, whether the
 // request completed. Revision grows with every rewrite; stores never let a lower or
-// equal revision replace a stored record.
+// equal revision replace a stored record (docs/semantics.md §6.6).
 type ExecutionRecord struct {
 	RequestID  string           `json:"request_id"`
 	Generation string           `json:"generation,omitempty"`

@@ -10,6 +10,10 @@ type RequestInfo struct {
 	ID         string
 	Generation string
 	Gate       Gate
+	// Phase is the number of the request's last accepted plan phase, 0 before any;
+	// Failed is set once the request failed.
+	Phase  int
+	Failed bool
 }
 
 type requestInfoKey struct{}

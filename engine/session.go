@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -65,9 +68,15 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	gate := NewGate(st.CacheVary, st.CacheReadDisabled)
 	return &stageCall{
 		stage: stage, trail: NewTrail(), started: time.Now(),
-		ctx:  WithRequestInfo(ctx, RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate}),
+		ctx:  WithRequestInfo(ctx, s.info(gate)),
 		pctx: &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 	}
+}
+
+// info describes the request to the hooks of a call.
+func (s *Session) info(gate Gate) RequestInfo {
+	st := s.state
+	return RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate, Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed}
 }
 
 // recorded returns the call's invocations, copied from the trail once: the record, the
@@ -157,14 +166,16 @@ type PlanResult struct {
 //
 // A call that re-sends the last accepted phase's plan (its plan_id and at least one of
 // its step ids, with no other phase number) is answered from the record as it was the
-// first time, without running the hooks again, and changes nothing.
+// first time, without running the hooks again, and changes nothing (docs/semantics.md
+// §8.5, §8.6).
 func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase int) (*PlanResult, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)
 	}
 	c := s.begin(ctx, StageAfterPlanning)
 	st := s.state
-	if s.resent(plan, phase) {
+	hash := planHash(plan)
+	if s.resent(plan, phase, hash) {
 		if out := s.replayPhase(c.ctx); out != nil {
 			s.done(c, OutcomeReplayed, nil)
 			return out, nil
@@ -177,7 +188,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		plan.PhaseNumber = st.Phase + 1
 	}
 	planID := plan.PlanID
-	if err := ValidatePlan(plan, s.gen.Pipeline.catalog, st.PriorSteps); err != nil {
+	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
 		s.done(c, OutcomeInvalidPlan, err)
 		return nil, err
 	}
@@ -191,7 +202,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		}
 		if err := s.commit(c, change{
 			state: func(st *RequestState) {
-				st.PhaseStart, st.PhasePlanID = len(st.PriorSteps), planID
+				st.PhaseStart, st.PhasePlanID, st.PhaseHash = len(st.PriorSteps), planID, hash
 				st.PriorSteps = append(slices.Clip(st.PriorSteps), accepted.Steps...)
 				st.Phase = accepted.PhaseNumber
 			},
@@ -209,11 +220,13 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 }
 
 // resent reports whether plan re-sends the last accepted phase's plan: the same
-// plan_id, a step id of that phase (a new phase could not reuse one), and no other
-// phase number.
-func (s *Session) resent(plan *RoutingPlan, phase int) bool {
+// plan_id and the same JSON encoding (hash), a step id of that phase (a new phase could
+// not reuse one), and no other phase number. A plan that keeps the plan_id and a step
+// id but changes anything else is no re-send: it is reviewed as what it is (and a
+// repeated step id breaks plan rule 8).
+func (s *Session) resent(plan *RoutingPlan, phase int, hash string) bool {
 	st := s.state
-	if st.Phase == 0 || plan.PlanID == "" || plan.PlanID != st.PhasePlanID ||
+	if st.Phase == 0 || plan.PlanID == "" || plan.PlanID != st.PhasePlanID || hash == "" || hash != st.PhaseHash ||
 		phase != 0 && phase != st.Phase || plan.PhaseNumber != 0 && plan.PhaseNumber != st.Phase {
 		return false
 	}
@@ -226,6 +239,17 @@ func (s *Session) resent(plan *RoutingPlan, phase int) bool {
 		}
 	}
 	return false
+}
+
+// planHash is the SHA-256 of plan's JSON encoding (map keys sorted, so equal plans
+// hash equal), hex-encoded; "" when the plan does not encode.
+func planHash(plan *RoutingPlan) string {
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // replayPhase answers a re-sent plan with the last phase's accepted plan and review from

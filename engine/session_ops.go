@@ -129,7 +129,7 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 // (allowed), a *op.Denial or a *op.GuardError; err is a refusal. end runs the
 // observers' finish callbacks and must be called.
 func (s *Session) check(ctx context.Context, call op.Call, started time.Time) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
-	ctx = WithRequestInfo(ctx, RequestInfo{ID: s.state.ID, Generation: s.gen.ID, Gate: NewGate(s.state.CacheVary, s.state.CacheReadDisabled)})
+	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
 	mode := s.gen.binding()
 	bound := call.Operation == op.ToolCall && mode != BindingOff
 	rec := OperationRecord{

@@ -91,9 +91,10 @@ func twoOptionalOneRequired() []engine.Hook {
 }
 
 func BenchmarkAfterPlanning_ThreeSteps_TwoOptionalOneRequired(b *testing.B) {
-	p := mustNew(b, twoOptionalOneRequired(), engine.WithCatalog(testCatalog(b)))
+	catalog := testCatalog(b)
+	p := mustNew(b, twoOptionalOneRequired(), engine.WithCatalog(catalog))
 	plan, pctx, ctx := threeStepPlan(), newPctx(), context.Background()
-	if err := engine.ValidatePlan(plan, p.Catalog(), nil); err != nil {
+	if err := engine.ValidatePlan(plan, catalog, nil); err != nil {
 		b.Fatal(err)
 	}
 	recordingModes(b, func(b *testing.B, newTrail func() *engine.Trail) {

@@ -9,7 +9,7 @@ import (
 // steps succeeded: open while stage calls are expected, completed after
 // after_synthesis or an accepted short circuit, failed after a terminating rejection,
 // abandoned when its state expired while it was still open. A record without a
-// lifecycle (written before it existed) has unknown completion.
+// lifecycle (written before it existed) has unknown completion (docs/semantics.md §6.7).
 type RequestLifecycle string
 
 // Request lifecycles.
@@ -35,10 +35,12 @@ type RequestState struct {
 	OpenedAt          time.Time         `json:"opened_at"`
 	PriorSteps        []RoutingStep     `json:"prior_steps,omitempty"`
 	Phase             int               `json:"phase,omitempty"`
-	// PhasePlanID is the plan_id of the last accepted phase's incoming plan and
-	// PhaseStart the index in PriorSteps where that phase's steps begin: a call that
-	// re-sends that plan is answered from the record instead of starting a new phase.
+	// PhasePlanID is the plan_id of the last accepted phase's incoming plan, PhaseHash
+	// the SHA-256 of that plan's JSON encoding and PhaseStart the index in PriorSteps
+	// where that phase's steps begin: a call that re-sends exactly that plan is answered
+	// from the record instead of starting a new phase.
 	PhasePlanID string `json:"phase_plan_id,omitempty"`
+	PhaseHash   string `json:"phase_hash,omitempty"`
 	PhaseStart  int    `json:"phase_start,omitempty"`
 	// Runs says, per accepted step id, how far its execution went (plan binding).
 	Runs map[string]*StepRun `json:"runs,omitempty"`

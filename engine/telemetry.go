@@ -21,7 +21,8 @@ const (
 )
 
 // MetricShortCircuitDecision counts before_planning short-circuit decisions by the
-// bounded labels reason, kind and status. Hook names and sources are never labels.
+// bounded labels reason, kind and status. Hook names and sources are never labels
+// (docs/semantics.md §3.8).
 const MetricShortCircuitDecision = "orchestration.pipeline.short_circuit.decision"
 
 // EventShortCircuitDecision is the span event an accepted short-circuit decision adds

@@ -35,16 +35,6 @@ func (t *Trail) OnLateEffect(fn func()) {
 	t.mu.Unlock()
 }
 
-// Len returns the number of invocations recorded so far.
-func (t *Trail) Len() int {
-	if t == nil {
-		return 0
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.invocations)
-}
-
 // Invocations returns a deep copy of every invocation recorded so far, in order.
 func (t *Trail) Invocations() []Invocation { return t.Since(0) }
 
@@ -121,7 +111,8 @@ func withEffectSink(ctx context.Context, t *Trail, i int) context.Context {
 // ctx belongs to. A new id must be announced before the hook returns; later reports
 // may update it, but never from a terminal status back to pending. Data must be valid
 // JSON and is copied. Without recording (no trail) it is a no-op returning nil.
-// Errors are diagnostics: they must not change the hook's business outcome.
+// Errors are diagnostics: they must not change the hook's business outcome
+// (docs/semantics.md §6.2).
 func ReportEffect(ctx context.Context, e Effect) error {
 	sink, _ := ctx.Value(effectSinkKey{}).(*effectSink)
 	if sink == nil {

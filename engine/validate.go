@@ -13,8 +13,8 @@ import (
 // holds for each *PlanError ValidatePlan returns.
 var ErrInvalidPlan = errors.New("invalid plan")
 
-// PlanCode names one way a plan can break a SPEC §2 rule. Codes are stable and safe as
-// metric labels; callers and tests compare codes, never messages.
+// PlanCode names one way a plan can break a plan rule (docs/semantics.md §2). Codes are
+// stable and safe as metric labels; callers and tests compare codes, never messages.
 type PlanCode string
 
 // Plan validation codes.
@@ -36,12 +36,43 @@ const (
 	PlanCodeUnknownReferenceTarget       PlanCode = "unknown_reference_target"       // rule 7
 	PlanCodeUnknownReturnField           PlanCode = "unknown_return_field"           // rule 7
 	PlanCodeRepeatedStepID               PlanCode = "repeated_step_id"               // rule 8
+	PlanCodeTooManySteps                 PlanCode = "too_many_steps"                 // rule 0
+	PlanCodeTooManyDependencies          PlanCode = "too_many_dependencies"          // rule 0
+	PlanCodeTooManyReferences            PlanCode = "too_many_references"            // rule 0
 )
 
-// PlanError is the one error type of plan validation. Rule is the SPEC §2 rule number
-// (1–8), Code one of the PlanCode constants, StepID the offending step (empty for
-// plan-level failures and for a step without an id, whose index is then named in
-// Message). It matches ErrInvalidPlan.
+// PlanLimits bound the size of a plan, so validation and review cost a bounded amount
+// per plan; a plan over a limit breaks rule 0. A zero field takes the default.
+type PlanLimits struct {
+	// MaxSteps bounds the steps of one plan.
+	MaxSteps int
+	// MaxDependencies bounds the depends_on and implicit_deps entries of one plan.
+	MaxDependencies int
+	// MaxReferences bounds the {{step-…}} references in one plan's parameters.
+	MaxReferences int
+}
+
+// DefaultPlanLimits are the limits of a pipeline that sets none.
+var DefaultPlanLimits = PlanLimits{MaxSteps: 256, MaxDependencies: 4096, MaxReferences: 4096}
+
+// withDefaults fills zero fields from DefaultPlanLimits.
+func (l PlanLimits) withDefaults() PlanLimits {
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = DefaultPlanLimits.MaxSteps
+	}
+	if l.MaxDependencies <= 0 {
+		l.MaxDependencies = DefaultPlanLimits.MaxDependencies
+	}
+	if l.MaxReferences <= 0 {
+		l.MaxReferences = DefaultPlanLimits.MaxReferences
+	}
+	return l
+}
+
+// PlanError is the one error type of plan validation. Rule is the plan rule number
+// (0–8; rule N is docs/semantics.md §2.N), Code one of the PlanCode constants, StepID
+// the offending step (empty for plan-level failures and for a step without an id, whose
+// index is then named in Message). It matches ErrInvalidPlan.
 type PlanError struct {
 	Rule    int
 	Code    PlanCode
@@ -78,16 +109,21 @@ func AsPlanError(err error) (*PlanError, bool) {
 	return pe, ok
 }
 
-// ValidatePlan checks plan against SPEC §2 and returns nil or the first failure as a
-// *PlanError. It never repairs or modifies the plan, the catalog or prior.
+// ValidatePlan checks plan against the plan rules (docs/semantics.md §2), within
+// DefaultPlanLimits, and returns nil or the first failure as a *PlanError. It never
+// repairs or modifies the plan, the catalog or prior. It costs time linear in the size
+// of the plan and prior (each limit bounds a term).
 //
 // prior holds the steps of the completed earlier phases of the same request; a non-empty
 // prior (or a PhaseNumber of 2 or more) makes this a phase 2+ plan. catalog may be nil,
 // which skips the catalog rules: 2, 3 and the returns part of 7.
 //
-// Rules run in SPEC order and, within a rule, over the steps in plan order; the first
+// Rules run in rule order and, within a rule, over the steps in plan order; the first
 // failure wins, so the result is deterministic and never depends on map iteration:
 //
+//  0. too_many_steps, too_many_dependencies (depends_on and implicit_deps entries
+//     together), too_many_references (counted while rule 5 walks the parameters): the
+//     plan is over its PlanLimits.
 //  1. nil_plan for a nil plan; empty_plan for zero steps unless the plan is terminal
 //     (absent terminal counts as true) or needs_user_input is set. A valid empty plan
 //     passes every other rule trivially.
@@ -98,11 +134,12 @@ func AsPlanError(err error) (*PlanError, bool) {
 //     reported), then unknown_dependency over every depends_on entry in order, then
 //     dependency_cycle, reported on the first step in plan order that lies on a cycle
 //     (a step depending on itself is a cycle).
-//  5. malformed_reference: a {{step-…}} token anywhere in metadata.parameters (walked
-//     recursively, object keys in sorted order, see package ref for the grammar) is not
-//     {{<id>.<path>}}; unscannable_parameters: parameters nest deeper than ref.MaxDepth,
-//     contain themselves or cannot be encoded as JSON, so their references cannot all
-//     be checked.
+//  5. malformed_reference: a {{step-…}} token, or a {{<id>…}} token whose id is a
+//     step of this plan or of a prior phase (step ids need not start with step-),
+//     anywhere in metadata.parameters (walked recursively, object keys in sorted order,
+//     see package ref for the grammar) is not {{<id>.<path>}}; unscannable_parameters:
+//     parameters nest deeper than ref.MaxDepth, contain themselves or cannot be encoded
+//     as JSON, so their references cannot all be checked.
 //  6. Per step, references first and in walk order: self_reference; undeclared_dependency
 //     for a reference to a same-plan step missing from depends_on;
 //     undeclared_implicit_dependency for a reference to a prior-phase step missing from
@@ -119,6 +156,17 @@ func AsPlanError(err error) (*PlanError, bool) {
 // Same-plan ids take precedence over prior ids when a reference is resolved; rule 8 then
 // rejects the reuse.
 func ValidatePlan(plan *RoutingPlan, catalog *Catalog, prior []RoutingStep) error {
+	return validatePlan(plan, catalog, prior, DefaultPlanLimits)
+}
+
+// ValidatePlan checks plan as the package's ValidatePlan does, against the pipeline's
+// catalog and plan limits: the validation every incoming and every mutated plan of the
+// pipeline gets.
+func (p *Pipeline) ValidatePlan(plan *RoutingPlan, prior []RoutingStep) error {
+	return validatePlan(plan, p.catalog, prior, p.limits)
+}
+
+func validatePlan(plan *RoutingPlan, catalog *Catalog, prior []RoutingStep, limits PlanLimits) error {
 	if plan == nil {
 		return &PlanError{Rule: 1, Code: PlanCodeNilPlan, Message: "plan is nil"}
 	}
@@ -129,7 +177,10 @@ func ValidatePlan(plan *RoutingPlan, catalog *Catalog, prior []RoutingStep) erro
 		return &PlanError{Rule: 1, Code: PlanCodeEmptyPlan,
 			Message: "plan has no steps but is not terminal and does not ask for user input"}
 	}
-	v := planValidator{steps: plan.Steps, catalog: catalog, prior: prior}
+	v := planValidator{steps: plan.Steps, catalog: catalog, prior: prior, limits: limits.withDefaults()}
+	if err := v.checkSize(); err != nil {
+		return err
+	}
 	if err := v.checkAgents(); err != nil {
 		return err
 	}
@@ -162,6 +213,24 @@ type planValidator struct {
 	ids     map[string]int // plan step id -> index; nil for small plans (linear lookup)
 	priorID map[string]int // prior step id -> index of its first occurrence, built lazily
 	refs    []planStepRef  // every reference, grouped by step in plan order
+	limits  PlanLimits
+}
+
+// Rule 0, steps and dependencies (references are counted by rule 5).
+func (v *planValidator) checkSize() error {
+	if n := len(v.steps); n > v.limits.MaxSteps {
+		return &PlanError{Rule: 0, Code: PlanCodeTooManySteps,
+			Message: "plan has " + strconv.Itoa(n) + " steps; the limit is " + strconv.Itoa(v.limits.MaxSteps)}
+	}
+	deps := 0
+	for i := range v.steps {
+		deps += len(v.steps[i].DependsOn) + len(v.steps[i].ImplicitDeps)
+	}
+	if deps > v.limits.MaxDependencies {
+		return &PlanError{Rule: 0, Code: PlanCodeTooManyDependencies,
+			Message: "plan has " + strconv.Itoa(deps) + " dependencies; the limit is " + strconv.Itoa(v.limits.MaxDependencies)}
+	}
+	return nil
 }
 
 // planLinearLookup is the step count up to which ids are found by a linear scan,
@@ -245,12 +314,84 @@ func (v *planValidator) checkStepGraph() error {
 	if !v.hasCycle() {
 		return nil
 	}
-	for i := range v.steps {
-		if cycle := v.cycleThrough(i); cycle != nil {
-			return v.fail(4, PlanCodeDependencyCycle, i, "depends_on forms a cycle: "+v.describeCycle(cycle))
+	i := v.firstOnCycle()
+	return v.fail(4, PlanCodeDependencyCycle, i, "depends_on forms a cycle: "+v.describeCycle(v.cycleThrough(i)))
+}
+
+// firstOnCycle returns the first step in plan order that lies on a depends_on cycle:
+// the first step of a strongly connected component with more than one step or with an
+// edge to itself (Tarjan's algorithm, iterative, linear in steps and edges).
+func (v *planValidator) firstOnCycle() int {
+	n := len(v.steps)
+	index, low, comp := make([]int, n), make([]int, n), make([]int, n)
+	for i := range index {
+		index[i], comp[i] = -1, -1
+	}
+	onCycle := make([]bool, n)
+	var stack []int
+	onStack := make([]bool, n)
+	type frame struct{ node, next int }
+	var frames []frame
+	counter := 0
+	for root := range v.steps {
+		if index[root] >= 0 {
+			continue
+		}
+		frames = append(frames, frame{node: root})
+		index[root], low[root] = counter, counter
+		counter++
+		stack, onStack[root] = append(stack, root), true
+		for len(frames) > 0 {
+			f := &frames[len(frames)-1]
+			deps := v.steps[f.node].DependsOn
+			if f.next < len(deps) {
+				d, _ := v.stepIndex(deps[f.next])
+				f.next++
+				if d == f.node {
+					onCycle[d] = true
+				}
+				switch {
+				case index[d] < 0:
+					index[d], low[d] = counter, counter
+					counter++
+					stack, onStack[d] = append(stack, d), true
+					frames = append(frames, frame{node: d})
+				case onStack[d]:
+					low[f.node] = min(low[f.node], index[d])
+				}
+				continue
+			}
+			u := f.node
+			frames = frames[:len(frames)-1]
+			if len(frames) > 0 {
+				parent := frames[len(frames)-1].node
+				low[parent] = min(low[parent], low[u])
+			}
+			if low[u] != index[u] {
+				continue
+			}
+			size := 0
+			for k := len(stack) - 1; ; k-- {
+				size++
+				if stack[k] == u {
+					break
+				}
+			}
+			for _, w := range stack[len(stack)-size:] {
+				onStack[w] = false
+				if size > 1 {
+					onCycle[w] = true
+				}
+			}
+			stack = stack[:len(stack)-size]
 		}
 	}
-	return nil // unreachable: hasCycle found a step on a cycle
+	for i, c := range onCycle {
+		if c {
+			return i
+		}
+	}
+	return 0
 }
 
 const (
@@ -345,8 +486,15 @@ func (v *planValidator) describeCycle(cycle []int) string {
 	return b.String()
 }
 
-// errPlanWalkStop ends a parameters walk at the first unscannable string.
-var errPlanWalkStop = errors.New("stop walking")
+// errPlanWalkStop ends a parameters walk at the first unscannable string, or when the
+// references are over the limit (errTooManyReferences).
+var (
+	errPlanWalkStop      = errors.New("stop walking")
+	errTooManyReferences = errors.New("too many references")
+)
+
+// known reports whether id names a step of this plan or of a prior phase.
+func (v *planValidator) known(id string) bool { return v.inPlan(id) || v.inPrior(id) }
 
 // Rule 5. It also returns every reference, appended to refs, for rules 6 and 7.
 func (v *planValidator) collectReferences(refs []planStepRef) ([]planStepRef, error) {
@@ -358,9 +506,13 @@ func (v *planValidator) collectReferences(refs []planStepRef) ([]planStepRef, er
 		var scanErr error
 		var scanPath string
 		err := ref.Walk(params, func(path, s string) error {
-			found, err := ref.Scan(s)
+			found, err := ref.ScanFor(s, v.known)
 			if err != nil {
 				scanErr, scanPath = err, path
+				return errPlanWalkStop
+			}
+			if len(refs)+len(found) > v.limits.MaxReferences {
+				scanErr = errTooManyReferences
 				return errPlanWalkStop
 			}
 			for _, r := range found {
@@ -370,6 +522,10 @@ func (v *planValidator) collectReferences(refs []planStepRef) ([]planStepRef, er
 		})
 		if err == nil {
 			continue
+		}
+		if scanErr == errTooManyReferences {
+			return nil, &PlanError{Rule: 0, Code: PlanCodeTooManyReferences,
+				Message: "plan has more than " + strconv.Itoa(v.limits.MaxReferences) + " references; that is the limit"}
 		}
 		if bad, ok := scanErr.(*ref.MalformedError); ok {
 			return nil, v.fail(5, PlanCodeMalformedReference, i, "malformed reference "+strconv.Quote(bad.Token)+
@@ -458,18 +614,27 @@ func (v *planValidator) checkDeclarations() error {
 		s := &v.steps[i]
 		var refs []planStepRef
 		refs, next = v.stepRefs(i, next)
+		dependsOn, implicit := newIDSet(s.DependsOn, len(refs)), newIDSet(s.ImplicitDeps, len(refs))
+		var referenced idSet
+		if len(s.ImplicitDeps) > 0 {
+			ids := make([]string, len(refs))
+			for k, r := range refs {
+				ids[k] = r.ref.StepID
+			}
+			referenced = newIDSet(ids, len(s.ImplicitDeps))
+		}
 		for _, r := range refs {
 			id := r.ref.StepID
 			switch {
 			case id == s.StepID:
 				return v.fail(6, PlanCodeSelfReference, i, "reference "+strconv.Quote(r.ref.Raw)+" names the step itself")
 			case v.inPlan(id):
-				if !slices.Contains(s.DependsOn, id) {
+				if !dependsOn.has(id) {
 					return v.fail(6, PlanCodeUndeclaredDependency, i, "reference "+strconv.Quote(r.ref.Raw)+
 						" names step "+strconv.Quote(id)+" of this plan, which is not listed in depends_on")
 				}
 			case v.inPrior(id):
-				if !slices.Contains(s.ImplicitDeps, id) {
+				if !implicit.has(id) {
 					return v.fail(6, PlanCodeUndeclaredImplicitDependency, i, "reference "+strconv.Quote(r.ref.Raw)+
 						" names prior-phase step "+strconv.Quote(id)+", which is not listed in implicit_deps")
 				}
@@ -482,7 +647,7 @@ func (v *planValidator) checkDeclarations() error {
 				why = "is a step of this plan; same-plan dependencies belong in depends_on"
 			case !v.inPrior(d):
 				why = "is not a step of a completed prior phase"
-			case !slices.ContainsFunc(refs, func(r planStepRef) bool { return r.ref.StepID == d }):
+			case !referenced.has(d):
 				why = "is not referenced by the step's parameters"
 			default:
 				continue
@@ -536,4 +701,31 @@ func (v *planValidator) checkRepeatedIDs() error {
 		}
 	}
 	return nil
+}
+
+// idSet answers membership in a list of ids: by a linear scan for a few lookups in a
+// short list, through a map otherwise, so a step's checks stay linear in its size.
+type idSet struct {
+	list []string
+	set  map[string]struct{}
+}
+
+// newIDSet returns the set of ids that about lookups membership questions will ask.
+func newIDSet(ids []string, lookups int) idSet {
+	if len(ids) <= planLinearLookup || lookups <= planLinearLookup {
+		return idSet{list: ids}
+	}
+	set := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		set[id] = struct{}{}
+	}
+	return idSet{set: set}
+}
+
+func (s idSet) has(id string) bool {
+	if s.set != nil {
+		_, ok := s.set[id]
+		return ok
+	}
+	return slices.Contains(s.list, id)
 }

@@ -448,7 +448,7 @@ func TestValidatePlan_FirstFailureWins(t *testing.T) {
 
 func TestValidatePlan_DoesNotMutate(t *testing.T) {
 	catalog := vpCatalog(t)
-	agentsBefore := catalog.Agents()
+	agentsBefore := cloneAgents(catalog.agents)
 	plans := []*RoutingPlan{
 		vpPhase(2,
 			vpImplicit(vpStep("step-3", "execute_trade", map[string]any{
@@ -479,9 +479,17 @@ func TestValidatePlan_DoesNotMutate(t *testing.T) {
 			t.Fatalf("plan %d mutated (types or nil-ness)", i)
 		}
 	}
-	if !reflect.DeepEqual(catalog.Agents(), agentsBefore) {
+	if !reflect.DeepEqual(catalog.agents, agentsBefore) {
 		t.Fatal("catalog mutated")
 	}
+}
+
+func cloneAgents(agents []CatalogAgent) []CatalogAgent {
+	out := make([]CatalogAgent, len(agents))
+	for i, a := range agents {
+		out[i] = cloneCatalogAgent(a)
+	}
+	return out
 }
 
 // vpDeepCopyPlan copies the slices and maps the validator could touch.
@@ -657,5 +665,97 @@ func BenchmarkValidatePlan_ThirtySteps(b *testing.B) {
 		if err := ValidatePlan(plan, catalog, prior); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestValidatePlan_Rule0_PlansAreBounded(t *testing.T) {
+	limits := PlanLimits{MaxSteps: 3, MaxDependencies: 2, MaxReferences: 2}
+	withRefs := func(n int) *RoutingPlan {
+		params := map[string]any{}
+		for i := range n {
+			params[fmt.Sprintf("p%d", i)] = "{{step-1.response.data.price}}"
+		}
+		return vpPlan(vpQuote("step-1"), vpStep("step-2", "execute_trade", params, "step-1"))
+	}
+	for _, tc := range []struct {
+		name string
+		plan *RoutingPlan
+		code PlanCode
+	}{
+		{"at the step limit", vpPlan(vpMany("step-", 3)...), ""},
+		{"over the step limit", vpPlan(vpMany("step-", 4)...), PlanCodeTooManySteps},
+		{"at the dependency limit", vpPlan(vpQuote("step-1"), vpStep("step-2", "stock_quote", nil, "step-1", "step-1")), ""},
+		{"over the dependency limit", vpPlan(vpQuote("step-1"), vpStep("step-2", "stock_quote", nil, "step-1", "step-1", "step-1")), PlanCodeTooManyDependencies},
+		{"at the reference limit", withRefs(2), ""},
+		{"over the reference limit", withRefs(3), PlanCodeTooManyReferences},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validatePlan(tc.plan, vpCatalog(t), nil, limits)
+			pe, _ := AsPlanError(err)
+			switch {
+			case tc.code == "" && err != nil:
+				t.Fatalf("validate = %v, want valid", err)
+			case tc.code != "" && (pe == nil || pe.Rule != 0 || pe.Code != tc.code):
+				t.Fatalf("validate = %v, want rule 0 %s", err, tc.code)
+			}
+		})
+	}
+}
+
+// Step ids without the step- prefix are referenced like any other: a reference to one
+// is checked by rules 5–7 (and an unknown {{x.y}} token stays plain text).
+func TestValidatePlan_ReferencesToStepIDsWithoutThePrefix(t *testing.T) {
+	quote := func(id string) RoutingStep { return vpQuote(id) }
+	vpRun(t, 6, []vpCase{
+		{name: "undeclared", plan: vpPlan(quote("lookup"), vpTrade("buy", "{{lookup.response.data.price}}")), code: PlanCodeUndeclaredDependency, step: "buy"},
+		{name: "declared", plan: vpPlan(quote("lookup"), vpTrade("buy", "{{lookup.response.data.price}}", "lookup"))},
+		{name: "self", plan: vpPlan(vpTrade("buy", "{{buy.response.data.price}}")), code: PlanCodeSelfReference, step: "buy"},
+		{name: "unknown id is text", plan: vpPlan(vpTrade("buy", "{{user.name}}"))},
+	})
+	vpRun(t, 5, []vpCase{
+		{name: "malformed", plan: vpPlan(quote("lookup"), vpTrade("buy", "{{lookup}}", "lookup")), code: PlanCodeMalformedReference, step: "buy"},
+	})
+	vpRun(t, 7, []vpCase{
+		{name: "return field", plan: vpPlan(quote("lookup"), vpTrade("buy", "{{lookup.response.data.volume}}", "lookup")), code: PlanCodeUnknownReturnField, step: "buy"},
+	})
+}
+
+// cyclicChain is n steps, each depending on the next, the last on the one before it:
+// the only cycle is at the end, so a validator that looks for a cycle through each step
+// in turn costs time quadratic in n.
+func cyclicChain(n int) *RoutingPlan {
+	steps := make([]RoutingStep, n)
+	for i := range steps {
+		next := fmt.Sprintf("step-%d", i+2)
+		if i == n-1 {
+			next = fmt.Sprintf("step-%d", n-1)
+		}
+		steps[i] = vpStep(fmt.Sprintf("step-%d", i+1), "stock_quote", nil, next)
+	}
+	return vpPlan(steps...)
+}
+
+func TestValidatePlan_Rule4_CycleFoundAtTheEndOfALongChain(t *testing.T) {
+	err := validatePlan(cyclicChain(2000), vpCatalog(t), nil, PlanLimits{MaxSteps: 2000})
+	pe, ok := AsPlanError(err)
+	if !ok || pe.Code != PlanCodeDependencyCycle || pe.StepID != "step-1999" {
+		t.Fatalf("validate = %v, want dependency_cycle on step-1999", err)
+	}
+}
+
+// BenchmarkValidatePlan_WorstCase validates the largest plans a limit lets through and
+// beyond: cyclic chains, whose cost must grow linearly with their length.
+func BenchmarkValidatePlan_WorstCase(b *testing.B) {
+	catalog := vpCatalog(b)
+	for _, n := range []int{256, 2560, 10000} {
+		plan := cyclicChain(n)
+		b.Run(fmt.Sprintf("cyclic_chain=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := validatePlan(plan, catalog, nil, PlanLimits{MaxSteps: n, MaxDependencies: n}); err == nil {
+					b.Fatal("a cyclic plan passed")
+				}
+			}
+		})
 	}
 }

@@ -4,9 +4,14 @@
 // the loader maps back to a yaml.Node position.
 //
 // The schema files are the contract of the config format: editors use them through
-// `# yaml-language-server: $schema=...`, the daemon serves the bytes (File), and the
-// loader validates every document before compiling it. Rules a schema cannot express
-// (one file per settings key, one required hook, CEL and Rego validity) are the loader's.
+// `# yaml-language-server: $schema=...`, File gives the bytes to whoever publishes
+// them, and the loader validates every document before compiling it. Rules a schema
+// cannot express (one file per settings key, one required hook, CEL and Rego validity)
+// are the loader's.
+//
+// The HookSet schema is written by hand except its action $defs (step and action.<name>),
+// which `go generate ./builtin` writes from the builtin registry; a test there fails when
+// they drift. Everything else in the file may be edited freely.
 //
 // Compiled schemas are immutable and safe for concurrent use. An embedded schema that
 // does not compile is a programming error: the first accessor call panics, and the
@@ -16,10 +21,8 @@ package schemas
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"io/fs"
-	"slices"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -113,25 +116,3 @@ type noLoader struct{}
 func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("schemas: %s is not an embedded schema", url)
 }
-
-// ActionNames returns the names of the built-in actions the HookSet schema accepts as
-// step keys (the keys of $defs.step.properties; each action's params schema is
-// $defs["action.<name>"]), sorted. The builtin registry cross-checks itself against this list.
-func ActionNames() []string { return slices.Clone(actionNames()) }
-
-var actionNames = sync.OnceValue(func() []string {
-	var doc struct {
-		Defs map[string]struct {
-			Properties map[string]any `json:"properties"`
-		} `json:"$defs"`
-	}
-	if err := json.Unmarshal(File(HookSetFile), &doc); err != nil {
-		panic(fmt.Sprintf("schemas: parse %s: %v", HookSetFile, err))
-	}
-	var names []string
-	for name := range doc.Defs["step"].Properties {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-})

@@ -276,6 +276,9 @@ var faultProbes = []faultProbe{
 		return fmt.Sprintf("200, effect %s", inv), problemIf(o.status != 200 || !strings.HasPrefix(inv, "succeeded/"), "answered %d %s", o.status, inv)
 	}},
 	{"redact + cache.store (after_synthesis)", func(t *testing.T, d *daemon, id string, slow bool) (string, error) {
+		if p := d.observe(t, "POST", "/v1/hooks/after_planning", `{"request_id":"`+id+`","request":"quote","plan":`+quotePlan+`}`); slow && p.status != 200 {
+			return "", fmt.Errorf("the plan answered %d %v", p.status, p.body)
+		}
 		o := d.observe(t, "POST", "/v1/hooks/after_synthesis", `{"request_id":"`+id+`","response":"write to jane@example.com"}`)
 		if !slow {
 			return unavailable(o)

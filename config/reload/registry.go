@@ -1,6 +1,6 @@
 // Package reload keeps the live config generation: it compiles a config directory aside
 // and swaps the result in with one atomic store, keeps the last good generation on any
-// failure, and watches the directory so every save goes live.
+// failure, and watches the directory so every save goes live (docs/semantics.md §9).
 package reload
 
 import (

@@ -63,9 +63,8 @@ func WithLogger(l *slog.Logger) Option {
 // Runner is a compiled Set: immutable, and safe for concurrent use by any number of
 // operations. A nil *Runner handles nothing.
 type Runner struct {
-	revision string
-	logger   *slog.Logger
-	table    [numOperations]entries
+	logger *slog.Logger
+	table  [numOperations]entries
 }
 
 // entries are the callbacks registered for one operation, in registration order.
@@ -97,7 +96,7 @@ func Compile(set Set, opts ...Option) (*Runner, error) {
 	if err := checkRevision(set.PolicyRevision, len(set.Guards) > 0); err != nil {
 		return nil, err
 	}
-	r := &Runner{revision: set.PolicyRevision, logger: o.logger}
+	r := &Runner{logger: o.logger}
 	for i, a := range set.Arounds {
 		if err := checkEntry("arounds", i, a.Name, a.Operations, a.Begin == nil, false); err != nil {
 			return nil, err
@@ -167,20 +166,6 @@ func checkEntry(list string, i int, name string, ops []Operation, nilFn, isGuard
 		}
 	}
 	return nil
-}
-
-// PolicyRevision returns the revision of the policy the guards enforce ("" without guards).
-func (r *Runner) PolicyRevision() string {
-	if r == nil {
-		return ""
-	}
-	return r.revision
-}
-
-// Handles reports whether any around or guard is registered for op.
-func (r *Runner) Handles(op Operation) bool {
-	e := r.entries(op)
-	return e != nil && (len(e.arounds) > 0 || len(e.guards) > 0)
 }
 
 func (r *Runner) entries(op Operation) *entries {

@@ -96,28 +96,44 @@ func TestCompile_CopiesCallerSlices(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	finish(op.Result{Outcome: op.Completed})
+	_, finish, err = r.Start(context.Background(), op.Call{Operation: op.Turn, RequestID: "req-1"})
+	if err != nil {
+		t.Fatalf("Start(turn): %v", err)
+	}
+	finish(op.Result{Outcome: op.Completed})
 	if want := []string{"a", "finish:a"}; !reflect.DeepEqual(log, want) {
 		t.Fatalf("log = %v, want %v: the runner saw the caller's later changes", log, want)
 	}
-	if !r.Handles(op.ToolCall) || r.Handles(op.Turn) {
-		t.Fatal("Handles changed with the caller's slices")
-	}
 }
 
-func TestRunner_HandlesAndPolicyRevision(t *testing.T) {
+// Each callback runs for the operations it lists and no other.
+func TestRunner_RunsCallbacksOfTheirOperationsOnly(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
 	r, _ := mustCompile(t, op.Set{
 		PolicyRevision: "rev-9",
-		Arounds:        []op.Around{around("a", op.Planning)},
-		Guards:         []op.Guard{allow("g", op.Inference)},
+		Arounds:        []op.Around{observer("a", &mu, &log, op.Planning)},
+		Guards: []op.Guard{{Name: "g", Operations: []op.Operation{op.Inference}, Check: func(context.Context, op.Call) error {
+			mu.Lock()
+			defer mu.Unlock()
+			log = append(log, "guard")
+			return nil
+		}}},
 	})
-	if r.PolicyRevision() != "rev-9" {
-		t.Fatalf("PolicyRevision = %q", r.PolicyRevision())
+	calls := map[op.Operation][]string{
+		op.Planning: {"a", "finish:a"}, op.Inference: {"guard"}, op.Turn: nil, op.ToolCall: nil, op.Synthesis: nil,
 	}
-	for o, want := range map[op.Operation]bool{
-		op.Planning: true, op.Inference: true, op.Turn: false, op.ToolCall: false, op.Synthesis: false, "shell": false,
-	} {
-		if got := r.Handles(o); got != want {
-			t.Errorf("Handles(%q) = %v, want %v", o, got, want)
+	for o, want := range calls {
+		log = nil
+		call := toolCall()
+		call.Operation, call.Model = o, "m"
+		_, finish, err := r.Start(context.Background(), call)
+		if err != nil {
+			t.Fatalf("Start(%s): %v", o, err)
+		}
+		finish(op.Result{Outcome: op.Completed})
+		if !reflect.DeepEqual(log, want) {
+			t.Errorf("%s ran %v, want %v", o, log, want)
 		}
 	}
 }

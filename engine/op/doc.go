@@ -42,4 +42,6 @@
 // from the bridge report context.Canceled with the same context.Cause), and finish
 // releases it, canceling it with cause ErrFinished. A context that shares the parent's
 // cancellation, such as a value child, needs no link and finish leaves it alone.
+//
+// The contract is docs/semantics.md §7.
 package op

@@ -3,9 +3,10 @@
 // parameter names a step id and a dot-separated path into that step's result.
 //
 // The grammar is deliberately strict. A token opens at `{{` and closes at the first
-// following `}}`; only tokens whose content starts with the case-sensitive prefix
-// `step-` are references, everything else (`{{user.name}}`, `{{#if}}`, stray braces)
-// is ignored. A reference is `{{<id>.<path>}}` where id matches `[\w-]+` (ASCII word
+// following `}}`; tokens whose content starts with the case-sensitive prefix `step-`
+// are references (ScanFor also takes tokens naming an id the caller knows, for step ids
+// without the prefix), everything else (`{{user.name}}`, `{{#if}}`, stray braces) is
+// ignored. A reference is `{{<id>.<path>}}` where id matches `[\w-]+` (ASCII word
 // characters and hyphens), and path is one or more non-empty `[\w-]+` segments joined by
 // single dots. Whitespace inside the braces is not allowed: `{{ step-1.x }}` is reported
 // as malformed rather than ignored, so a padded reference cannot slip past validation.
@@ -13,9 +14,10 @@
 // too. In a run of three or more opening braces the token opens at the last `{{`, so
 // `{{{step-1.x}}}` contains the reference `{{step-1.x}}`.
 //
-// Scan is a hand-written single pass over the string. It does not allocate when the
-// string contains no `{{`, which is the common case for parameter values. Walk visits
-// every string inside a decoded JSON value so callers can scan parameters recursively.
+// The grammar is docs/semantics.md §2.9. Scan is a hand-written single pass over the
+// string. It does not allocate when the string contains no `{{`, which is the common
+// case for parameter values. Walk visits every string inside a decoded JSON value so
+// callers can scan parameters recursively.
 package ref
 
 import (
@@ -73,7 +75,14 @@ func (e *MalformedError) Error() string {
 // Scan returns every step reference in s, in order of appearance. Tokens that are not
 // step references are ignored. At the first malformed step token Scan stops and returns
 // (nil, *MalformedError). A string without `{{` yields (nil, nil) without allocating.
-func Scan(s string) ([]Ref, error) {
+func Scan(s string) ([]Ref, error) { return ScanFor(s, nil) }
+
+// ScanFor is Scan that also takes `{{<id>.<path>}}` tokens whose id does not start
+// with Prefix as references when known(id) reports true: a plan whose step ids are
+// free-form ("search", "s1") has its references to those steps checked like any
+// other. Such a token is held to the same grammar (`{{search}}` alone is malformed);
+// a token whose id is not known is ignored, as is every token when known is nil.
+func ScanFor(s string, known func(id string) bool) ([]Ref, error) {
 	var refs []Ref
 	off := 0
 	for {
@@ -90,7 +99,7 @@ func Scan(s string) ([]Ref, error) {
 		for p < len(s) && isSpace(s[p]) {
 			p++
 		}
-		if !strings.HasPrefix(s[p:], Prefix) {
+		if !strings.HasPrefix(s[p:], Prefix) && !knownID(s, p, known) {
 			off = body
 			continue
 		}
@@ -106,11 +115,23 @@ func Scan(s string) ([]Ref, error) {
 	}
 }
 
+// knownID reports whether the word at offset p is an id known reports.
+func knownID(s string, p int, known func(string) bool) bool {
+	if known == nil {
+		return false
+	}
+	q := p
+	for q < len(s) && isWord(s[q]) {
+		q++
+	}
+	return q > p && known(s[p:q])
+}
+
 // parseRef parses the step token whose `{{` is at start and whose content is known to
-// begin with Prefix. It returns the reference and the offset just past its `}}`.
+// begin with a step id. It returns the reference and the offset just past its `}}`.
 func parseRef(s string, start int) (Ref, int, error) {
 	i := start + 2
-	idEnd := i + len(Prefix)
+	idEnd := i
 	for idEnd < len(s) && isWord(s[idEnd]) {
 		idEnd++
 	}

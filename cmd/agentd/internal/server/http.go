@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/docs"
 	"github.com/agentd-dev/agentd/engine"
 )
 
@@ -27,19 +28,40 @@ type HTTPOptions struct {
 
 // Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
 // "/mcp", "GET /ui/") and its handler. The handler bounds its own request bodies.
+// docs/openapi.yaml documents every mounted route like the API's own; the route test
+// checks the patterns listed in its mountedRoutes.
 type Mount struct {
 	Pattern string
 	Handler http.Handler
 }
 
-// Handler returns the HTTP API of s.
+// Handler returns the HTTP API of s. Every route it serves is described in
+// docs/openapi.yaml, which it serves at GET /v1/openapi.json.
 func (s *Service) Handler(opts HTTPOptions) http.Handler {
+	return s.recoverPanics(s.routes(opts))
+}
+
+// apiMux is the API's ServeMux. It remembers the pattern of every route it serves
+// (not the method-not-allowed and not-found answers): the API document must list each.
+type apiMux struct {
+	*http.ServeMux
+	served []string
+}
+
+// serve registers a route.
+func (m *apiMux) serve(pattern string, h http.Handler) {
+	m.served = append(m.served, pattern)
+	m.Handle(pattern, h)
+}
+
+// routes builds the API's routes.
+func (s *Service) routes(opts HTTPOptions) *apiMux {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 1 << 20
 	}
-	mux := http.NewServeMux()
+	mux := &apiMux{ServeMux: http.NewServeMux()}
 	route := func(method, path string, h http.Handler) {
-		mux.Handle(method+" "+path, h)
+		mux.serve(method+" "+path, h)
 		mux.Handle(path, methodNotAllowed(method))
 	}
 	post := func(path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
@@ -71,26 +93,30 @@ func (s *Service) Handler(opts HTTPOptions) http.Handler {
 	route(http.MethodGet, "/v1/status", s.endpoint(opts, func(context.Context, *http.Request) (any, int, *APIError) {
 		return s.Status(), http.StatusOK, nil
 	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	route(http.MethodGet, "/v1/openapi.json", s.authorize(opts, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(docs.OpenAPIJSON())
+	})))
+	mux.serve("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.serve("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if g := s.cfg.Registry.Current(); g != nil {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "generation": g.ID})
 			return
 		}
 		writeError(w, apiError(http.StatusServiceUnavailable, TypeNotReady, "no config generation is live"))
-	})
+	}))
 	if opts.Metrics != nil {
-		mux.Handle("GET /metrics", s.authorize(opts, opts.Metrics))
+		mux.serve("GET /metrics", s.authorize(opts, opts.Metrics))
 	}
 	for _, m := range opts.Mounts {
-		mux.Handle(m.Pattern, s.authorize(opts, m.Handler))
+		mux.serve(m.Pattern, s.authorize(opts, m.Handler))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return s.recoverPanics(mux)
+	return mux
 }
 
 // methodNotAllowed answers a known path called with the wrong method.

@@ -1,0 +1,595 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/docs"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// The API document (docs/openapi.yaml, served at GET /v1/openapi.json) is checked
+// against the live handler: the routes it documents are the routes the handler serves,
+// and every answer of a scripted set of calls, one for every documented status of
+// every route, matches the document's schema for that route and status.
+
+// mountedRoutes are routes served through HTTPOptions.Mounts (gateways, the viewer).
+// They are registered where the daemon is assembled, not in http.go: add each mount's
+// pattern here so the route test checks that docs/openapi.yaml documents it. Their
+// answers are not scripted here; the tests of the package serving them check those.
+var mountedRoutes = []string{}
+
+// isMounted reports whether a documented path is served by one of mountedRoutes.
+func isMounted(path string) bool {
+	return slices.ContainsFunc(mountedRoutes, func(p string) bool {
+		_, mp, ok := strings.Cut(p, " ")
+		if !ok {
+			mp = p
+		}
+		return samePath(path, mp, true)
+	})
+}
+
+// apiDoc is the OpenAPI document, decoded, with a compiler over its schemas.
+type apiDoc struct {
+	root     map[string]any
+	paths    map[string]any
+	compiler *jsonschema.Compiler
+}
+
+const apiDocURL = "https://agentd.dev/openapi.json"
+
+func loadAPIDoc(t *testing.T) *apiDoc {
+	t.Helper()
+	raw, err := jsonschema.UnmarshalJSON(bytes.NewReader(docs.OpenAPIJSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(apiDocURL, raw); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := raw.(map[string]any)
+	paths, _ := root["paths"].(map[string]any)
+	if len(paths) == 0 {
+		t.Fatal("docs/openapi.yaml has no paths")
+	}
+	return &apiDoc{root: root, paths: paths, compiler: c}
+}
+
+var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// operations returns every documented operation as "METHOD /path/{param}", sorted.
+func (d *apiDoc) operations() []string {
+	var out []string
+	for path, item := range d.paths {
+		for _, m := range httpMethods {
+			if _, ok := item.(map[string]any)[m]; ok {
+				out = append(out, strings.ToUpper(m)+" "+path)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// template returns the documented path that path matches ({param} matches one
+// segment), or "".
+func (d *apiDoc) template(path string) string {
+	for tmpl := range d.paths {
+		if samePath(tmpl, path, false) {
+			return tmpl
+		}
+	}
+	return ""
+}
+
+// samePath compares two paths segment by segment. A {param} segment of a matches any
+// non-empty segment of b; with bothTemplates, a {param} matches only a {param}.
+func samePath(a, b string, bothTemplates bool) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	if len(as) != len(bs) {
+		return false
+	}
+	param := func(s string) bool { return strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") }
+	for i := range as {
+		switch {
+		case param(as[i]) && bothTemplates:
+			if !param(bs[i]) {
+				return false
+			}
+		case param(as[i]):
+			if bs[i] == "" {
+				return false
+			}
+		case as[i] != bs[i]:
+			return false
+		}
+	}
+	return true
+}
+
+// pointer escapes one JSON-pointer token for use in a URL fragment.
+func pointer(token string) string {
+	return url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1"))
+}
+
+// response returns the schema of the JSON body the document gives for status of the
+// operation (nil for a non-JSON body), and whether the status is documented at all.
+func (d *apiDoc) response(t *testing.T, method, tmpl string, status int) (*jsonschema.Schema, bool) {
+	t.Helper()
+	op, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	resp, ok := op["responses"].(map[string]any)[fmt.Sprint(status)].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	loc := "#/paths/" + pointer(tmpl) + "/" + strings.ToLower(method) + "/responses/" + fmt.Sprint(status)
+	if ref, ok := resp["$ref"].(string); ok {
+		loc = ref
+		resp = d.component(t, ref)
+	}
+	if _, ok := resp["content"].(map[string]any)["application/json"]; !ok {
+		return nil, true
+	}
+	return d.schema(t, loc+"/content/application~1json/schema"), true
+}
+
+// component follows a local "#/components/..." reference.
+func (d *apiDoc) component(t *testing.T, ref string) map[string]any {
+	t.Helper()
+	var v any = d.root
+	for _, tok := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+		v, _ = v.(map[string]any)[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("docs/openapi.yaml: %s does not resolve", ref)
+	}
+	return m
+}
+
+// requestSchema returns the schema of the operation's JSON request body, or nil.
+func (d *apiDoc) requestSchema(t *testing.T, method, tmpl string) *jsonschema.Schema {
+	t.Helper()
+	op, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
+	if _, ok := op["requestBody"]; !ok {
+		return nil
+	}
+	return d.schema(t, "#/paths/"+pointer(tmpl)+"/"+strings.ToLower(method)+"/requestBody/content/application~1json/schema")
+}
+
+func (d *apiDoc) schema(t *testing.T, fragment string) *jsonschema.Schema {
+	t.Helper()
+	s, err := d.compiler.Compile(apiDocURL + fragment)
+	if err != nil {
+		t.Fatalf("docs/openapi.yaml: schema %s does not compile: %v", fragment, err)
+	}
+	return s
+}
+
+// TestOpenAPI_RoutesMatchHandler: every documented operation reaches a route the
+// handler serves (not the not-found or method-not-allowed answers), and every route
+// the handler serves is documented.
+func TestOpenAPI_RoutesMatchHandler(t *testing.T) {
+	doc := loadAPIDoc(t)
+	svc, _ := newTestService(t)
+	opts := HTTPOptions{Metrics: metricsStub()}
+	for _, p := range mountedRoutes {
+		opts.Mounts = append(opts.Mounts, Mount{Pattern: p, Handler: http.NotFoundHandler()})
+	}
+	mux := svc.routes(opts)
+	param := regexp.MustCompile(`\{[^}]*\}`)
+	for _, op := range doc.operations() {
+		method, path, _ := strings.Cut(op, " ")
+		req := httptest.NewRequest(method, param.ReplaceAllString(path, "x"), nil)
+		if _, pattern := mux.Handler(req); !slices.Contains(mux.served, pattern) {
+			t.Errorf("docs/openapi.yaml documents %s, which the handler does not serve (it matched %q): register the route in http.go, list its mount in mountedRoutes, or remove it from the document's paths", op, pattern)
+		}
+	}
+	for _, pattern := range mux.served {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok {
+			method, path = "", pattern
+		}
+		if !documents(doc, method, path) {
+			verb := strings.ToLower(method)
+			if verb == "" {
+				verb = "<each method it serves>"
+			}
+			t.Errorf("the handler serves %q, which docs/openapi.yaml does not document; add to its paths:\n  %s:\n    %s:\n      operationId: <name>\n      summary: <what it does>\n      requestBody: <its body schema, if any>\n      responses: {'<status>': <description and schema>, ... one for every status it answers, errors included}\nand give TestOpenAPI_ResponsesMatch a call for each of those statuses (a mounted route's own tests do that)",
+				pattern, param.ReplaceAllString(path, "{name}"), verb)
+		}
+	}
+}
+
+// documents reports whether the document has an operation for a served pattern; a
+// pattern without a method needs some operation on its path.
+func documents(doc *apiDoc, method, path string) bool {
+	for tmpl, item := range doc.paths {
+		if !samePath(tmpl, path, true) {
+			continue
+		}
+		ops := item.(map[string]any)
+		if method == "" {
+			return slices.ContainsFunc(httpMethods, func(m string) bool { _, ok := ops[m]; return ok })
+		}
+		_, ok := ops[strings.ToLower(method)]
+		return ok
+	}
+	return false
+}
+
+func metricsStub() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		fmt.Fprintln(w, "# HELP agentd_stage_calls_total stage calls by stage and outcome")
+	})
+}
+
+// apiCall is one scripted call. bad marks a body that deliberately breaks the request
+// schema; every other body must satisfy it.
+type apiCall struct {
+	name         string
+	method, path string
+	body         string
+	token        string
+	bad          bool
+	want         int
+}
+
+// faultyHook breaks on purpose: it panics in each stage on the input "panic", and its
+// before_planning decision has no payload on the request "broken contract".
+type faultyHook struct{}
+
+func (faultyHook) Name() string { return "faulty" }
+func (faultyHook) BeforePlanningDecision(_ context.Context, pctx *engine.PipelineContext, _ engine.Gate) (*engine.ShortCircuitDecision, error) {
+	switch pctx.Request {
+	case "panic":
+		panic("kaboom")
+	case "broken contract":
+		return &engine.ShortCircuitDecision{Kind: engine.KindCache}, nil
+	}
+	return nil, nil
+}
+func (faultyHook) AfterPlanning(_ context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
+	if plan.PlanID == "panic" {
+		panic("kaboom")
+	}
+	return plan, nil
+}
+func (faultyHook) AfterExecution(_ context.Context, _ *engine.PipelineContext, r *engine.ExecutionResult) error {
+	if r.PlanID == "panic" {
+		panic("kaboom")
+	}
+	return nil
+}
+func (faultyHook) AfterSynthesis(_ context.Context, _ *engine.PipelineContext, response string) (string, error) {
+	if response == "panic" {
+		panic("kaboom")
+	}
+	return response, nil
+}
+
+// downRecords is a record store whose backend is unreachable.
+type downRecords struct{}
+
+func (downRecords) Put(context.Context, *engine.ExecutionRecord) error {
+	return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+}
+func (downRecords) Get(context.Context, string) (*engine.ExecutionRecord, error) {
+	return nil, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+}
+
+const (
+	testToken   = "s3cret"
+	testMaxBody = 4096
+)
+
+// stockHandler serves examples/stock-agent, as `agentd serve` would, with a token.
+func stockHandler(t *testing.T) http.Handler {
+	t.Helper()
+	gen, err := config.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := reload.NewRegistry(2)
+	registry.Swap(gen)
+	mem := store.NewMemory(store.MemoryOptions{})
+	svc, err := New(Config{Registry: registry, States: mem, Records: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Handler(HTTPOptions{Token: testToken, MaxBody: testMaxBody, Metrics: metricsStub()})
+}
+
+// pipelineHandler serves one generation of Go hooks on the given stores.
+func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records engine.RecordStore) http.Handler {
+	t.Helper()
+	svc, err := New(Config{Registry: registry, States: states, Records: records})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Handler(HTTPOptions{})
+}
+
+func goGeneration(t *testing.T, id string, hooks ...engine.Hook) *config.Generation {
+	t.Helper()
+	p, err := engine.New(hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &config.Generation{Generation: engine.Generation{ID: id, Pipeline: p}}
+}
+
+const (
+	quotePlan = `{"plan_id":"p-quote","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"quote ACME","metadata":{"capability":"stock_quote","parameters":{"symbol":"ACME"}}}]}`
+	tradePlan = `{"plan_id":"p-trade","steps":[{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"symbol":"ACME","amount":100}}}]}`
+	result    = `{"plan_id":"p-quote","steps":[{"step_id":"step-1","agent_name":"stock-service","capability":"stock_quote","namespace":"demo-tools","parameters":{"symbol":"ACME"},"response":{"data":{"price":182.5,"currency":"USD"}},"success":true,"duration":1500000,"attempts":1}],"success":true,"total_duration":1700000,"phase_count":1}`
+	quote     = `{"request_id":"r1","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}`
+	// brokerPlan has a trade the guard allows, one above its limit and one it cannot
+	// evaluate; the allow-list reviews identities only, so it accepts all three.
+	brokerPlan = `{"plan_id":"p-broker","steps":[` +
+		`{"step_id":"step-1","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":500}}},` +
+		`{"step_id":"step-2","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":25000}}},` +
+		`{"step_id":"step-3","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":"lots"}}}]}`
+	trade = `{"request_id":"r4","step_id":"%s","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"amount":%s}}`
+)
+
+// TestOpenAPI_ResponsesMatch runs a script of calls covering every documented status
+// of every route and validates each answer against the document's schema for that
+// route and status (and each well-formed request body against the request schema).
+func TestOpenAPI_ResponsesMatch(t *testing.T) {
+	doc := loadAPIDoc(t)
+	stock := stockHandler(t)
+
+	faultyRegistry := reload.NewRegistry(1)
+	faultyRegistry.Swap(goGeneration(t, "g-faulty", faultyHook{}))
+	mem := store.NewMemory(store.MemoryOptions{})
+	faulty := pipelineHandler(t, faultyRegistry, mem, mem)
+	empty := pipelineHandler(t, reload.NewRegistry(1), mem, mem)
+	down := pipelineHandler(t, faultyRegistry, downRequests{}, downRecords{})
+	retiredRegistry := reload.NewRegistry(1)
+	retiredRegistry.Swap(goGeneration(t, "g-old"))
+	retired := pipelineHandler(t, retiredRegistry, mem, mem)
+
+	covered := map[string]bool{}
+	run := func(h http.Handler, c apiCall) {
+		t.Helper()
+		req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s: %s %s answered %d, want %d: %s", c.name, c.method, c.path, rec.Code, c.want, rec.Body)
+			return
+		}
+		tmpl := doc.template(c.path)
+		if tmpl == "" {
+			t.Errorf("%s: %s is not a documented path", c.name, c.path)
+			return
+		}
+		if c.body != "" && !c.bad {
+			if s := doc.requestSchema(t, c.method, tmpl); s != nil {
+				validate(t, c.name+": request body", s, []byte(c.body))
+			}
+		}
+		schema, documented := doc.response(t, c.method, tmpl, rec.Code)
+		if !documented {
+			t.Errorf("%s: %s %s answered %d, which docs/openapi.yaml does not document for that route: add responses: '%d': {description, content: {application/json: {schema: ...}}} to paths.%s.%s (body: %s)",
+				c.name, c.method, tmpl, rec.Code, rec.Code, tmpl, strings.ToLower(c.method), rec.Body)
+			return
+		}
+		covered[c.method+" "+tmpl+" "+fmt.Sprint(rec.Code)] = true
+		if schema == nil {
+			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+				t.Errorf("%s: Content-Type %q, want text/plain", c.name, ct)
+			}
+			return
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s: Content-Type %q, want application/json", c.name, ct)
+		}
+		validate(t, fmt.Sprintf("%s: %d answer of %s %s", c.name, rec.Code, c.method, tmpl), schema, rec.Body.Bytes())
+	}
+	post := func(name, path, body string, want int) apiCall {
+		return apiCall{name: name, method: http.MethodPost, path: path, body: body, token: testToken, want: want}
+	}
+	get := func(name, path string, want int) apiCall {
+		return apiCall{name: name, method: http.MethodGet, path: path, token: testToken, want: want}
+	}
+	bad := func(c apiCall) apiCall { c.bad = true; return c }
+	noToken := func(c apiCall) apiCall { c.token = ""; return c }
+	const (
+		bp = "/v1/hooks/before_planning"
+		ap = "/v1/hooks/after_planning"
+		ae = "/v1/hooks/after_execution"
+		as = "/v1/hooks/after_synthesis"
+		oc = "/v1/operations/check"
+		of = "/v1/operations/finish"
+	)
+	huge := `{"request_id":"r","request":"` + strings.Repeat("x", testMaxBody) + `"}`
+
+	// The stock example, a request from start to end, then the same question answered
+	// from the cache; each route's malformed bodies and missing token.
+	for _, c := range []apiCall{
+		post("before_planning", bp, `{"request_id":"r1","request":"What is ACME trading at?","metadata":{"tenant":"acme"},"cache_vary":{"tenant":"acme"}}`, 200),
+		post("allowed plan", ap, `{"request_id":"r1","plan":`+quotePlan+`}`, 200),
+		post("re-sent plan", ap, `{"request_id":"r1","plan":`+quotePlan+`}`, 200),
+		post("invalid plan", ap, `{"request_id":"r1","plan":{"plan_id":"p-bad","steps":[{"step_id":"step-2","agent_name":"nobody","namespace":"demo-tools","instruction":"x"}]}}`, 422),
+		post("allowed tool call", oc, `{"operation":"tool_call","call":`+quote+`}`, 200),
+		post("finish", of, `{"request_id":"r1","step_id":"step-1","status":"succeeded","response":{"data":{"price":182.5,"currency":"USD"}},"duration":1500000}`, 200),
+		post("step already executed", oc, `{"operation":"tool_call","call":`+quote+`}`, 403),
+		post("finish of a step never started", of, `{"request_id":"r1","step_id":"step-9","status":"failed","retryable":true}`, 409),
+		bad(post("finish with an unknown status", of, `{"request_id":"r1","step_id":"step-1","status":"running"}`, 400)),
+		post("broker plan", ap, `{"request_id":"r4","request":"Buy ACME","plan":`+brokerPlan+`}`, 200),
+		post("guard denial", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-2", "25000")+`}`, 403),
+		post("broken guard", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-3", `"lots"`)+`}`, 403),
+		post("plan mismatch", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-1", "900")+`}`, 403),
+		post("not in the plan", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-7", "500")+`}`, 403),
+		post("bound trade", oc, `{"operation":"tool_call","call":`+fmt.Sprintf(trade, "step-1", "500")+`}`, 200),
+		post("invalid call", oc, `{"operation":"tool_call","call":{"request_id":"r1"}}`, 400),
+		post("after_execution", ae, `{"request_id":"r1","result":`+result+`}`, 200),
+		post("after_synthesis", as, `{"request_id":"r1","response":"ACME trades at 182.50 USD; ask ops@example.com"}`, 200),
+		post("cache hit", bp, `{"request_id":"r2","request":"What is ACME trading at?","metadata":{"tenant":"acme"},"cache_vary":{"tenant":"acme"}}`, 200),
+		post("rejected plan", ap, `{"request_id":"r3","request":"Buy ACME","plan":`+tradePlan+`}`, 403),
+		post("failed request reopened", bp, `{"request_id":"r3","request":"Buy ACME"}`, 409),
+		post("failed request after_planning", ap, `{"request_id":"r3","plan":`+quotePlan+`}`, 409),
+		post("failed request after_execution", ae, `{"request_id":"r3","result":`+result+`}`, 409),
+		post("failed request after_synthesis", as, `{"request_id":"r3","response":"Bought."}`, 409),
+		post("failed request check", oc, `{"call":{"operation":"turn","request_id":"r3"}}`, 409),
+		post("failed request finish", of, `{"request_id":"r3","step_id":"step-1","status":"succeeded"}`, 409),
+		get("record", "/v1/executions/r1", 200),
+		get("rejected record", "/v1/executions/r3", 200),
+		get("no record", "/v1/executions/nobody", 404),
+		get("status", "/v1/status", 200),
+		get("openapi", "/v1/openapi.json", 200),
+		get("metrics", "/metrics", 200),
+		{name: "healthz", method: http.MethodGet, path: "/healthz", want: 200},
+		{name: "readyz", method: http.MethodGet, path: "/readyz", want: 200},
+
+		bad(post("empty body", bp, "", 400)),
+		bad(post("malformed JSON", bp, `{"request_id":`, 400)),
+		bad(post("wrong type", bp, `{"request_id":"r","request":7}`, 400)),
+		bad(post("unknown field", bp, `{"request_id":"r","request":"x","tenant":"acme"}`, 400)),
+		bad(post("missing field", bp, `{"request_id":"r"}`, 400)),
+		bad(post("missing plan", ap, `{"request_id":"r"}`, 400)),
+		bad(post("missing result", ae, `{"request_id":"r"}`, 400)),
+		bad(post("missing response", as, `{"request_id":"r"}`, 400)),
+		bad(post("missing call", oc, `{"operation":"turn"}`, 400)),
+		bad(post("missing status", of, `{"request_id":"r1","step_id":"step-1"}`, 400)),
+		bad(post("oversized before_planning", bp, huge, 413)),
+		bad(post("oversized after_planning", ap, huge, 413)),
+		bad(post("oversized after_execution", ae, huge, 413)),
+		bad(post("oversized after_synthesis", as, huge, 413)),
+		bad(post("oversized check", oc, huge, 413)),
+		bad(post("oversized finish", of, huge, 413)),
+		noToken(post("no token before_planning", bp, `{"request_id":"r","request":"x"}`, 401)),
+		noToken(post("no token after_planning", ap, `{"request_id":"r","plan":`+quotePlan+`}`, 401)),
+		noToken(post("no token after_execution", ae, `{"request_id":"r","result":`+result+`}`, 401)),
+		noToken(post("no token after_synthesis", as, `{"request_id":"r","response":"x"}`, 401)),
+		noToken(post("no token check", oc, `{"call":{"operation":"turn","request_id":"r"}}`, 401)),
+		noToken(post("no token finish", of, `{"request_id":"r","step_id":"step-1","status":"succeeded"}`, 401)),
+		noToken(get("no token record", "/v1/executions/r1", 401)),
+		noToken(get("no token status", "/v1/status", 401)),
+		noToken(get("no token openapi", "/v1/openapi.json", 401)),
+		noToken(get("no token metrics", "/metrics", 401)),
+	} {
+		run(stock, c)
+	}
+
+	// Hooks that panic or break the decision contract.
+	for _, c := range []apiCall{
+		post("before_planning panic", bp, `{"request_id":"f1","request":"panic"}`, 500),
+		post("broken decision contract", bp, `{"request_id":"f2","request":"broken contract"}`, 500),
+		post("after_planning panic", ap, `{"request_id":"f3","plan":{"plan_id":"panic","terminal":true}}`, 500),
+		post("after_execution panic", ae, `{"request_id":"f4","result":{"plan_id":"panic","steps":[],"success":true,"total_duration":0,"phase_count":1}}`, 500),
+		post("after_synthesis panic", as, `{"request_id":"f5","response":"panic"}`, 500),
+	} {
+		run(faulty, c)
+	}
+
+	// No generation is live yet.
+	for _, c := range []apiCall{
+		post("not ready before_planning", bp, `{"request_id":"n","request":"x"}`, 503),
+		post("not ready after_planning", ap, `{"request_id":"n","plan":{"terminal":true}}`, 503),
+		post("not ready after_execution", ae, `{"request_id":"n","result":{"plan_id":"p","steps":[],"success":true,"total_duration":0,"phase_count":0}}`, 503),
+		post("not ready after_synthesis", as, `{"request_id":"n","response":"x"}`, 503),
+		post("not ready check", oc, `{"call":{"operation":"turn","request_id":"n"}}`, 503),
+		{name: "not ready readyz", method: http.MethodGet, path: "/readyz", want: 503},
+		{name: "not ready status", method: http.MethodGet, path: "/v1/status", want: 200},
+	} {
+		run(empty, c)
+	}
+
+	// The stores are down.
+	for _, c := range []apiCall{
+		post("store down before_planning", bp, `{"request_id":"d","request":"x"}`, 503),
+		post("store down after_planning", ap, `{"request_id":"d","plan":{"terminal":true}}`, 503),
+		post("store down after_execution", ae, `{"request_id":"d","result":{"plan_id":"p","steps":[],"success":true,"total_duration":0,"phase_count":0}}`, 503),
+		post("store down after_synthesis", as, `{"request_id":"d","response":"x"}`, 503),
+		post("store down check", oc, `{"call":{"operation":"turn","request_id":"d"}}`, 503),
+		post("store down finish", of, `{"request_id":"d","step_id":"step-1","status":"succeeded"}`, 503),
+		{name: "store down record", method: http.MethodGet, path: "/v1/executions/d", want: 503},
+	} {
+		run(down, c)
+	}
+
+	// A request whose generation was retired by two reloads.
+	run(retired, apiCall{name: "open on g-old", method: http.MethodPost, path: bp, body: `{"request_id":"old","request":"x"}`, want: 200})
+	retiredRegistry.Swap(goGeneration(t, "g-new"))
+	for _, c := range []apiCall{
+		post("retired after_planning", ap, `{"request_id":"old","plan":{"terminal":true}}`, 409),
+		post("retired after_execution", ae, `{"request_id":"old","result":{"plan_id":"p","steps":[],"success":true,"total_duration":0,"phase_count":0}}`, 409),
+		post("retired after_synthesis", as, `{"request_id":"old","response":"x"}`, 409),
+	} {
+		c.token = ""
+		run(retired, c)
+	}
+
+	for _, op := range doc.operations() {
+		method, tmpl, _ := strings.Cut(op, " ")
+		if isMounted(tmpl) {
+			continue
+		}
+		statuses, _ := doc.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)["responses"].(map[string]any)
+		for status := range statuses {
+			if !covered[op+" "+status] {
+				t.Errorf("docs/openapi.yaml documents %s for %s, but no call of TestOpenAPI_ResponsesMatch produced it: add one to the script (or remove the status if the route cannot answer it)", status, op)
+			}
+		}
+	}
+
+	// Answers of no route: a known path with another method, and an unknown path.
+	for _, c := range []struct {
+		method, path, ref string
+		want              int
+	}{
+		{http.MethodGet, bp, "#/components/responses/MethodNotAllowed", 405},
+		{http.MethodDelete, "/v1/executions/r1", "#/components/responses/MethodNotAllowed", 405},
+		{http.MethodGet, "/v1/nothing-here", "#/components/responses/RouteNotFound", 404},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(c.method, c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		stock.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s %s answered %d, want %d", c.method, c.path, rec.Code, c.want)
+			continue
+		}
+		validate(t, c.method+" "+c.path, doc.schema(t, c.ref+"/content/application~1json/schema"), rec.Body.Bytes())
+		if c.want == 405 && rec.Header().Get("Allow") == "" {
+			t.Errorf("%s %s: 405 without an Allow header", c.method, c.path)
+		}
+	}
+}
+
+func validate(t *testing.T, what string, s *jsonschema.Schema, body []byte) {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		t.Errorf("%s: not JSON: %v: %s", what, err, body)
+		return
+	}
+	if err := s.Validate(v); err != nil {
+		t.Errorf("%s does not match docs/openapi.yaml: %v\nbody: %s", what, err, body)
+	}
+}
