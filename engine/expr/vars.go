@@ -102,7 +102,7 @@ func (v *Vars) ResolveName(name string) (any, bool) {
 		if v.call == nil {
 			v.call = emptyObject
 			if v.Call != nil {
-				v.call = celValue(engine.ViewOf(v.Call))
+				v.call = callValue(v.Call)
 			}
 		}
 		return v.call, true
@@ -116,6 +116,16 @@ func (v *Vars) Parent() interpreter.Activation { return nil }
 func objectOrEmpty(m map[string]any) map[string]any {
 	if m == nil {
 		return emptyObject
+	}
+	return m
+}
+
+// callValue is the call's JSON form plus, for a call bound to a plan step, that step as
+// step (op.Call.Step, which the call's JSON leaves out).
+func callValue(c *op.Call) map[string]any {
+	m := celValue(engine.ViewOf(c)).(map[string]any)
+	if c.Step != nil {
+		m["step"] = c.Step
 	}
 	return m
 }

@@ -37,6 +37,22 @@ func TestVars_AgreesWithJSON(t *testing.T) {
 	}
 }
 
+func TestVars_CallStep(t *testing.T) {
+	c := newCompiler(t, 0)
+	src := "has(call.step) && call.step.step_id == call.step_id"
+	call := sampleCall(1.0)
+	call.StepID = "s1"
+	for _, tt := range []struct {
+		step map[string]any
+		want bool
+	}{{nil, false}, {map[string]any{"step_id": "s1"}, true}} {
+		call.Step = tt.step
+		if ok, err := mustCompile(t, c, Guard, src, Bool).EvalBool(context.Background(), &Vars{Call: call}); err != nil || ok != tt.want {
+			t.Errorf("step %v: %q = %v, %v; want %v", tt.step, src, ok, err, tt.want)
+		}
+	}
+}
+
 // TestVars_NilStepsAreNull: a plan without steps has null steps, as in JSON; using them
 // as a list is an evaluation error, which the caller's failure policy handles.
 func TestVars_NilStepsAreNull(t *testing.T) {
