@@ -84,6 +84,12 @@ func (e *PlanRejection) Error() string {
 	return fmt.Sprintf("plan denied by %s: %s", e.Query, strings.Join(parts, "; "))
 }
 
+// PlanViolations returns the violations (engine.PolicyDenial).
+func (e *PlanRejection) PlanViolations() []engine.Violation { return e.Violations }
+
+// DecisionCause is engine.CausePolicyDenied: the policy decided, and said no.
+func (e *PlanRejection) DecisionCause() engine.Cause { return engine.CausePolicyDenied }
+
 // AsPlanRejection finds a *PlanRejection in err's chain.
 func AsPlanRejection(err error) (*PlanRejection, bool) {
 	var r *PlanRejection

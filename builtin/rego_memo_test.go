@@ -38,7 +38,9 @@ func libraryQuery(t *testing.T, extra ...policy.Module) *policy.Query {
 		"demo-tools": map[string]any{"stock-service": []any{"stock_quote", "news"}},
 		"docs":       map[string]any{"search": []any{"search"}},
 	}}}
-	b, err := policy.Compile(append(modules, extra...), []policy.DataFile{{File: "data.json", Value: data}}, policy.Options{})
+	// A generous deadline: the differential tests compare decisions, and a loaded
+	// machine must not turn an evaluation into a timeout on one side only.
+	b, err := policy.Compile(append(modules, extra...), []policy.DataFile{{File: "data.json", Value: data}}, policy.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

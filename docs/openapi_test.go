@@ -86,6 +86,7 @@ var enumFamilies = []struct {
 	{schema: "PlanBindingCode", dir: "../engine", prefix: "Code"},
 	{schema: "CheckOutcome", dir: "../engine", prefix: "Check"},
 	{schema: "RunStatus", dir: "../engine", prefix: "Run"},
+	{schema: "Cause", dir: "../engine", prefix: "Cause"},
 	{schema: "Operation", dir: "../engine/op", typ: "Operation"},
 	{schema: "ErrorType", dir: "../cmd/agentd/internal/server", prefix: "Type"},
 }

@@ -16,6 +16,8 @@ type RequiredAfterPlanningError struct {
 	Hook   string
 	Reason Reason
 	Cause  error
+	// Plan is the candidate the required hook reviewed (and rejected).
+	Plan *RoutingPlan
 }
 
 func (e *RequiredAfterPlanningError) Error() string {
@@ -23,6 +25,9 @@ func (e *RequiredAfterPlanningError) Error() string {
 }
 
 func (e *RequiredAfterPlanningError) Unwrap() error { return e.Cause }
+
+// DecisionCause tells a policy denial from a failure (see Cause).
+func (e *RequiredAfterPlanningError) DecisionCause() Cause { return causeFor(e.Reason, e.Cause) }
 
 // AsRequiredAfterPlanningError finds a *RequiredAfterPlanningError in err's chain.
 func AsRequiredAfterPlanningError(err error) (*RequiredAfterPlanningError, bool) {
@@ -76,7 +81,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 			return current, nil
 		}
 		inv.finish(status, decide(FailClosed, ActionTerminate, reason), cause, nil)
-		return nil, &RequiredAfterPlanningError{Hook: e.name, Reason: reason, Cause: cause}
+		return nil, &RequiredAfterPlanningError{Hook: e.name, Reason: reason, Cause: cause, Plan: current}
 	}
 
 	candidate := current

@@ -299,7 +299,9 @@ func TestAfterPlanning_RequiredTimeoutFailsClosed(t *testing.T) {
 	if re, ok := engine.AsRequiredAfterPlanningError(err); !ok || re.Reason != engine.ReasonHookError {
 		t.Fatalf("err = %#v", err)
 	}
-	if d := trail.Invocations()[0].Decision; *d != decision(engine.FailClosed, engine.ActionTerminate, engine.ReasonHookError) {
+	want := decision(engine.FailClosed, engine.ActionTerminate, engine.ReasonHookError)
+	want.Cause = engine.CauseTimeout
+	if d := trail.Invocations()[0].Decision; *d != want {
 		t.Fatalf("decision = %+v", *d)
 	}
 }

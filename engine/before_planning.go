@@ -15,6 +15,9 @@ type ContractError struct {
 	Reason Reason
 }
 
+// DecisionCause is CauseContractError.
+func (*ContractError) DecisionCause() Cause { return CauseContractError }
+
 func (e *ContractError) Error() string {
 	return fmt.Sprintf("before-planning hook %q broke the decision contract: %s", e.Hook, e.Reason)
 }

@@ -415,7 +415,7 @@ func TestInvocation_JSONShape(t *testing.T) {
 			EffectID: "e-1", SchemaVersion: 1, Name: "audit", Status: engine.EffectPartial, Summary: "1 of 2",
 			Data: json.RawMessage(`{"n":1}`), Error: "slow", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Duration: 7,
 		}},
-		Decision: &engine.DecisionRecord{FailurePolicy: engine.FailClosed, Action: engine.ActionTerminate, Reason: engine.ReasonHookError},
+		Decision: &engine.DecisionRecord{FailurePolicy: engine.FailClosed, Action: engine.ActionTerminate, Reason: engine.ReasonHookError, Cause: engine.CauseHookError},
 	}
 	raw, err := json.Marshal(inv)
 	if err != nil {
@@ -425,7 +425,7 @@ func TestInvocation_JSONShape(t *testing.T) {
 		`"started_at":"2025-01-02T03:04:05.000000006Z","duration":1500,"error":"denied",` +
 		`"effects":[{"effect_id":"e-1","schema_version":1,"name":"audit","status":"partial","summary":"1 of 2",` +
 		`"data":{"n":1},"error":"slow","started_at":"2025-01-02T03:04:05Z","duration":7}],` +
-		`"decision":{"failure_policy":"fail_closed","action":"terminate","reason":"hook_error"}}`
+		`"decision":{"failure_policy":"fail_closed","action":"terminate","reason":"hook_error","cause":"hook_error"}}`
 	if string(raw) != want {
 		t.Fatalf("JSON =\n%s\nwant\n%s", raw, want)
 	}

@@ -39,8 +39,12 @@ func (p *Pipeline) begin(ctx context.Context, e entry, stage Stage, seq, planPha
 	return inv
 }
 
-// finish completes the record (when recording) and ends the span.
+// finish completes the record (when recording) and ends the span. A failure's decision
+// gets its cause.
 func (inv *invocation) finish(status InvocationStatus, dec DecisionRecord, err error, effects []Effect) {
+	if err != nil && dec.Cause == "" {
+		dec.Cause = causeFor(dec.Reason, err)
+	}
 	if inv.trail != nil {
 		inv.trail.close(inv.index, status, time.Since(inv.started), err, dec, effects)
 	}
@@ -56,4 +60,22 @@ func (inv *invocation) panicked(value any, policy FailurePolicy, effects []Effec
 
 func decide(policy FailurePolicy, action Action, reason Reason) DecisionRecord {
 	return DecisionRecord{FailurePolicy: policy, Action: action, Reason: reason}
+}
+
+// causeFor is the cause of a failure recorded with reason: the reasons that name a kind
+// of failure map to it, any other to the error's own cause (CauseOf).
+func causeFor(reason Reason, err error) Cause {
+	switch reason {
+	case ReasonCloneFailed:
+		return CauseCloneFailed
+	case ReasonInvalidType:
+		return CauseInvalidType
+	case ReasonInvalidPlan:
+		return CauseInvalidPlan
+	case ReasonPanic:
+		return CausePanic
+	case ReasonMissingPayload, ReasonUnknownKind:
+		return CauseContractError
+	}
+	return CauseOf(err)
 }

@@ -205,7 +205,7 @@ func TestLifecycle_RequiredRejectionRunsNoToolNoSynthesis(t *testing.T) {
 		t.Errorf("failed record = %+v", rec)
 	}
 	last := rec.PipelineHooks[len(rec.PipelineHooks)-1]
-	if last.Status != engine.InvocationFailed || last.Decision == nil || *last.Decision != (engine.DecisionRecord{FailurePolicy: engine.FailClosed, Action: engine.ActionTerminate, Reason: engine.ReasonHookError}) {
+	if last.Status != engine.InvocationFailed || last.Decision == nil || *last.Decision != (engine.DecisionRecord{FailurePolicy: engine.FailClosed, Action: engine.ActionTerminate, Reason: engine.ReasonHookError, Cause: engine.CauseHookError}) {
 		t.Errorf("required invocation = %+v", last)
 	}
 }

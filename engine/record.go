@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
@@ -41,13 +42,19 @@ type ExecutionRecord struct {
 	Generation string           `json:"generation,omitempty"`
 	Status     RecordStatus     `json:"status"`
 	Lifecycle  RequestLifecycle `json:"lifecycle,omitempty"`
+	// Cause says why a failed request failed (see Cause).
+	Cause Cause `json:"cause,omitempty"`
 	// OpenUntil is when the request's state expires while it is open: a record still
 	// open after it was abandoned (see LifecycleAt).
-	OpenUntil     *time.Time       `json:"open_until,omitempty"`
-	Error         string           `json:"error,omitempty"`
-	PipelineHooks []Invocation     `json:"pipeline_hooks"`
-	Phases        []PhaseRecord    `json:"phases,omitempty"`
-	Result        *ExecutionResult `json:"result,omitempty"`
+	OpenUntil     *time.Time    `json:"open_until,omitempty"`
+	Error         string        `json:"error,omitempty"`
+	PipelineHooks []Invocation  `json:"pipeline_hooks"`
+	Phases        []PhaseRecord `json:"phases,omitempty"`
+	// Rejections are the plans the request's review refused (a required-hook
+	// rejection, which failed the request) and the incoming plans that broke a plan
+	// rule (answered 422; the request goes on), with the rejected candidate.
+	Rejections []PlanRejection  `json:"rejections,omitempty"`
+	Result     *ExecutionResult `json:"result,omitempty"`
 	// Operations are the operation checks made for the request, in order, each with
 	// its finish once reported.
 	Operations          []OperationRecord `json:"operations,omitempty"`
@@ -73,6 +80,23 @@ type RecordStore interface {
 	Put(ctx context.Context, rec *ExecutionRecord) error
 	// Get returns the stored record or ErrRecordNotFound.
 	Get(ctx context.Context, requestID string) (*ExecutionRecord, error)
+}
+
+// PlanRejection is one plan phase a request did not get accepted: its candidate plan,
+// why (cause, and the required hook's decision reason and the policy's violations, or
+// the plan rule it broke) and when.
+type PlanRejection struct {
+	Phase      int          `json:"phase"`
+	Cause      Cause        `json:"cause"`
+	Hook       string       `json:"hook,omitempty"`
+	Reason     Reason       `json:"reason,omitempty"`
+	Violations []Violation  `json:"violations,omitempty"`
+	Rule       int          `json:"rule,omitempty"`
+	Code       PlanCode     `json:"code,omitempty"`
+	StepID     string       `json:"step_id,omitempty"`
+	Error      string       `json:"error"`
+	Plan       *RoutingPlan `json:"plan"`
+	At         time.Time    `json:"at"`
 }
 
 // CheckOutcome is the guards' verdict on one operation check.
@@ -169,6 +193,17 @@ func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 		}
 		r.Steps = steps
 		out.Result = &r
+	}
+	if rec.Rejections != nil {
+		out.Rejections = make([]PlanRejection, len(rec.Rejections))
+		for i, r := range rec.Rejections {
+			plan, err := ClonePlan(r.Plan)
+			if err != nil {
+				return nil, err
+			}
+			r.Plan, r.Violations = plan, slices.Clone(r.Violations)
+			out.Rejections[i] = r
+		}
 	}
 	if rec.Operations != nil {
 		out.Operations = make([]OperationRecord, len(rec.Operations))

@@ -189,6 +189,9 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	}
 	planID := plan.PlanID
 	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
+		if werr := s.writeRecord(context.WithoutCancel(c.ctx), s.rejected(plan, err).record); werr != nil {
+			return nil, s.d.refuse(c.ctx, c.stage, st.ID, werr)
+		}
 		s.done(c, OutcomeInvalidPlan, err)
 		return nil, err
 	}
@@ -196,7 +199,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	err := s.run(c, func() error {
 		accepted, err := s.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, st.PriorSteps, c.trail)
 		if err != nil {
-			_ = s.commit(c, failed(err))
+			_ = s.commit(c, s.rejected(plan, err))
 			s.done(c, OutcomeRejected, err)
 			return err
 		}

@@ -21,13 +21,38 @@ type change struct {
 
 // failed fails the request with err.
 func failed(err error) change {
+	cause := CauseOf(err)
 	return change{
 		state: func(st *RequestState) { st.Lifecycle = LifecycleFailed },
 		record: func(rec *ExecutionRecord) {
-			rec.Status, rec.Error = RecordFailed, err.Error()
+			rec.Status, rec.Error, rec.Cause = RecordFailed, err.Error(), cause
 			rec.Lifecycle, rec.OpenUntil = LifecycleFailed, nil
 		},
 	}
+}
+
+// rejected records a plan phase that was not accepted; a rejection by the required
+// hook also fails the request.
+func (s *Session) rejected(plan *RoutingPlan, err error) change {
+	r := PlanRejection{Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
+	ch := change{}
+	if re, ok := AsRequiredAfterPlanningError(err); ok {
+		r.Hook, r.Reason, r.Violations = re.Hook, re.Reason, ViolationsOf(err)
+		if re.Plan != nil {
+			r.Plan = re.Plan
+		}
+		ch = failed(err)
+	} else if pe, ok := AsPlanError(err); ok {
+		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, pe.Code, pe.StepID
+	}
+	fail := ch.record
+	ch.record = func(rec *ExecutionRecord) {
+		rec.Rejections = append(rec.Rejections, r)
+		if fail != nil {
+			fail(rec)
+		}
+	}
+	return ch
 }
 
 // completed completes the request with its final response; a request that failed

@@ -18,6 +18,8 @@ const (
 	AttrFailurePolicy = "pipeline.hook.failure_policy"
 	AttrAction        = "pipeline.hook.action"
 	AttrReason        = "pipeline.hook.reason"
+	// AttrCause is set on the span of a failed invocation only.
+	AttrCause = "pipeline.hook.cause"
 )
 
 // MetricShortCircuitDecision counts before_planning short-circuit decisions by the
@@ -72,6 +74,9 @@ func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
 		attribute.String(AttrAction, string(d.Action)),
 		attribute.String(AttrReason, string(d.Reason)),
 	)
+	if d.Cause != "" {
+		span.SetAttributes(attribute.String(AttrCause, string(d.Cause)))
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

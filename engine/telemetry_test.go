@@ -37,6 +37,8 @@ func spanDecision(s sdktrace.ReadOnlySpan) engine.DecisionRecord {
 			d.Action = engine.Action(kv.Value.AsString())
 		case engine.AttrReason:
 			d.Reason = engine.Reason(kv.Value.AsString())
+		case engine.AttrCause:
+			d.Cause = engine.Cause(kv.Value.AsString())
 		}
 	}
 	return d

@@ -231,6 +231,8 @@ type DecisionRecord struct {
 	FailurePolicy FailurePolicy `json:"failure_policy"`
 	Action        Action        `json:"action"`
 	Reason        Reason        `json:"reason"`
+	// Cause says why a failed invocation failed (see Cause); empty when it did not.
+	Cause Cause `json:"cause,omitempty"`
 }
 
 // Invocation is the record of one hook call. Sequence is 1-based within one stage run

@@ -26,7 +26,7 @@ import (
 
 type serveFlags struct {
 	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel string
-	watch, logPayloads                                        bool
+	watch, logPayloads, requirePlanReview                     bool
 	debounce, successRetention, errorRetention, drain         time.Duration
 	maxBody                                                   int64
 	maxRecords                                                int
@@ -48,6 +48,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
+	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -107,7 +108,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	reloader, err := reload.NewReloader(f.config, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
-	}, registry, logger, tel.meter)
+	}, registry, logger, tel.meter, reloadOptions(f)...)
 	if err != nil {
 		return err
 	}
@@ -164,6 +165,14 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("agentd stopped")
+	return nil
+}
+
+// reloadOptions are the reload policies the flags ask for.
+func reloadOptions(f *serveFlags) []reload.Option {
+	if f.requirePlanReview {
+		return []reload.Option{reload.RequirePlanReview()}
+	}
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
@@ -189,10 +188,8 @@ func (r *runner) checkPlan(ctx context.Context, c *checker, sess *engine.Session
 	verdict, codes := "allowed", []string{}
 	if err != nil {
 		verdict = "rejected"
-		if rej, ok := builtin.AsPlanRejection(err); ok {
-			for _, v := range rej.Violations {
-				codes = append(codes, v.Code)
-			}
+		for _, v := range engine.ViolationsOf(err) {
+			codes = append(codes, v.Code)
 		}
 	}
 	if want := tc.Expect.Plan; want != "" && want != verdict {

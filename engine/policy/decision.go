@@ -16,11 +16,7 @@ import (
 const DeniedCode = "denied"
 
 // Violation is one reason a plan was rejected.
-type Violation struct {
-	Code    string `json:"code"`
-	StepID  string `json:"step_id,omitempty"`
-	Message string `json:"message"`
-}
+type Violation = engine.Violation
 
 // PlanDecision is a decoded after-planning decision document {deny, plan?}. Deny is
 // sorted by step_id, code and message. Plan is the policy's replacement plan, or nil.

@@ -1,6 +1,10 @@
 package policy
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentd-dev/agentd/engine"
+)
 
 // Reasons an evaluation produced no usable decision. Every *EvalError wraps exactly one
 // of them; all of them fail closed.
@@ -27,6 +31,15 @@ func (e *EvalError) Error() string {
 		msg += ": " + e.Cause.Error()
 	}
 	return msg
+}
+
+// DecisionCause is CauseTimeout for a timeout and CauseEvaluationError otherwise: the
+// policy could not decide (see engine.Cause).
+func (e *EvalError) DecisionCause() engine.Cause {
+	if e.Reason == ErrTimeout {
+		return engine.CauseTimeout
+	}
+	return engine.CauseEvaluationError
 }
 
 // Unwrap returns Reason and, when set, Cause, so errors.Is matches either.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -63,20 +62,15 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	return &AfterPlanningResponse{RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}, nil
 }
 
-// rejection is the 403 of a required-hook rejection.
+// rejection is the 403 of a required-hook rejection: the hook, its decision reason,
+// the cause and the policy's violations.
 func rejection(r *engine.RequiredAfterPlanningError) *APIError {
-	violations := []map[string]string{}
-	if rej, ok := builtin.AsPlanRejection(r); ok {
-		for _, v := range rej.Violations {
-			entry := map[string]string{"code": v.Code, "message": v.Message}
-			if v.StepID != "" {
-				entry["step_id"] = v.StepID
-			}
-			violations = append(violations, entry)
-		}
+	violations := engine.ViolationsOf(r)
+	if violations == nil {
+		violations = []engine.Violation{}
 	}
 	return apiError(http.StatusForbidden, TypeRequiredAfterPlanning, "%v", r).
-		with("hook", r.Hook).with("reason", r.Reason).with("violations", violations)
+		with("hook", r.Hook).with("reason", r.Reason).with("cause", r.DecisionCause()).with("violations", violations)
 }
 
 // resume loads the request of a stage call, or opens it from the call's text and

@@ -88,7 +88,12 @@ func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
 func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	stage := string(r.Stage)
 	sets := &s.tel.sets
-	s.tel.calls.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "outcome", v2: string(r.Outcome)}))
+	cause := engine.CauseOf(r.Err)
+	calls := attrKey{k1: "stage", v1: stage, k2: "outcome", v2: string(r.Outcome)}
+	if cause != "" {
+		calls.k3, calls.v3 = "cause", string(cause)
+	}
+	s.tel.calls.Add(ctx, 1, sets.get(calls))
 	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
 	for _, inv := range r.Invocations {
 		reason := ""
@@ -104,6 +109,9 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 		slog.String("request_id", r.RequestID), slog.String("generation", r.Generation),
 		slog.String("stage", stage), slog.String("outcome", string(r.Outcome)),
 		slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000), slog.Int("hooks", len(r.Invocations)),
+	}
+	if cause != "" {
+		attrs = append(attrs, slog.String("cause", string(cause)))
 	}
 	if s.cfg.LogPayloads {
 		attrs = append(attrs, slog.String("request", r.Request), slog.Any("metadata", r.Metadata))
