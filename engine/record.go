@@ -86,6 +86,7 @@ type RecordStore interface {
 // why (cause, and the required hook's decision reason and the policy's violations, or
 // the plan rule it broke) and when.
 type PlanRejection struct {
+	DecisionID string       `json:"decision_id,omitempty"`
 	Phase      int          `json:"phase"`
 	Cause      Cause        `json:"cause"`
 	Hook       string       `json:"hook,omitempty"`
@@ -113,6 +114,7 @@ const (
 // decided and how, on which generation and policy revision, and, once reported, how
 // the operation finished.
 type OperationRecord struct {
+	DecisionID string       `json:"decision_id,omitempty"`
 	Operation  op.Operation `json:"operation"`
 	StepID     string       `json:"step_id,omitempty"`
 	Namespace  string       `json:"namespace,omitempty"`

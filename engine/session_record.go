@@ -33,8 +33,8 @@ func failed(err error) change {
 
 // rejected records a plan phase that was not accepted; a rejection by the required
 // hook also fails the request.
-func (s *Session) rejected(plan *RoutingPlan, err error) change {
-	r := PlanRejection{Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
+func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
+	r := PlanRejection{DecisionID: c.id, Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
 	ch := change{}
 	if re, ok := AsRequiredAfterPlanningError(err); ok {
 		r.Hook, r.Reason, r.Violations = re.Hook, re.Reason, ViolationsOf(err)
@@ -108,6 +108,9 @@ func (s *Session) commit(c *stageCall, ch change) error {
 	}
 	c.trail.OnLateEffect(func() {
 		late := c.trail.Invocations()
+		for i := range late {
+			late[i].DecisionID = c.id
+		}
 		_ = s.writeRecord(ctx, func(rec *ExecutionRecord) {
 			if offset >= 0 && offset+len(late) <= len(rec.PipelineHooks) {
 				copy(rec.PipelineHooks[offset:], late)
@@ -135,7 +138,7 @@ func (s *Session) writeState(ctx context.Context, fn func(st *RequestState)) err
 			return nil
 		}
 		if !errors.Is(err, ErrStaleRevision) {
-			return unavailable(s.state.ID, err)
+			return storeFailure(s.state.ID, err)
 		}
 		if err := s.reload(ctx); err != nil {
 			return err
@@ -185,25 +188,33 @@ func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)
 		case errors.Is(err, ErrRecordNotFound):
 			rec = s.newRecord(now)
 		case err != nil:
-			return unavailable(s.state.ID, err)
+			return storeFailure(s.state.ID, err)
 		case s.fresh:
 			revision := rec.Revision
 			rec = s.newRecord(now)
 			rec.Revision = revision
 		}
 		fn(rec)
+		if n := recordEntries(rec); n > s.d.maxEntries {
+			return storeFailure(s.state.ID, fmt.Errorf("%w: the execution record would hold %d entries, over the limit of %d", ErrTooLarge, n, s.d.maxEntries))
+		}
 		rec.Revision++
 		rec.UpdatedAt = now
 		err = s.d.records.Put(ctx, rec)
 		if !errors.Is(err, ErrStaleRevision) {
 			if err != nil {
-				return unavailable(s.state.ID, err)
+				return storeFailure(s.state.ID, err)
 			}
 			s.fresh = false
 			return nil
 		}
 	}
-	return unavailable(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
+	return storeFailure(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
+}
+
+// recordEntries counts what grows a record with every call.
+func recordEntries(rec *ExecutionRecord) int {
+	return len(rec.PipelineHooks) + len(rec.Operations) + len(rec.Rejections)
 }
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {

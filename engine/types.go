@@ -248,4 +248,6 @@ type Invocation struct {
 	Error     string           `json:"error,omitempty"`
 	Effects   []Effect         `json:"effects,omitempty"`
 	Decision  *DecisionRecord  `json:"decision,omitempty"`
+	// DecisionID names the stage call that ran the hook.
+	DecisionID string `json:"decision_id,omitempty"`
 }

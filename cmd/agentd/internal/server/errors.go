@@ -34,6 +34,7 @@ const (
 	TypeGenerationExpired     ErrorType = "generation_expired"
 	TypeRequestFailed         ErrorType = "request_failed"
 	TypeConflict              ErrorType = "conflict"
+	TypeRequestTooLarge       ErrorType = "request_too_large"
 	TypeInvalidFinish         ErrorType = "invalid_finish"
 	TypeNotStarted            ErrorType = "not_started"
 	TypeStoreUnavailable      ErrorType = "store_unavailable"

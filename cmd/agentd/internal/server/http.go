@@ -72,6 +72,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 	post("/v1/hooks/after_execution", stage(opts, s.AfterExecution))
 	post("/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
 	post("/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		ctx = engine.WithDecisionID(ctx, engine.NewDecisionID())
 		var req OperationCheckRequest
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			return nil, 0, e
@@ -128,8 +129,10 @@ func methodNotAllowed(allow string) http.Handler {
 }
 
 // stage adapts a typed stage method to an endpoint: strict body decoding in, 200 out.
+// The call's decision id is made here, so that every answer of the driver's can name it.
 func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Resp, *APIError)) func(context.Context, *http.Request) (any, int, *APIError) {
 	return func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		ctx = engine.WithDecisionID(ctx, engine.NewDecisionID())
 		var req Req
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			return nil, 0, e
