@@ -69,13 +69,17 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 }
 
 // attach returns a session for an operation check of request id: the request's own,
-// or, for an unknown request, one on the live generation that writes no state.
+// or, for an unknown request, one on the live generation that writes no state (not
+// for a call confined to a tenant: an unknown request belongs to none).
 func (d *Driver) attach(ctx context.Context, id string) (*Session, error) {
 	st, err := d.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
+		if err := CheckTenant(ctx, id, ""); err != nil {
+			return nil, err
+		}
 		gen := d.gens.Live()
 		if gen == nil {
 			return nil, &RefusalError{Code: RefusedNotReady, RequestID: id}
@@ -84,7 +88,7 @@ func (d *Driver) attach(ctx context.Context, id string) (*Session, error) {
 		s.unknown = true
 		return s, nil
 	}
-	gen, err := d.pinned(st)
+	gen, err := d.pinned(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +319,7 @@ func (d *Driver) Finish(ctx context.Context, f Finish) error {
 	if st == nil {
 		return &FinishError{Code: FinishNotStarted, Detail: fmt.Sprintf("request %q is unknown", f.RequestID)}
 	}
-	gen, err := d.pinned(st)
+	gen, err := d.pinned(ctx, st)
 	if err != nil {
 		return err
 	}

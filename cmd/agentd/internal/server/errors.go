@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -29,6 +30,9 @@ const (
 	TypeNotFound              ErrorType = "not_found"
 	TypeMethodNotAllowed      ErrorType = "method_not_allowed"
 	TypeUnauthorized          ErrorType = "unauthorized"
+	TypeForbidden             ErrorType = "forbidden"
+	TypeTenantForbidden       ErrorType = "tenant_forbidden"
+	TypeRequestTimeout        ErrorType = "request_timeout"
 	TypeNotReady              ErrorType = "not_ready"
 	TypeGenerationRetired     ErrorType = "generation_retired"
 	TypeGenerationExpired     ErrorType = "generation_expired"
@@ -82,6 +86,9 @@ func decodeBody(r io.Reader, limit int64, v any) *APIError {
 	data, err := io.ReadAll(lr)
 	if lr.N <= 0 {
 		return apiError(http.StatusRequestEntityTooLarge, TypeBodyTooLarge, "request body exceeds %d bytes", limit).with("limit", limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return apiError(http.StatusRequestTimeout, TypeRequestTimeout, "the request body did not arrive within the read timeout")
 	}
 	if err != nil {
 		return apiError(http.StatusBadRequest, TypeInvalidJSON, "read request body: %v", err)
