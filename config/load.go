@@ -60,6 +60,7 @@ type loader struct {
 	cel        *expr.Compiler
 	rego       *policy.Bundle
 	regoFailed bool
+	observers  []ObserverInfo
 }
 
 // Load reads and compiles the config directory dir into a Generation. On any problem it
@@ -92,6 +93,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	catalog := l.compileCatalog()
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
+	openai := l.compileOpenAIGateway(catalog)
 	if len(l.errs) > 0 {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
@@ -106,8 +108,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
-		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
-		AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, Observers: l.observers,
+		Gateways: Gateways{OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 

@@ -101,6 +101,7 @@ type Pipeline struct {
 type entry struct {
 	name string
 	span string
+	mode RuleMode
 }
 
 type beforeEntry struct {
@@ -178,8 +179,9 @@ func (p *Pipeline) index(hooks []Hook) error {
 }
 
 func (p *Pipeline) add(h Hook, name string) {
+	mode := modeOf(h)
 	span := func(s Stage) entry {
-		return entry{name: name, span: "pipeline.hook." + string(s) + "." + name}
+		return entry{name: name, span: "pipeline.hook." + string(s) + "." + name, mode: mode}
 	}
 	d, isDecision := h.(BeforePlanningDecisionHook)
 	l, isLegacy := h.(BeforePlanningHook)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
+	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -152,9 +153,10 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return err
 	}
 	ln := connlimit.New(tcp, f.maxConns)
+	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: svc.Driver(), Logger: logger, MaxBody: f.maxBody})
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
-			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
+			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics, Mounts: gateway.Mounts(),
 			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,

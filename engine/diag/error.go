@@ -32,6 +32,7 @@ const (
 	KindRequiredHook          Kind = "required_hook"           // a required hook that breaks the required-hook rules
 	KindCatalog               Kind = "catalog"                 // an invalid agent catalog
 	KindGuard                 Kind = "guard"                   // invalid operation guards
+	KindGateway               Kind = "gateway"                 // a gateway setting that contradicts the rest of the config
 	KindIO                    Kind = "io"                      // a file could not be read
 	KindTooManyErrors         Kind = "too_many_errors"         // Normalize dropped errors over its cap
 )

@@ -97,6 +97,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		return resp, http.StatusOK, nil
 	})
 	post(RoleOrchestrator, "/v1/operations/finish", stage(opts, s.FinishOperation))
+	post(RoleOrchestrator, "/v1/effects", stage(opts, s.UpdateEffect))
 	route(RoleViewer, http.MethodGet, "/v1/executions/{id}", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
@@ -215,6 +216,7 @@ type StatusBody struct {
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
+	Observers      []config.ObserverInfo              `json:"observers,omitempty"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
 	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
 	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
@@ -233,6 +235,7 @@ func (s *Service) Status() StatusBody {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.Observers = g.Observers
 	body.PlanBinding = g.Binding
 	if g.MaxRequestAge > 0 {
 		body.MaxRequestAge = g.MaxRequestAge.String()
