@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/interpreter"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
@@ -31,6 +33,15 @@ type EvalError struct {
 }
 
 func (e *EvalError) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// DecisionCause is CauseTimeout when the context's deadline ended the evaluation and
+// CauseEvaluationError otherwise: the expression could not decide (see engine.Cause).
+func (e *EvalError) DecisionCause() engine.Cause {
+	if errors.Is(e.cause, context.DeadlineExceeded) {
+		return engine.CauseTimeout
+	}
+	return engine.CauseEvaluationError
+}
 
 // Unwrap returns the underlying cause, if any; an interrupted evaluation unwraps to the
 // context's cause (context.Canceled, context.DeadlineExceeded).

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 func TestEval_Values(t *testing.T) {
@@ -138,6 +140,9 @@ func TestEval_Errors(t *testing.T) {
 			if !strings.Contains(e.Message, tt.contains) {
 				t.Errorf("message = %q, want it to contain %q", e.Message, tt.contains)
 			}
+			if c := engine.CauseOf(err); c != engine.CauseEvaluationError {
+				t.Errorf("cause = %s, want %s", c, engine.CauseEvaluationError)
+			}
 		})
 	}
 }
@@ -179,6 +184,12 @@ func TestEval_ContextCancellationInterrupts(t *testing.T) {
 	wantEvalKind(t, err, EvalInterrupted)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err = p.EvalBool(ctx, items(100_000))
+	if wantEvalKind(t, err, EvalInterrupted); engine.CauseOf(err) != engine.CauseTimeout {
+		t.Errorf("cause of %v = %s, want %s", err, engine.CauseOf(err), engine.CauseTimeout)
 	}
 }
 
