@@ -45,7 +45,7 @@ func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 			ch = failed(err)
 		}
 	} else if pe, ok := AsPlanError(err); ok {
-		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, string(pe.Code), pe.StepID
+		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, pe.Code, pe.StepID
 	}
 	fail := ch.record
 	ch.record = func(rec *ExecutionRecord) {

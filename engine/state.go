@@ -113,13 +113,8 @@ func CloneState(st *RequestState) (*RequestState, error) {
 		return nil, err
 	}
 	out.CacheVary = cloneStrings(st.CacheVary)
-	if st.PriorSteps != nil {
-		out.PriorSteps = make([]RoutingStep, len(st.PriorSteps))
-		for i := range st.PriorSteps {
-			if out.PriorSteps[i], err = cloneStep(&st.PriorSteps[i], i); err != nil {
-				return nil, err
-			}
-		}
+	if err = deepCopy(&out.PriorSteps); err != nil {
+		return nil, err
 	}
 	if st.Runs != nil {
 		out.Runs = make(map[string]*StepRun, len(st.Runs))

@@ -79,7 +79,7 @@ func recovered(v *Verdict) {
 func planError(err error) Verdict {
 	v := Verdict{Outcome: engine.OutcomeInvalidPlan, Cause: engine.CauseInvalidPlan}
 	if pe, ok := engine.AsPlanError(err); ok {
-		v.Violations = []engine.Violation{{Code: pe.Code, StepID: pe.StepID, Message: fmt.Sprintf("plan rule %d", pe.Rule)}}
+		v.Violations = []engine.Violation{{Code: string(pe.Code), StepID: pe.StepID, Message: fmt.Sprintf("plan rule %d", pe.Rule)}}
 	}
 	return v
 }

@@ -71,7 +71,7 @@ func stageEvent(r *engine.StageReport) *Event {
 		e.WouldDeny = append(e.WouldDeny, inv.WouldDeny...)
 	}
 	if pe, ok := engine.AsPlanError(r.Err); ok {
-		e.Violations = []engine.Violation{{Code: pe.Code, StepID: pe.StepID, Message: pe.Message}}
+		e.Violations = []engine.Violation{{Code: string(pe.Code), StepID: pe.StepID, Message: pe.Message}}
 	}
 	return e
 }

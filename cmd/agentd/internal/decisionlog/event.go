@@ -53,7 +53,7 @@ type Hook struct {
 	Status        engine.InvocationStatus `json:"status"`
 	FailurePolicy engine.FailurePolicy    `json:"failure_policy,omitempty"`
 	Action        engine.Action           `json:"action,omitempty"`
-	Reason        string                  `json:"reason,omitempty"`
+	Reason        engine.Reason           `json:"reason,omitempty"`
 	Cause         engine.Cause            `json:"cause,omitempty"`
 	// Mode is the hook's mode when it does not enforce (warn or audit).
 	Mode       engine.RuleMode `json:"mode,omitempty"`

@@ -42,7 +42,7 @@ func recordedPlans(rec *engine.ExecutionRecord) []Decision {
 		live := compare.Verdict{Outcome: engine.OutcomeRejected, Cause: rj.Cause, Violations: rj.Violations}
 		if rj.Rule != 0 {
 			live = compare.Verdict{Outcome: engine.OutcomeInvalidPlan, Cause: engine.CauseInvalidPlan,
-				Violations: []engine.Violation{{Code: rj.Code, StepID: rj.StepID}}}
+				Violations: []engine.Violation{{Code: string(rj.Code), StepID: rj.StepID}}}
 		}
 		out = append(out, Decision{RequestID: rec.RequestID, DecisionID: rj.DecisionID, Phase: rj.Phase,
 			Input: compare.Input{RequestID: rec.RequestID, Plan: rj.Plan}, Live: live})
