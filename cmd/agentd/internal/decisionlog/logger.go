@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -103,25 +104,41 @@ func (l *Logger) enqueue(p pending, generation string) {
 	}
 }
 
-// run is the worker: it builds and writes every queued event, and flushes the sinks
-// whenever the queue runs empty.
+// linger is how long the worker rests after writing out the queue: events reported
+// meanwhile wake no one and are written together, so a busy daemon pays for a wake-up
+// and a flush per batch, not per event.
+const linger = 10 * time.Millisecond
+
+// run is the worker: it waits for an event, writes out the queue, flushes the sinks and
+// rests for linger before it waits again.
 func (l *Logger) run() {
 	defer close(l.done)
+	rest := time.NewTimer(linger)
 	for {
 		select {
 		case p := <-l.queue:
 			l.process(p)
-			if len(l.queue) == 0 {
-				l.flush()
-			}
+			l.drain()
 		case <-l.stop:
-			for len(l.queue) > 0 {
-				l.process(<-l.queue)
-			}
-			l.flush()
+			l.drain()
+			return
+		}
+		rest.Reset(linger)
+		select {
+		case <-rest.C:
+		case <-l.stop:
+			l.drain()
 			return
 		}
 	}
+}
+
+// drain writes out what is queued and flushes the sinks.
+func (l *Logger) drain() {
+	for len(l.queue) > 0 {
+		l.process(<-l.queue)
+	}
+	l.flush()
 }
 
 func (l *Logger) flush() {
