@@ -11,6 +11,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,8 @@ type config struct {
 	gatewayRequests, gatewayRounds int
 
 	mcpSessions, mcpCalls int
+
+	only []string // the steps to run; all when empty
 }
 
 func parseFlags() *config {
@@ -64,7 +68,11 @@ func parseFlags() *config {
 	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
 	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
+	only := flag.String("only", "", "comma-separated steps to run (for example \"decision log\"); all when empty")
 	flag.Parse()
+	if *only != "" {
+		c.only = strings.Split(*only, ",")
+	}
 	if c.opa == "" {
 		log.Fatal("agentd-bench: -opa is required (make bench passes the pinned `go tool -n opa`)")
 	}
@@ -109,6 +117,12 @@ type profile struct {
 	objects                 bool // an allocation profile (else CPU)
 }
 
+// step is one measurement of the run, by the name -only selects it with.
+type step struct {
+	name string
+	fn   func() error
+}
+
 func run(c *config) error {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -130,26 +144,27 @@ func run(c *config) error {
 	log.Print(machine.Line())
 	loadBefore := report.LoadAverage()
 
-	pprofAgentd := filepath.Join(tmp, "agentd-pprof")
-	log.Print("building the profiling agentd (go build -overlay)")
-	if err := buildProfiling(c, pprofAgentd, tmp); err != nil {
-		return err
-	}
-	steps := []struct {
-		name string
-		fn   func() error
-	}{
+	steps := []step{
 		{"in-process plan review", b.planReview},
 		{"before_planning", b.beforePlanning},
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
-		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
+		{"HTTP profiles", b.httpProfiles},
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
 		{"MCP gateway", b.mcpGateway},
+		{"decision log", b.decisionLog},
+	}
+	for _, name := range c.only {
+		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == name }) {
+			return fmt.Errorf("-only: no step %q", name)
+		}
 	}
 	for _, s := range steps {
+		if len(c.only) > 0 && !slices.Contains(c.only, s.name) {
+			continue
+		}
 		t := time.Now()
 		log.Printf("== %s", s.name)
 		if err := s.fn(); err != nil {

@@ -277,8 +277,13 @@ func medianResult(rs []load.Result) load.Result {
 
 // httpProfiles profiles both servers under the load of the first HTTP case: agentd's
 // profiling build (pprof on its own loopback port) and OPA with --pprof.
-func (b *bench) httpProfiles(pprofAgentd string) error {
+func (b *bench) httpProfiles() error {
 	c := b.httpCases[0]
+	pprofAgentd := filepath.Join(b.tmp, "agentd-pprof")
+	log.Print("building the profiling agentd (go build -overlay)")
+	if err := buildProfiling(b.config, pprofAgentd, b.tmp); err != nil {
+		return err
+	}
 	pprofAddr, err := procs.FreeAddr()
 	if err != nil {
 		return err
