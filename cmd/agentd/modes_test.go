@@ -93,6 +93,7 @@ func TestModes_AuditAndWarnRulesNeverChangeTheOutcome(t *testing.T) {
 	if len(rec.Operations) != 1 || rec.Operations[0].Outcome != "allow" || len(rec.Operations[0].WouldDeny) != 1 {
 		t.Fatalf("operations = %+v", rec.Operations)
 	}
+	d.stop(t) // the decision log is written off the answer's path; stopping writes it out
 	logs := d.stderr.String()
 	if !strings.Contains(logs, `"stage":"after_planning","outcome":"accepted"`) || !strings.Contains(logs, `"would_deny":1`) {
 		t.Fatalf("the log lines do not show the findings:\n%s", logs)
