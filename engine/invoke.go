@@ -26,13 +26,17 @@ func (p *Pipeline) begin(ctx context.Context, e entry, stage Stage, seq, planPha
 	inv := invocation{tel: p.tel, trail: trail, started: time.Now()}
 	ctx, inv.span = p.tel.start(ctx, e)
 	if trail != nil {
-		inv.index = trail.open(Invocation{
+		rec := Invocation{
 			HookName:  e.name,
 			Phase:     stage,
 			Sequence:  seq,
 			PlanPhase: planPhase,
 			StartedAt: inv.started.UTC(),
-		})
+		}
+		if sc := trace.SpanContextFromContext(ctx); inv.span != nil && sc.IsValid() {
+			rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
+		}
+		inv.index = trail.open(rec)
 		ctx = withEffectSink(ctx, trail, inv.index)
 	}
 	inv.ctx = ctx

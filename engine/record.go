@@ -37,10 +37,12 @@ type PhaseRecord struct {
 // request completed. Revision grows with every rewrite; stores never let a lower or
 // equal revision replace a stored record (docs/semantics.md §6.6).
 type ExecutionRecord struct {
-	RequestID  string           `json:"request_id"`
-	Generation string           `json:"generation,omitempty"`
-	Status     RecordStatus     `json:"status"`
-	Lifecycle  RequestLifecycle `json:"lifecycle,omitempty"`
+	RequestID  string `json:"request_id"`
+	Generation string `json:"generation,omitempty"`
+	// Request is the request's text as it was opened.
+	Request   string           `json:"request,omitempty"`
+	Status    RecordStatus     `json:"status"`
+	Lifecycle RequestLifecycle `json:"lifecycle,omitempty"`
 	// Cause says why a failed request failed (see Cause).
 	Cause Cause `json:"cause,omitempty"`
 	// OpenUntil is when the request's state expires while it is open: a record still

@@ -208,7 +208,7 @@ func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {
 	return &ExecutionRecord{
-		RequestID: s.state.ID, Generation: s.gen.ID, Status: RecordRunning, Lifecycle: LifecycleOpen,
+		RequestID: s.state.ID, Generation: s.gen.ID, Request: s.state.Request, Status: RecordRunning, Lifecycle: LifecycleOpen,
 		PipelineHooks: []Invocation{}, CreatedAt: now, UpdatedAt: now,
 	}
 }

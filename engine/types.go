@@ -245,4 +245,7 @@ type Invocation struct {
 	Error     string           `json:"error,omitempty"`
 	Effects   []Effect         `json:"effects,omitempty"`
 	Decision  *DecisionRecord  `json:"decision,omitempty"`
+	// TraceID and SpanID identify the invocation's span when a tracer is configured.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
