@@ -56,6 +56,7 @@ type memoryRecord struct {
 	revision int64
 	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
 	data     []byte
+	summary  *Summary // what List matches and shows; never changed once stored
 }
 
 // maxWindows is the number of rate-limit windows above which finished ones are swept.
@@ -159,7 +160,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	e := memoryRecord{revision: rec.Revision}
+	e := memoryRecord{revision: rec.Revision, summary: Summarize(rec)}
 	if c, err := engine.CloneRecord(rec); err == nil {
 		e.rec = c
 	} else if e.data, err = json.Marshal(rec); err != nil {
@@ -231,6 +232,7 @@ func (m *Memory) sweepWindows(now time.Time) {
 var (
 	_ engine.StateStore  = (*Memory)(nil)
 	_ engine.RecordStore = (*Memory)(nil)
+	_ RecordLister       = (*Memory)(nil)
 	_ Cache              = (*Memory)(nil)
 	_ Limiter            = (*Memory)(nil)
 )
