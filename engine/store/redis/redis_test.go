@@ -378,3 +378,7 @@ func TestStore_CloseLeavesNoGoroutines(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestRecords_Query(t *testing.T) {
+	storetest.Query(t, func(t *testing.T) storetest.ListingStore { return open(t).Records(store.Retention{}) })
+}
