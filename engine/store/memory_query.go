@@ -23,28 +23,33 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 		return true
 	})
 	m.mu.Unlock()
-	hits := all[:0]
+	k := q.limit()
+	top := make([]listed, 0, k+1) // the first k+1 matches in list order
 	for _, s := range all {
-		if after.Before(PositionOf(s)) && q.Match(s, now) {
-			hits = append(hits, s)
+		p := PositionOf(s)
+		if !after.Before(p) || len(top) == k+1 && !p.Before(top[k].pos) || !q.Match(s, now) {
+			continue
 		}
-	}
-	slices.SortFunc(hits, func(a, b *Summary) int {
-		pa, pb := PositionOf(a), PositionOf(b)
-		switch {
-		case pa.Before(pb):
-			return -1
-		case pb.Before(pa):
+		i, _ := slices.BinarySearchFunc(top, p, func(l listed, p Position) int {
+			if l.pos.Before(p) {
+				return -1
+			}
 			return 1
-		}
-		return 0
-	})
-	page := Page{Records: make([]Summary, 0, min(len(hits), q.limit()))}
-	for _, s := range hits[:min(len(hits), q.limit())] {
-		page.Records = append(page.Records, s.clone())
+		})
+		top = slices.Insert(top, i, listed{p, s})[:min(len(top)+1, k+1)]
 	}
-	if len(hits) > q.limit() {
-		page.NextCursor = PositionOf(hits[q.limit()-1]).Cursor()
+	page := Page{Records: make([]Summary, 0, min(len(top), k))}
+	for _, l := range top[:min(len(top), k)] {
+		page.Records = append(page.Records, l.s.clone())
+	}
+	if len(top) > k {
+		page.NextCursor = top[k-1].pos.Cursor()
 	}
 	return page, nil
+}
+
+// listed is a record matching a list query, at its position.
+type listed struct {
+	pos Position
+	s   *Summary
 }

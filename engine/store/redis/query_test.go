@@ -17,7 +17,7 @@ import (
 
 // index opens a store on the test Redis and returns it with a raw client and the key
 // of its record index.
-func index(t *testing.T) (*redis.Store, *goredis.Client, string) {
+func index(t testing.TB) (*redis.Store, *goredis.Client, string) {
 	t.Helper()
 	url := redistest.URL(t)
 	s, err := redis.Open(url)
