@@ -172,7 +172,7 @@ type stores struct {
 	states  engine.StateStore
 	cache   store.Cache
 	limiter store.Limiter
-	records engine.RecordStore
+	records store.RecordStore
 	close   func()
 }
 

@@ -27,6 +27,13 @@ type RecordLister interface {
 	List(ctx context.Context, q Query) (Page, error)
 }
 
+// RecordStore is a record store that lists its records, as both stores of this
+// module are.
+type RecordStore interface {
+	engine.RecordStore
+	RecordLister
+}
+
 // Query selects execution records. Every set field must match (they combine with
 // AND); the zero Query selects every record.
 type Query struct {

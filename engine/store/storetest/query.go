@@ -15,15 +15,9 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// ListingStore is a record store that lists its records.
-type ListingStore interface {
-	engine.RecordStore
-	store.RecordLister
-}
-
 // Query checks the store.RecordLister contract against stores made by newStore (which
 // keep records until deleted); each subtest gets a fresh store.
-func Query(t *testing.T, newStore func(t *testing.T) ListingStore) {
+func Query(t *testing.T, newStore func(t *testing.T) store.RecordStore) {
 	ctx := context.Background()
 	t.Run("EmptyStoreListsNothing", func(t *testing.T) {
 		page, err := newStore(t).List(ctx, store.Query{})

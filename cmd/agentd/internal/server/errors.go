@@ -16,6 +16,7 @@ const (
 	TypeInvalidJSON           = "invalid_json"
 	TypeInvalidField          = "invalid_field"
 	TypeUnknownField          = "unknown_field"
+	TypeInvalidQuery          = "invalid_query"
 	TypeMissingField          = "missing_field"
 	TypeBodyTooLarge          = "body_too_large"
 	TypeInvalidPlan           = "invalid_plan"

@@ -86,6 +86,14 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		return resp, http.StatusOK, nil
 	})
 	post("/v1/operations/finish", stage(opts, s.FinishOperation))
+	route(http.MethodGet, "/v1/executions", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		q, e := parseListQuery(r.URL.Query())
+		if e != nil {
+			return nil, 0, e
+		}
+		page, e := s.Executions(ctx, q)
+		return page, http.StatusOK, e
+	}))
 	route(http.MethodGet, "/v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e

@@ -101,6 +101,24 @@ func (d *apiDoc) template(path string) string {
 	return ""
 }
 
+// checkQuery fails when query has a parameter the operation does not document.
+func (d *apiDoc) checkQuery(t *testing.T, name, method, tmpl, query string) {
+	t.Helper()
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatalf("%s: query %q: %v", name, query, err)
+	}
+	params, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)["parameters"].([]any)
+	for param := range values {
+		if !slices.ContainsFunc(params, func(p any) bool {
+			m, _ := p.(map[string]any)
+			return m["in"] == "query" && m["name"] == param
+		}) {
+			t.Errorf("%s: query parameter %q is not documented for %s %s", name, param, method, tmpl)
+		}
+	}
+}
+
 // samePath compares two paths segment by segment. A {param} segment of a matches any
 // non-empty segment of b; with bothTemplates, a {param} matches only a {param}.
 func samePath(a, b string, bothTemplates bool) bool {
@@ -296,6 +314,9 @@ func (downRecords) Put(context.Context, *engine.ExecutionRecord) error {
 func (downRecords) Get(context.Context, string) (*engine.ExecutionRecord, error) {
 	return nil, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 }
+func (downRecords) List(context.Context, store.Query) (store.Page, error) {
+	return store.Page{}, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+}
 
 const (
 	testToken   = "s3cret"
@@ -320,7 +341,7 @@ func stockHandler(t *testing.T) http.Handler {
 }
 
 // pipelineHandler serves one generation of Go hooks on the given stores.
-func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records engine.RecordStore) http.Handler {
+func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records store.RecordStore) http.Handler {
 	t.Helper()
 	svc, err := New(Config{Registry: registry, States: states, Records: records})
 	if err != nil {
@@ -382,7 +403,11 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 			t.Errorf("%s: %s %s answered %d, want %d: %s", c.name, c.method, c.path, rec.Code, c.want, rec.Body)
 			return
 		}
-		tmpl := doc.template(c.path)
+		path, query, _ := strings.Cut(c.path, "?")
+		tmpl := doc.template(path)
+		if tmpl != "" {
+			doc.checkQuery(t, c.name, c.method, tmpl, query)
+		}
 		if tmpl == "" {
 			t.Errorf("%s: %s is not a documented path", c.name, c.path)
 			return
@@ -457,6 +482,9 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("failed request after_synthesis", as, `{"request_id":"r3","response":"Bought."}`, 409),
 		post("failed request check", oc, `{"call":{"operation":"turn","request_id":"r3"}}`, 409),
 		post("failed request finish", of, `{"request_id":"r3","step_id":"step-1","status":"succeeded"}`, 409),
+		get("list", "/v1/executions?status=succeeded&limit=10", 200),
+		get("list by violation", "/v1/executions?stage=after_planning&violation=capability_not_allowed", 200),
+		get("list with a bad filter", "/v1/executions?status=done", 400),
 		get("record", "/v1/executions/r1", 200),
 		get("rejected record", "/v1/executions/r3", 200),
 		get("no record", "/v1/executions/nobody", 404),
@@ -488,6 +516,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		noToken(post("no token after_synthesis", as, `{"request_id":"r","response":"x"}`, 401)),
 		noToken(post("no token check", oc, `{"call":{"operation":"turn","request_id":"r"}}`, 401)),
 		noToken(post("no token finish", of, `{"request_id":"r","step_id":"step-1","status":"succeeded"}`, 401)),
+		noToken(get("no token list", "/v1/executions", 401)),
 		noToken(get("no token record", "/v1/executions/r1", 401)),
 		noToken(get("no token status", "/v1/status", 401)),
 		noToken(get("no token openapi", "/v1/openapi.json", 401)),
@@ -529,6 +558,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("store down check", oc, `{"call":{"operation":"turn","request_id":"d"}}`, 503),
 		post("store down finish", of, `{"request_id":"d","step_id":"step-1","status":"succeeded"}`, 503),
 		{name: "store down record", method: http.MethodGet, path: "/v1/executions/d", want: 503},
+		{name: "store down list", method: http.MethodGet, path: "/v1/executions", want: 503},
 	} {
 		run(down, c)
 	}
