@@ -21,7 +21,10 @@ type Generation struct {
 	Policies *policy.Bundle
 	Hooks    []HookInfo
 	Guards   []GuardInfo
-	LoadedAt time.Time
+	// AllowBoundaryRemoval states that this generation may replace a live one with a
+	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
+	AllowBoundaryRemoval bool
+	LoadedAt             time.Time
 }
 
 // HookInfo describes one compiled hook, in registration order.

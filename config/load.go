@@ -107,7 +107,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
-		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, LoadedAt: time.Now().UTC(),
+		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
+		AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 

@@ -17,6 +17,9 @@ type settings struct {
 	hookTimeout   time.Duration
 	binding       engine.BindingMode
 	maxRequestAge time.Duration
+	// allowBoundaryRemoval lets a reload drop the required hook, guard rules or
+	// binding strength the live generation has.
+	allowBoundaryRemoval bool
 }
 
 func (l *loader) readSettings() {
@@ -64,6 +67,13 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 		default:
 			l.settings.maxRequestAge = d
 		}
+	case "allow_boundary_removal":
+		var b bool
+		if v.Tag != "!!bool" || v.Decode(&b) != nil {
+			bad("allow_boundary_removal must be true or false, got %q", v.Value)
+			return
+		}
+		l.settings.allowBoundaryRemoval = b
 	case "plan_binding":
 		switch mode := engine.BindingMode(v.Value); mode {
 		case engine.BindingStrict, engine.BindingIdentity, engine.BindingOff:

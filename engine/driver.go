@@ -25,7 +25,14 @@ type DriverConfig struct {
 	StateTTL time.Duration
 	// Observer is told about every finished call; nil tells no one.
 	Observer Observer
+	// MaxRecordEntries bounds the entries (hook invocations, operation checks, plan
+	// rejections) one execution record may hold; 0 means DefaultMaxRecordEntries. A
+	// call that would go over is refused (RefusedTooLarge).
+	MaxRecordEntries int
 }
+
+// DefaultMaxRecordEntries applies when DriverConfig.MaxRecordEntries is 0.
+const DefaultMaxRecordEntries = 10_000
 
 // Driver is the one request driver: every entry point (the HTTP API, the gateways,
 // `agentd eval`, the pipeline cases of `agentd test` and the Go Lifecycle) runs a
@@ -41,9 +48,10 @@ type Driver struct {
 	gens     Generations
 	states   StateStore
 	records  RecordStore
-	ttl      time.Duration
-	observer Observer
-	now      func() time.Time
+	ttl        time.Duration
+	observer   Observer
+	maxEntries int
+	now        func() time.Time
 }
 
 // NewDriver returns a driver.
@@ -57,7 +65,11 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	return &Driver{gens: cfg.Generations, states: cfg.States, records: cfg.Records, ttl: cfg.StateTTL, observer: cfg.Observer, now: time.Now}, nil
+	if cfg.MaxRecordEntries <= 0 {
+		cfg.MaxRecordEntries = DefaultMaxRecordEntries
+	}
+	return &Driver{gens: cfg.Generations, states: cfg.States, records: cfg.Records, ttl: cfg.StateTTL,
+		observer: cfg.Observer, maxEntries: cfg.MaxRecordEntries, now: time.Now}, nil
 }
 
 // RefusalCode is why the driver refused a call before running any hook. The codes are
@@ -81,7 +93,15 @@ const (
 	RefusedGenerationExpired RefusalCode = "generation_expired"
 	// RefusedConflict: the request's state kept changing under the call.
 	RefusedConflict RefusalCode = "conflict"
+	// RefusedTooLarge: the request's state or record would outgrow its limit.
+	RefusedTooLarge RefusalCode = "request_too_large"
 )
+
+// ErrTooLarge is wrapped by a store's error for a request state or an execution
+// record over the store's per-request limit, and by the driver's for a record over
+// DriverConfig.MaxRecordEntries. The call is refused (RefusedTooLarge); nothing is
+// written.
+var ErrTooLarge = errors.New("too large")
 
 // RefusalError reports a call the driver refused before running any hook. Err is the
 // cause (a store error, say); it is for logs, not for clients.
@@ -104,6 +124,8 @@ func (e *RefusalError) Error() string {
 		return fmt.Sprintf("request %q has run on config generation %s for longer than its max_request_age", e.RequestID, e.Generation)
 	case RefusedConflict:
 		return fmt.Sprintf("request %q changed concurrently; retry the call", e.RequestID)
+	case RefusedTooLarge:
+		return fmt.Sprintf("request %q: %v", e.RequestID, e.Err)
 	}
 	return fmt.Sprintf("request %q: %s: %v", e.RequestID, e.Code, e.Err)
 }
@@ -117,7 +139,12 @@ func AsRefusal(err error) (*RefusalError, bool) {
 	return r, ok
 }
 
-func unavailable(id string, err error) error {
+// storeFailure is the refusal of a store error: the request is too large, or the
+// store unavailable.
+func storeFailure(id string, err error) error {
+	if errors.Is(err, ErrTooLarge) {
+		return &RefusalError{Code: RefusedTooLarge, RequestID: id, Err: err}
+	}
 	return &RefusalError{Code: RefusedStoreUnavailable, RequestID: id, Err: err}
 }
 
@@ -207,7 +234,7 @@ func (d *Driver) load(ctx context.Context, id string) (*RequestState, error) {
 	}
 	st, ok, err := d.states.GetRequest(ctx, id)
 	if err != nil {
-		return nil, unavailable(id, err)
+		return nil, storeFailure(id, err)
 	}
 	if !ok {
 		return nil, nil

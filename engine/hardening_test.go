@@ -2,9 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -55,5 +57,37 @@ func TestHardening_ResentPlanReplayedOnlyWhenIdentical(t *testing.T) {
 	rec, err := mem.Get(ctx, "r")
 	if err != nil || len(rec.Phases) != 1 {
 		t.Fatalf("record phases = %d, %v, want the one accepted phase", len(rec.Phases), err)
+	}
+}
+
+// A record cannot grow with every call on one id: past MaxRecordEntries the call is
+// refused (request_too_large) and nothing is written.
+func TestHardening_RecordEntriesAreCapped(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMemory(store.MemoryOptions{})
+	d, err := engine.NewDriver(engine.DriverConfig{
+		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, nil), Binding: engine.BindingOff}},
+		States:      mem, Records: mem, MaxRecordEntries: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := op.Call{Operation: op.Turn, RequestID: "r", Request: "hi"}
+	var refused *engine.RefusalError
+	for i := range 10 {
+		_, err := d.Check(ctx, call)
+		if err == nil {
+			continue
+		}
+		r, ok := engine.AsRefusal(err)
+		if !ok || r.Code != engine.RefusedTooLarge || !errors.Is(err, engine.ErrTooLarge) {
+			t.Fatalf("check %d: %v, want request_too_large", i+1, err)
+		}
+		refused = r
+		break
+	}
+	rec, _ := mem.Get(ctx, "r")
+	if refused == nil || rec == nil || len(rec.Operations) != 5 {
+		t.Fatalf("refused %v, record holds %v operations, want the call past 5 refused", refused, rec)
 	}
 }

@@ -135,7 +135,7 @@ func (s *Session) writeState(ctx context.Context, fn func(st *RequestState)) err
 			return nil
 		}
 		if !errors.Is(err, ErrStaleRevision) {
-			return unavailable(s.state.ID, err)
+			return storeFailure(s.state.ID, err)
 		}
 		if err := s.reload(ctx); err != nil {
 			return err
@@ -185,25 +185,33 @@ func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)
 		case errors.Is(err, ErrRecordNotFound):
 			rec = s.newRecord(now)
 		case err != nil:
-			return unavailable(s.state.ID, err)
+			return storeFailure(s.state.ID, err)
 		case s.fresh:
 			revision := rec.Revision
 			rec = s.newRecord(now)
 			rec.Revision = revision
 		}
 		fn(rec)
+		if n := recordEntries(rec); n > s.d.maxEntries {
+			return storeFailure(s.state.ID, fmt.Errorf("%w: the execution record would hold %d entries, over the limit of %d", ErrTooLarge, n, s.d.maxEntries))
+		}
 		rec.Revision++
 		rec.UpdatedAt = now
 		err = s.d.records.Put(ctx, rec)
 		if !errors.Is(err, ErrStaleRevision) {
 			if err != nil {
-				return unavailable(s.state.ID, err)
+				return storeFailure(s.state.ID, err)
 			}
 			s.fresh = false
 			return nil
 		}
 	}
-	return unavailable(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
+	return storeFailure(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
+}
+
+// recordEntries counts what grows a record with every call.
+func recordEntries(rec *ExecutionRecord) int {
+	return len(rec.PipelineHooks) + len(rec.Operations) + len(rec.Rejections)
 }
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {

@@ -100,6 +100,9 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	if gen.MaxRequestAge > 0 {
 		fmt.Fprintf(w, "max request age: %s\n", gen.MaxRequestAge)
 	}
+	if gen.AllowBoundaryRemoval {
+		fmt.Fprintln(w, "boundary removal: allowed (settings.allow_boundary_removal): a reload to this config may drop the live required hook, guard rules or plan binding")
+	}
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
 		return

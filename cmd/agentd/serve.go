@@ -26,10 +26,10 @@ import (
 
 type serveFlags struct {
 	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel string
-	watch, logPayloads                                        bool
+	watch, logPayloads, requirePlanReview                     bool
 	debounce, successRetention, errorRetention, drain         time.Duration
-	maxBody                                                   int64
-	maxRecords                                                int
+	maxBody, memoryBytes                                      int64
+	maxRecords, maxRecordEntries                              int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -47,7 +47,10 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
+	fs.Int64Var(&f.memoryBytes, "memory-bytes", store.DefaultMaxBytes, "bytes the memory store's request states and records may hold, half each (the oldest written go first)")
+	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
+	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -107,7 +110,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	reloader, err := reload.NewReloader(f.config, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
-	}, registry, logger, tel.meter)
+	}, registry, logger, tel.meter, reloadOptions(f)...)
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
 	}
 	svc, err := server.New(server.Config{
-		Registry: registry, States: stores.states, Records: stores.records,
+		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter,
 	})
 	if err != nil {
@@ -167,6 +170,14 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	return nil
 }
 
+// reloadOptions are the reload policies the flags ask for.
+func reloadOptions(f *serveFlags) []reload.Option {
+	if f.requirePlanReview {
+		return []reload.Option{reload.RequirePlanReview()}
+	}
+	return nil
+}
+
 // stores are the state and record stores the daemon runs on.
 type stores struct {
 	states  engine.StateStore
@@ -182,7 +193,7 @@ type stores struct {
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
 	retention := store.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
 	if f.store == "memory" {
-		mem := store.NewMemory(store.MemoryOptions{Retention: retention})
+		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxBytes: f.memoryBytes})
 		return &stores{states: mem, cache: mem, limiter: mem, records: mem, close: func() {}}, nil
 	}
 	redisstore.SetLogger(logger)

@@ -19,18 +19,26 @@ import (
 // Reloader compiles a config directory into its Registry. Reload calls are serialized;
 // each builds a complete generation aside and swaps it in only if everything compiled.
 type Reloader struct {
-	dir      string
-	opts     config.Options
-	registry *Registry
-	logger   *slog.Logger
-	mu       sync.Mutex
-	reloads  metric.Int64Counter
+	dir               string
+	opts              config.Options
+	registry          *Registry
+	logger            *slog.Logger
+	mu                sync.Mutex
+	reloads           metric.Int64Counter
+	requirePlanReview bool
 }
+
+// Option configures a Reloader.
+type Option func(*Reloader)
+
+// RequirePlanReview refuses every generation without a required after_planning hook,
+// the first one included.
+func RequirePlanReview() Option { return func(r *Reloader) { r.requirePlanReview = true } }
 
 // NewReloader returns a reloader of dir into registry. mp may be nil. The services of
 // opts are fixed once here, so every generation shares one cache and one set of rate
 // limit counters.
-func NewReloader(dir string, opts config.Options, registry *Registry, logger *slog.Logger, mp metric.MeterProvider) (*Reloader, error) {
+func NewReloader(dir string, opts config.Options, registry *Registry, logger *slog.Logger, mp metric.MeterProvider, options ...Option) (*Reloader, error) {
 	opts.Services = opts.Services.WithDefaults()
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
@@ -44,6 +52,9 @@ func NewReloader(dir string, opts config.Options, registry *Registry, logger *sl
 		return nil, err
 	}
 	r := &Reloader{dir: dir, opts: opts, registry: registry, logger: logger, reloads: reloads}
+	for _, o := range options {
+		o(r)
+	}
 	_, err = m.Int64ObservableGauge("agentd.config.generation",
 		metric.WithDescription("1 for the live config generation, labelled by its id"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -66,17 +77,25 @@ func NewReloader(dir string, opts config.Options, registry *Registry, logger *sl
 	return r, err
 }
 
-// Reload compiles the directory and, on success, makes the result live. On failure the
-// live generation keeps serving, the error is logged, counted and kept in the
-// registry's Status, and returned.
+// Reload compiles the directory and, on success, makes the result live. A generation
+// that compiles but would drop part of the boundary the live one enforces is refused
+// like a compile error (see BoundaryError). On failure the live generation keeps
+// serving, the error is logged, counted (result "error", or "refused" for a boundary)
+// and kept in the registry's Status, and returned.
 func (r *Reloader) Reload(ctx context.Context) (*config.Generation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	gen, err := config.Load(r.dir, r.opts)
+	result := "error"
+	if err == nil {
+		if err = r.boundary(gen); err != nil {
+			result = "refused"
+		}
+	}
 	if err != nil {
 		rendered := r.render(err)
 		r.registry.Fail(rendered)
-		r.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "error")))
+		r.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
 		r.logger.ErrorContext(ctx, "config reload failed; the last good generation keeps serving",
 			"dir", r.dir, "error", rendered, "generation", r.registry.Status().Generation)
 		return nil, err

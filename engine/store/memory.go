@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,23 @@ type MemoryOptions struct {
 	MaxEntries int
 	// Retention says how long records are kept and how many at most.
 	Retention Retention
+	// MaxBytes bounds the bytes the request states and the records hold, half each
+	// (the oldest written go first); 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// MaxStateBytes and MaxRecordBytes bound one request's state and record; a write
+	// over the limit fails with engine.ErrTooLarge. 0 means the defaults.
+	MaxStateBytes, MaxRecordBytes int64
 }
+
+// Defaults of MemoryOptions' byte bounds.
+const (
+	DefaultMaxBytes       = 512 << 20
+	DefaultMaxStateBytes  = 2 << 20
+	DefaultMaxRecordBytes = 8 << 20
+)
+
+// maxWindows bounds the rate-limit windows kept (the oldest started go first).
+const maxWindows = 100_000
 
 // Memory is the in-process store: request states, execution records, the response
 // cache and rate-limit counters. It bounds itself: expired entries are swept first,
@@ -35,8 +52,10 @@ type Memory struct {
 	cache     *expiring.Map[CacheEntry]
 	requests  *expiring.Map[memoryState]
 	records   *expiring.Map[memoryRecord]
-	windows   map[string]window
+	windows   *expiring.Map[window]
 	retention Retention
+	maxState  int64
+	maxRecord int64
 	now       func() time.Time
 }
 
@@ -59,9 +78,6 @@ type memoryRecord struct {
 	summary  *Summary // what List matches and shows; never changed once stored
 }
 
-// maxWindows is the number of rate-limit windows above which finished ones are swept.
-const maxWindows = 10_000
-
 // NewMemory returns an empty store.
 func NewMemory(opts MemoryOptions) *Memory {
 	if opts.MaxEntries <= 0 {
@@ -70,10 +86,14 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if opts.Retention.MaxRecords <= 0 {
 		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
+	opts.MaxBytes = cmp.Or(max(opts.MaxBytes, 0), DefaultMaxBytes)
 	return &Memory{
-		cache: expiring.New[CacheEntry](opts.MaxEntries), requests: expiring.New[memoryState](opts.MaxEntries),
-		records: expiring.New[memoryRecord](opts.Retention.MaxRecords), retention: opts.Retention,
-		windows: map[string]window{}, now: time.Now,
+		cache:    expiring.New[CacheEntry](opts.MaxEntries),
+		requests: expiring.NewSized[memoryState](opts.MaxEntries, opts.MaxBytes/2),
+		records:  expiring.NewSized[memoryRecord](opts.Retention.MaxRecords, opts.MaxBytes/2),
+		windows:  expiring.New[window](maxWindows), retention: opts.Retention,
+		maxState: cmp.Or(max(opts.MaxStateBytes, 0), DefaultMaxStateBytes), maxRecord: cmp.Or(max(opts.MaxRecordBytes, 0), DefaultMaxRecordBytes),
+		now: time.Now,
 	}
 }
 
@@ -135,6 +155,10 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	size := stateSize(s)
+	if size > m.maxState {
+		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, s.ID, size, m.maxState)
+	}
 	e := memoryState{revision: s.Revision}
 	if c, err := engine.CloneState(s); err == nil {
 		e.st = c
@@ -150,7 +174,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if old, ok := m.requests.Get(s.ID, now); ok && old.revision >= s.Revision {
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
 	}
-	m.requests.Put(s.ID, e, now.Add(ttl))
+	m.requests.PutSized(s.ID, e, size, now.Add(ttl))
 	return nil
 }
 
@@ -159,6 +183,10 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	size := recordSize(rec)
+	if size > m.maxRecord {
+		return fmt.Errorf("%w: request %q record holds about %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, size, m.maxRecord)
 	}
 	e := memoryRecord{revision: rec.Revision, summary: Summarize(rec)}
 	if c, err := engine.CloneRecord(rec); err == nil {
@@ -176,7 +204,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if old, ok := m.records.Get(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
-	m.records.Put(rec.RequestID, e, expires)
+	m.records.PutSized(rec.RequestID, e, size, expires)
 	return nil
 }
 
@@ -201,7 +229,9 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 	return &rec, nil
 }
 
-// Allow implements Limiter with fixed windows aligned to the first event.
+// Allow implements Limiter with fixed windows aligned to the first event. At most
+// maxWindows windows are kept: past that the oldest started go first, so keys never
+// grow the store without bound.
 func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -209,24 +239,13 @@ func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.D
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	w, ok := m.windows[key]
-	if !ok || now.Sub(w.start) >= w.length {
-		if !ok && len(m.windows) >= maxWindows {
-			m.sweepWindows(now)
-		}
+	w, ok := m.windows.Get(key, now)
+	if !ok {
 		w = window{start: now, length: length}
 	}
 	w.count++
-	m.windows[key] = w
+	m.windows.Put(key, w, w.start.Add(w.length))
 	return w.count <= limit, nil
-}
-
-func (m *Memory) sweepWindows(now time.Time) {
-	for k, w := range m.windows {
-		if now.Sub(w.start) >= w.length {
-			delete(m.windows, k)
-		}
-	}
 }
 
 var (

@@ -4,21 +4,25 @@ package expiring
 
 import "time"
 
-// Map holds expiring entries, at most max of them. When full it evicts in insertion
-// order (the oldest write first), which for the near-constant TTLs of one kind of entry
-// is also expiry order; every operation is O(1) amortized. A zero expiry never expires.
-// It is not safe for concurrent use: callers hold their own lock.
+// Map holds expiring entries, at most max of them and, when a byte budget is set, at
+// most that many bytes of them (each entry's size as its caller states it). When full it
+// evicts in insertion order (the oldest write first), which for the near-constant TTLs
+// of one kind of entry is also expiry order; every operation is O(1) amortized. A zero
+// expiry never expires. It is not safe for concurrent use: callers hold their own lock.
 type Map[T any] struct {
-	entries map[string]boundedEntry[T]
-	order   []orderItem // write order; items whose seq no longer matches are stale
-	seq     uint64
-	max     int
+	entries  map[string]boundedEntry[T]
+	order    []orderItem // write order; items whose seq no longer matches are stale
+	seq      uint64
+	max      int
+	bytes    int64
+	maxBytes int64
 }
 
 type boundedEntry[T any] struct {
 	value   T
 	expires time.Time
 	seq     uint64
+	size    int64
 }
 
 type orderItem struct {
@@ -31,8 +35,17 @@ func New[T any](max int) *Map[T] {
 	return &Map[T]{entries: map[string]boundedEntry[T]{}, max: max}
 }
 
+// NewSized returns an empty map holding at most max entries and maxBytes bytes of
+// them (0: no byte budget); entries are sized by PutSized.
+func NewSized[T any](max int, maxBytes int64) *Map[T] {
+	return &Map[T]{entries: map[string]boundedEntry[T]{}, max: max, maxBytes: maxBytes}
+}
+
 // Len returns the number of entries, expired ones not yet evicted included.
 func (m *Map[T]) Len() int { return len(m.entries) }
+
+// Bytes returns the stated size of the entries held.
+func (m *Map[T]) Bytes() int64 { return m.bytes }
 
 // Get returns the live value under key.
 func (m *Map[T]) Get(key string, now time.Time) (T, bool) {
@@ -45,14 +58,25 @@ func (m *Map[T]) Get(key string, now time.Time) (T, bool) {
 }
 
 // Put stores v under key until expires, first evicting the oldest write when full.
-func (m *Map[T]) Put(key string, v T, expires time.Time) {
-	if _, exists := m.entries[key]; !exists {
-		for len(m.entries) >= m.max && len(m.order) > 0 {
-			m.evictOldest()
-		}
+func (m *Map[T]) Put(key string, v T, expires time.Time) { m.PutSized(key, v, 0, expires) }
+
+// PutSized is Put for an entry of size bytes: it also evicts the oldest writes while
+// the byte budget would be exceeded. An entry larger than the whole budget is stored
+// after evicting everything else; callers refuse such entries first.
+func (m *Map[T]) PutSized(key string, v T, size int64, expires time.Time) {
+	if old, exists := m.entries[key]; exists {
+		delete(m.entries, key)
+		m.bytes -= old.size
+	}
+	for len(m.entries) >= m.max && len(m.order) > 0 {
+		m.evictOldest()
+	}
+	for m.maxBytes > 0 && m.bytes+size > m.maxBytes && len(m.order) > 0 {
+		m.evictOldest()
 	}
 	m.seq++
-	m.entries[key] = boundedEntry[T]{value: v, expires: expires, seq: m.seq}
+	m.bytes += size
+	m.entries[key] = boundedEntry[T]{value: v, expires: expires, seq: m.seq, size: size}
 	m.order = append(m.order, orderItem{key: key, seq: m.seq})
 	if len(m.order) > 2*m.max+64 {
 		m.compact()
@@ -64,6 +88,7 @@ func (m *Map[T]) evictOldest() {
 	m.order = m.order[1:]
 	if e, ok := m.entries[item.key]; ok && e.seq == item.seq {
 		delete(m.entries, item.key)
+		m.bytes -= e.size
 	}
 }
 

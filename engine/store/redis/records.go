@@ -83,6 +83,9 @@ func (r *Records) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err != nil {
 		return fmt.Errorf("encode execution record: %w", err)
 	}
+	if len(data) > store.DefaultMaxRecordBytes {
+		return fmt.Errorf("%w: request %q record is %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, len(data), store.DefaultMaxRecordBytes)
+	}
 	sum := store.Summarize(rec)
 	summary, err := json.Marshal(sum)
 	if err != nil {

@@ -75,6 +75,9 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 	if err != nil {
 		return fmt.Errorf("encode request state: %w", err)
 	}
+	if len(data) > store.DefaultMaxStateBytes {
+		return fmt.Errorf("%w: request %q state is %d bytes, over the limit of %d", engine.ErrTooLarge, st.ID, len(data), store.DefaultMaxStateBytes)
+	}
 	if ttl <= 0 {
 		ttl = store.DefaultRequestTTL
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Records checks the engine.RecordStore contract against stores made by newStore; each
@@ -87,6 +89,17 @@ func Records(t *testing.T, newStore func(t *testing.T) engine.RecordStore) {
 		}
 		if got.Revision != 50 || got.FinalResponse != "50" {
 			t.Fatalf("after concurrent rewrites: revision %d response %q, want 50", got.Revision, got.FinalResponse)
+		}
+	})
+	t.Run("TooLargeRecordIsRefused", func(t *testing.T) {
+		s := newStore(t)
+		rec := sample("req-big", 1)
+		rec.FinalResponse = strings.Repeat("x", store.DefaultMaxRecordBytes+1)
+		if err := s.Put(context.Background(), rec); !errors.Is(err, engine.ErrTooLarge) {
+			t.Fatalf("put of a record over the limit: err = %v, want ErrTooLarge", err)
+		}
+		if _, err := s.Get(context.Background(), "req-big"); !errors.Is(err, engine.ErrRecordNotFound) {
+			t.Fatalf("the refused record was stored: %v", err)
 		}
 	})
 	t.Run("CanceledContextIsAnError", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,6 +57,16 @@ func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 		}
 		if err := put(3, "three"); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("TooLargeStateIsRefused", func(t *testing.T) {
+		s := newStore(t)
+		big := &engine.RequestState{ID: "req-big", Revision: 1, Metadata: map[string]any{"blob": strings.Repeat("x", store.DefaultMaxStateBytes+1)}}
+		if err := s.PutRequest(ctx, big, time.Minute); !errors.Is(err, engine.ErrTooLarge) {
+			t.Fatalf("put of a state over the limit: err = %v, want ErrTooLarge", err)
+		}
+		if _, ok, _ := s.GetRequest(ctx, "req-big"); ok {
+			t.Fatal("the refused state was stored")
 		}
 	})
 	t.Run("ConcurrentWritersOfOneRevisionOneWins", func(t *testing.T) {

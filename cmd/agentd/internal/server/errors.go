@@ -32,6 +32,7 @@ const (
 	TypeGenerationExpired     = "generation_expired"
 	TypeRequestFailed         = "request_failed"
 	TypeConflict              = "conflict"
+	TypeRequestTooLarge       = "request_too_large"
 	TypeInvalidFinish         = "invalid_finish"
 	TypeNotStarted            = "not_started"
 	TypeStoreUnavailable      = "store_unavailable"

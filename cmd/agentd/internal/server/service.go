@@ -26,6 +26,9 @@ type Config struct {
 	// engine.DefaultStateTTL.
 	RequestTTL time.Duration
 	Logger     *slog.Logger
+	// MaxRecordEntries bounds the entries of one execution record (see
+	// engine.DriverConfig); 0 means the engine's default.
+	MaxRecordEntries int
 	// LogPayloads includes request text, metadata and responses in decision logs.
 	LogPayloads   bool
 	MeterProvider metric.MeterProvider
@@ -51,7 +54,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, tel: tel}
 	s.driver, err = engine.NewDriver(engine.DriverConfig{
 		Generations: cfg.Registry, States: cfg.States, Records: cfg.Records,
-		StateTTL: cfg.RequestTTL, Observer: s,
+		StateTTL: cfg.RequestTTL, Observer: s, MaxRecordEntries: cfg.MaxRecordEntries,
 	})
 	if err != nil {
 		return nil, err
@@ -76,6 +79,8 @@ func driverError(err error) *APIError {
 			return apiError(http.StatusConflict, TypeRequestFailed, "%v", r)
 		case engine.RefusedConflict:
 			return apiError(http.StatusConflict, TypeConflict, "%v", r)
+		case engine.RefusedTooLarge:
+			return apiError(http.StatusRequestEntityTooLarge, TypeRequestTooLarge, "%v", r)
 		}
 		return apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
 	}

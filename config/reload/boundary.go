@@ -1,0 +1,53 @@
+package reload
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// BoundaryError refuses a generation that would weaken the boundary the live one
+// enforces: it has no required after_planning hook while the live one has, fewer guard
+// rules, or a weaker plan binding, and its settings do not state
+// allow_boundary_removal: true. With RequirePlanReview, a generation without a
+// required hook is refused whatever is live. A half-written config (the catalog saved,
+// the hooks not yet) is therefore never served.
+type BoundaryError struct {
+	Losses []string
+}
+
+func (e *BoundaryError) Error() string {
+	return "boundary: the new generation would " + strings.Join(e.Losses, "; ") +
+		". The last good generation keeps serving; to make the change on purpose, set settings.allow_boundary_removal: true"
+}
+
+// bindingStrength orders the binding modes, strongest first.
+var bindingStrength = map[engine.BindingMode]int{engine.BindingStrict: 2, engine.BindingIdentity: 1, engine.BindingOff: 0}
+
+// boundary returns a *BoundaryError when gen may not replace the live generation.
+func (r *Reloader) boundary(gen *config.Generation) error {
+	_, required := gen.Pipeline.RequiredHook()
+	if r.requirePlanReview && !required {
+		return &BoundaryError{Losses: []string{"have no required after_planning hook, and the daemon runs with --require-plan-review"}}
+	}
+	live := r.registry.Current()
+	if live == nil || gen.AllowBoundaryRemoval {
+		return nil
+	}
+	var losses []string
+	if name, ok := live.Pipeline.RequiredHook(); ok && !required {
+		losses = append(losses, fmt.Sprintf("drop the required after_planning hook %q", name))
+	}
+	if n, m := len(live.Guards), len(gen.Guards); m < n {
+		losses = append(losses, fmt.Sprintf("have %d guard rule(s) where the live generation has %d", m, n))
+	}
+	if bindingStrength[gen.Binding] < bindingStrength[live.Binding] {
+		losses = append(losses, fmt.Sprintf("weaken plan binding from %s to %s", live.Binding, gen.Binding))
+	}
+	if losses == nil {
+		return nil
+	}
+	return &BoundaryError{Losses: losses}
+}
