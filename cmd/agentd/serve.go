@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
@@ -25,11 +26,11 @@ import (
 )
 
 type serveFlags struct {
-	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel string
-	watch, logPayloads, requirePlanReview                     bool
-	debounce, successRetention, errorRetention, drain         time.Duration
-	maxBody, memoryBytes                                      int64
-	maxRecords, maxRecordEntries                              int
+	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel, traceURL string
+	watch, logPayloads, requirePlanReview                               bool
+	debounce, successRetention, errorRetention, drain                   time.Duration
+	maxBody, memoryBytes                                                int64
+	maxRecords, maxRecordEntries                                        int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -51,6 +52,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
+	fs.StringVar(&f.traceURL, "trace-url", "", "the records viewer's trace link of each hook invocation, a URL template with {trace_id}, {span_id}, {span_name}, {hook}, {stage} or {request_id}, e.g. http://jaeger:16686/trace/{trace_id}")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -64,6 +66,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		return nil, errUsage
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		fmt.Fprintln(stderr, "agentd serve: --tls-cert and --tls-key go together")
+		return nil, errUsage
+	case f.traceURL != "" && viewer.CheckTraceURL(f.traceURL) != nil:
+		fmt.Fprintf(stderr, "agentd serve: --trace-url: %v\n", viewer.CheckTraceURL(f.traceURL))
 		return nil, errUsage
 	case f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
 		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
@@ -138,7 +143,8 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           svc.Handler(server.HTTPOptions{Token: token, MaxBody: f.maxBody, Metrics: tel.metrics}),
+		Handler: svc.Handler(server.HTTPOptions{Token: token, MaxBody: f.maxBody, Metrics: tel.metrics,
+			Mounts: viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL}), LoginPage: viewer.LoginPage}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

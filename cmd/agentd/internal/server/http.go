@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -24,6 +25,12 @@ type HTTPOptions struct {
 	// Mounts are further routes served beside the API (the gateways, the viewer),
 	// behind the same authorization and panic recovery.
 	Mounts []Mount
+	// Sessions are the browser sessions that stand for the token on GET and HEAD
+	// calls (see Sessions); nil means a store of this handler's own.
+	Sessions *Sessions
+	// LoginPage, when set, is where a browser loading a page without a token or a
+	// session is sent (303), instead of answered 401.
+	LoginPage string
 }
 
 // Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
@@ -33,6 +40,9 @@ type HTTPOptions struct {
 type Mount struct {
 	Pattern string
 	Handler http.Handler
+	// Public serves the route to every caller, without authorization: it must serve
+	// nothing secret (the viewer's login page).
+	Public bool
 }
 
 // Handler returns the HTTP API of s. Every route it serves is described in
@@ -58,6 +68,9 @@ func (m *apiMux) serve(pattern string, h http.Handler) {
 func (s *Service) routes(opts HTTPOptions) *apiMux {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 1 << 20
+	}
+	if opts.Sessions == nil {
+		opts.Sessions = NewSessions(0, 0)
 	}
 	mux := &apiMux{ServeMux: http.NewServeMux()}
 	route := func(method, path string, h http.Handler) {
@@ -118,7 +131,12 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 	if opts.Metrics != nil {
 		mux.serve("GET /metrics", s.authorize(opts, opts.Metrics))
 	}
+	serveSessions(mux, opts)
 	for _, m := range opts.Mounts {
+		if m.Public {
+			mux.serve(m.Pattern, m.Handler)
+			continue
+		}
 		mux.serve(m.Pattern, s.authorize(opts, m.Handler))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -159,21 +177,30 @@ func (s *Service) endpoint(opts HTTPOptions, h func(ctx context.Context, r *http
 	}))
 }
 
-// authorize checks the bearer token in constant time.
+// authorize admits a call that presents the bearer token, or, for a GET or HEAD, the
+// cookie of a live session (see Sessions). Any other call is answered 401, except a
+// browser loading a page when opts.LoginPage is set: it is sent there.
 func (s *Service) authorize(opts HTTPOptions, next http.Handler) http.Handler {
 	if opts.Token == "" {
 		return next
 	}
-	want := []byte("Bearer " + opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		switch {
+		case bearer(opts.Token, r.Header.Get("Authorization")),
+			safe(r) && opts.Sessions.valid(r):
+			next.ServeHTTP(w, r)
+		case safe(r) && opts.LoginPage != "" && navigation(r):
+			http.Redirect(w, r, opts.LoginPage+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		default:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
 			writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "missing or wrong bearer token"))
-			return
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// bearer reports, in constant time, whether header presents token as a bearer token.
+func bearer(token, header string) bool {
+	return subtle.ConstantTimeCompare([]byte(header), []byte("Bearer "+token)) == 1
 }
 
 // recoverPanics turns a panic (a hook panic re-raised by the engine) into a 500 for
