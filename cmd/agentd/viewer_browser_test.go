@@ -103,7 +103,9 @@ func script(js string) chromedp.Action[chromedp.Void] {
 }
 
 // hash moves the viewer to another of its pages.
-func hash(h string) chromedp.Action[chromedp.Void] { return script(fmt.Sprintf("location.hash = %q", h)) }
+func hash(h string) chromedp.Action[chromedp.Void] {
+	return script(fmt.Sprintf("location.hash = %q", h))
+}
 
 // check fails the test unless the JavaScript expression is true.
 func check(t *testing.T, ctx context.Context, what, expr string) {
