@@ -96,7 +96,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	if len(l.errs) > 0 {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
-	pipeline, err := engine.New(hooks, engine.WithCatalog(catalog), engine.WithLogger(opts.Logger),
+	pipeline, err := engine.New(hooks, engine.WithCatalog(catalog), engine.WithPlanLimits(l.settings.planLimits), engine.WithLogger(opts.Logger),
 		engine.WithTracerProvider(opts.TracerProvider), engine.WithMeterProvider(opts.MeterProvider))
 	if err != nil {
 		return nil, diag.List{{Kind: diag.KindRequiredHook, Message: err.Error()}}

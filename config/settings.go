@@ -17,6 +17,7 @@ type settings struct {
 	hookTimeout   time.Duration
 	binding       engine.BindingMode
 	maxRequestAge time.Duration
+	planLimits    engine.PlanLimits
 	// allowBoundaryRemoval lets a reload drop the required hook, guard rules or
 	// binding strength the live generation has.
 	allowBoundaryRemoval bool
@@ -66,6 +67,20 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 			l.settings.hookTimeout = d
 		default:
 			l.settings.maxRequestAge = d
+		}
+	case "max_plan_steps", "max_plan_dependencies", "max_plan_references":
+		n, err := strconv.ParseInt(v.Value, 0, 32)
+		if err != nil || n <= 0 {
+			bad("%s must be a positive integer, got %q", key, v.Value)
+			return
+		}
+		switch key {
+		case "max_plan_steps":
+			l.settings.planLimits.MaxSteps = int(n)
+		case "max_plan_dependencies":
+			l.settings.planLimits.MaxDependencies = int(n)
+		default:
+			l.settings.planLimits.MaxReferences = int(n)
 		}
 	case "allow_boundary_removal":
 		var b bool

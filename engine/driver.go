@@ -45,9 +45,9 @@ const DefaultMaxRecordEntries = 10_000
 // effect updates, two replicas) are serialized by the record store's revision gate.
 // The contract is docs/semantics.md §8.
 type Driver struct {
-	gens     Generations
-	states   StateStore
-	records  RecordStore
+	gens       Generations
+	states     StateStore
+	records    RecordStore
 	ttl        time.Duration
 	observer   Observer
 	maxEntries int
@@ -93,6 +93,9 @@ const (
 	RefusedGenerationExpired RefusalCode = "generation_expired"
 	// RefusedConflict: the request's state kept changing under the call.
 	RefusedConflict RefusalCode = "conflict"
+	// RefusedTenantForbidden: the call is confined to a tenant (WithTenant) and the
+	// request belongs to another one, or to none.
+	RefusedTenantForbidden RefusalCode = "tenant_forbidden"
 	// RefusedTooLarge: the request's state or record would outgrow its limit.
 	RefusedTooLarge RefusalCode = "request_too_large"
 )
@@ -124,6 +127,8 @@ func (e *RefusalError) Error() string {
 		return fmt.Sprintf("request %q has run on config generation %s for longer than its max_request_age", e.RequestID, e.Generation)
 	case RefusedConflict:
 		return fmt.Sprintf("request %q changed concurrently; retry the call", e.RequestID)
+	case RefusedTenantForbidden:
+		return fmt.Sprintf("request %q does not belong to the caller's tenant", e.RequestID)
 	case RefusedTooLarge:
 		return fmt.Sprintf("request %q: %v", e.RequestID, e.Err)
 	}
@@ -162,11 +167,17 @@ type Opening struct {
 // its first record write replaces any record an earlier request with the same id left,
 // unless that request failed and its state is still kept (RefusedRequestFailed: the
 // evidence of a refusal is not overwritten). Nothing is written until the session's
-// first stage call.
+// first stage call. A call confined to a tenant (WithTenant) may not replace a request
+// of another tenant (RefusedTenantForbidden).
 func (d *Driver) Open(ctx context.Context, id string, o Opening) (*Session, error) {
 	old, err := d.load(ctx, id)
 	if err != nil {
 		return nil, d.refuse(ctx, StageBeforePlanning, id, err)
+	}
+	if old != nil {
+		if err := CheckTenant(ctx, id, TenantOf(old.Metadata)); err != nil {
+			return nil, d.refuse(ctx, StageBeforePlanning, id, err)
+		}
 	}
 	if old != nil && old.Lifecycle == LifecycleFailed {
 		return nil, d.refuse(ctx, StageBeforePlanning, id, &RefusalError{Code: RefusedRequestFailed, RequestID: id})
@@ -175,7 +186,12 @@ func (d *Driver) Open(ctx context.Context, id string, o Opening) (*Session, erro
 }
 
 // open starts request id on the live generation; old is the state it replaces, if any.
+// A call confined to a tenant opens only a request of that tenant, and replaces no
+// record of another tenant that outlived its request's state.
 func (d *Driver) open(ctx context.Context, stage Stage, id string, o Opening, old *RequestState) (*Session, error) {
+	if err := d.checkOpening(ctx, id, o, old); err != nil {
+		return nil, d.refuse(ctx, stage, id, err)
+	}
 	gen := d.gens.Live()
 	if gen == nil {
 		return nil, d.refuse(ctx, stage, id, &RefusalError{Code: RefusedNotReady, RequestID: id})
@@ -189,7 +205,8 @@ func (d *Driver) open(ctx context.Context, stage Stage, id string, o Opening, ol
 
 // Resume loads request id for a call of stage, or opens it from o (on the live
 // generation) when it is unknown or its state expired. The request runs on the
-// generation it opened on. It is refused when that generation is no longer kept
+// generation it opened on. It is refused when the call is confined to another tenant
+// (RefusedTenantForbidden), when that generation is no longer kept
 // (RefusedGenerationRetired), when the request has run on it for longer than its
 // max_request_age (RefusedGenerationExpired) and when the request failed
 // (RefusedRequestFailed).
@@ -201,16 +218,42 @@ func (d *Driver) Resume(ctx context.Context, stage Stage, id string, o Opening) 
 	if st == nil {
 		return d.open(ctx, stage, id, o, nil)
 	}
-	gen, err := d.pinned(st)
+	gen, err := d.pinned(ctx, st)
 	if err != nil {
 		return nil, d.refuse(ctx, stage, id, err)
 	}
 	return d.newSession(gen, st, false), nil
 }
 
+// checkOpening refuses opening request id from o, in place of old (nil when none),
+// to a call confined to another tenant than o's; when there is no old state, a record
+// of another tenant that outlived its state is not replaced either.
+func (d *Driver) checkOpening(ctx context.Context, id string, o Opening, old *RequestState) error {
+	if _, ok := TenantFrom(ctx); !ok {
+		return nil
+	}
+	if err := CheckTenant(ctx, id, TenantOf(o.Metadata)); err != nil {
+		return err
+	}
+	if old != nil || d.records == nil {
+		return nil
+	}
+	rec, err := d.records.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrRecordNotFound):
+		return nil
+	case err != nil:
+		return storeFailure(id, err)
+	}
+	return CheckTenant(ctx, id, rec.Tenant)
+}
+
 // pinned returns the generation st runs on, or the refusal of a request that may not
-// go on.
-func (d *Driver) pinned(st *RequestState) (*Generation, error) {
+// go on (with ctx: one of another tenant than ctx is confined to).
+func (d *Driver) pinned(ctx context.Context, st *RequestState) (*Generation, error) {
+	if err := CheckTenant(ctx, st.ID, TenantOf(st.Metadata)); err != nil {
+		return nil, err
+	}
 	if st.Lifecycle == LifecycleFailed {
 		return nil, &RefusalError{Code: RefusedRequestFailed, RequestID: st.ID, Generation: st.Generation}
 	}

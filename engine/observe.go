@@ -27,27 +27,43 @@ const (
 	OutcomeInvalidCall  CallOutcome = "invalid"       // operation check: the call is malformed
 )
 
-// StageReport describes one finished stage call.
+// StageReport describes one finished stage call: what a decision event says of it.
 type StageReport struct {
-	RequestID   string
-	Generation  string
-	Stage       Stage
-	Outcome     CallOutcome
+	DecisionID     string
+	RequestID      string
+	Generation     string
+	PolicyRevision string
+	Stage          Stage
+	Outcome        CallOutcome
+	// Cause is why a call that failed or was refused did (see Cause).
+	Cause Cause
 	Started     time.Time
 	Duration    time.Duration
 	Invocations []Invocation
-	// Request, Metadata and Response are payloads: observers keep them out of logs
-	// unless told otherwise.
+	// Violations are the policy's, for a rejected plan.
+	Violations []Violation
+	// Request, Metadata, Plan (the incoming plan of after_planning), Accepted (the plan
+	// it accepted), Result (after_execution) and Response (the final response of
+	// after_synthesis) are the call's input and output: observers mask them and keep
+	// them out of logs unless told otherwise. They are the call's own values and must
+	// be treated as read-only.
 	Request  string
 	Metadata map[string]any
+	Plan     *RoutingPlan
+	Accepted *RoutingPlan
+	Result   *ExecutionResult
 	Response string
 	// Err is the error the call returned, if any.
 	Err error
 }
 
-// CheckReport describes one finished operation check.
+// CheckReport describes one finished operation check: what a decision event says of it.
 type CheckReport struct {
+	DecisionID     string
 	Call           op.Call
+	// Record is the check as the request's record has it (binding, the deciding rule,
+	// revisions); nil for a call refused before it was checked.
+	Record         *OperationRecord
 	Generation     string
 	PolicyRevision string
 	Outcome        CallOutcome

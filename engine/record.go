@@ -39,6 +39,8 @@ type PhaseRecord struct {
 type ExecutionRecord struct {
 	RequestID  string `json:"request_id"`
 	Generation string `json:"generation,omitempty"`
+	// Tenant is the tenant the request's metadata names (TenantOf), if any.
+	Tenant string `json:"tenant,omitempty"`
 	// Request is the request's text as it was opened.
 	Request   string           `json:"request,omitempty"`
 	Status    RecordStatus     `json:"status"`
@@ -87,6 +89,7 @@ type RecordStore interface {
 // why (cause, and the required hook's decision reason and the policy's violations, or
 // the plan rule it broke) and when.
 type PlanRejection struct {
+	DecisionID string       `json:"decision_id,omitempty"`
 	Phase      int          `json:"phase"`
 	Cause      Cause        `json:"cause"`
 	Hook       string       `json:"hook,omitempty"`
@@ -114,6 +117,7 @@ const (
 // decided and how, on which generation and policy revision, and, once reported, how
 // the operation finished.
 type OperationRecord struct {
+	DecisionID string       `json:"decision_id,omitempty"`
 	Operation  op.Operation `json:"operation"`
 	StepID     string       `json:"step_id,omitempty"`
 	Namespace  string       `json:"namespace,omitempty"`

@@ -53,6 +53,7 @@ func (s *Session) Context() *PipelineContext {
 
 // stageCall is one stage call in progress.
 type stageCall struct {
+	id      string // the decision id
 	stage   Stage
 	ctx     context.Context
 	trail   *Trail
@@ -60,14 +61,17 @@ type stageCall struct {
 	started time.Time
 	// invocations is the trail's snapshot once the stage ran (see recorded).
 	invocations []Invocation
-	response    string
+	// The call's input and output, for its report.
+	plan, accepted *RoutingPlan
+	result         *ExecutionResult
+	response       string
 }
 
 func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	st := s.state
 	gate := NewGate(st.CacheVary, st.CacheReadDisabled)
 	return &stageCall{
-		stage: stage, trail: NewTrail(), started: time.Now(),
+		id: decisionID(ctx), stage: stage, trail: NewTrail(), started: time.Now(),
 		ctx:  WithRequestInfo(ctx, s.info(gate)),
 		pctx: &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 	}
@@ -87,6 +91,9 @@ func (c *stageCall) recorded() []Invocation {
 		if c.invocations == nil {
 			c.invocations = []Invocation{}
 		}
+		for i := range c.invocations {
+			c.invocations[i].DecisionID = c.id
+		}
 	}
 	return c.invocations
 }
@@ -94,9 +101,11 @@ func (c *stageCall) recorded() []Invocation {
 // done reports the finished call to the observer.
 func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
 	s.d.observer.Staged(context.WithoutCancel(c.ctx), &StageReport{
-		RequestID: s.state.ID, Generation: s.gen.ID, Stage: c.stage, Outcome: outcome,
+		DecisionID: c.id, RequestID: s.state.ID, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision,
+		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
 		Started: c.started, Duration: time.Since(c.started), Invocations: c.recorded(),
-		Request: c.pctx.Request, Metadata: c.pctx.Metadata, Response: c.response, Err: err,
+		Request: c.pctx.Request, Metadata: c.pctx.Metadata, Plan: c.plan, Accepted: c.accepted, Result: c.result,
+		Response: c.response, Err: err,
 	})
 }
 
@@ -116,6 +125,7 @@ func (s *Session) run(c *stageCall, fn func() error) error {
 
 // BeforePlanningResult is the outcome of before_planning.
 type BeforePlanningResult struct {
+	DecisionID  string
 	Enrichments map[string]any
 	// ShortCircuit is the accepted short circuit; nil means planning goes on.
 	ShortCircuit *ShortCircuitOutcome
@@ -142,7 +152,7 @@ func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, er
 		if err := s.commit(c, ch); err != nil {
 			return err
 		}
-		out = &BeforePlanningResult{Enrichments: c.pctx.Enrichments, ShortCircuit: sc, Invocations: c.recorded()}
+		out = &BeforePlanningResult{DecisionID: c.id, Enrichments: c.pctx.Enrichments, ShortCircuit: sc, Invocations: c.recorded()}
 		s.done(c, outcome, nil)
 		return nil
 	})
@@ -151,6 +161,7 @@ func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, er
 
 // PlanResult is the outcome of one after_planning phase.
 type PlanResult struct {
+	DecisionID  string
 	Plan        *RoutingPlan
 	Invocations []Invocation
 	// Replayed is set when the call re-sent the last phase's plan and was answered
@@ -173,10 +184,12 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)
 	}
 	c := s.begin(ctx, StageAfterPlanning)
+	c.plan = plan
 	st := s.state
 	hash := planHash(plan)
 	if s.resent(plan, phase, hash) {
 		if out := s.replayPhase(c.ctx); out != nil {
+			out.DecisionID, c.accepted = c.id, out.Plan
 			s.done(c, OutcomeReplayed, nil)
 			return out, nil
 		}
@@ -189,7 +202,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	}
 	planID := plan.PlanID
 	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
-		if werr := s.writeRecord(context.WithoutCancel(c.ctx), s.rejected(plan, err).record); werr != nil {
+		if werr := s.writeRecord(context.WithoutCancel(c.ctx), s.rejected(c, plan, err).record); werr != nil {
 			return nil, s.d.refuse(c.ctx, c.stage, st.ID, werr)
 		}
 		s.done(c, OutcomeInvalidPlan, err)
@@ -199,7 +212,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	err := s.run(c, func() error {
 		accepted, err := s.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, st.PriorSteps, c.trail)
 		if err != nil {
-			_ = s.commit(c, s.rejected(plan, err))
+			_ = s.commit(c, s.rejected(c, plan, err))
 			s.done(c, OutcomeRejected, err)
 			return err
 		}
@@ -215,7 +228,8 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		}); err != nil {
 			return err
 		}
-		out = &PlanResult{Plan: accepted, Invocations: c.recorded()}
+		c.accepted = accepted
+		out = &PlanResult{DecisionID: c.id, Plan: accepted, Invocations: c.recorded()}
 		s.done(c, OutcomeAccepted, nil)
 		return nil
 	})
@@ -274,6 +288,7 @@ func (s *Session) replayPhase(ctx context.Context) *PlanResult {
 
 // StageResult is the outcome of after_execution.
 type StageResult struct {
+	DecisionID  string
 	Invocations []Invocation
 }
 
@@ -284,13 +299,14 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 		return nil, errors.New("engine: after_execution needs a result")
 	}
 	c := s.begin(ctx, StageAfterExecution)
+	c.result = result
 	var out *StageResult
 	err := s.run(c, func() error {
 		s.gen.Pipeline.AfterExecution(c.ctx, c.pctx, result, c.trail)
 		if err := s.commit(c, resultsReported(result)); err != nil {
 			return err
 		}
-		out = &StageResult{Invocations: c.recorded()}
+		out = &StageResult{DecisionID: c.id, Invocations: c.recorded()}
 		s.done(c, OutcomeCompleted, nil)
 		return nil
 	})
@@ -299,6 +315,7 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 
 // SynthesisResult is the outcome of after_synthesis.
 type SynthesisResult struct {
+	DecisionID  string
 	Response    string
 	Invocations []Invocation
 }
@@ -313,7 +330,7 @@ func (s *Session) AfterSynthesis(ctx context.Context, response string) (*Synthes
 		if err := s.commit(c, completed(final, SourceAfterSynthesis)); err != nil {
 			return err
 		}
-		out = &SynthesisResult{Response: final, Invocations: c.recorded()}
+		out = &SynthesisResult{DecisionID: c.id, Response: final, Invocations: c.recorded()}
 		c.response = final
 		s.done(c, OutcomeCompleted, nil)
 		return nil

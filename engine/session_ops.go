@@ -11,7 +11,8 @@ import (
 
 // CheckResult is the answer to one operation check.
 type CheckResult struct {
-	Allowed bool
+	DecisionID string
+	Allowed    bool
 	// Denial is set when plan binding or a guard denied the call.
 	Denial         *op.Denial
 	Generation     string
@@ -32,7 +33,9 @@ type CheckResult struct {
 // go on or a store failure a *RefusalError.
 func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) {
 	started := time.Now()
-	report := &CheckReport{Call: call, Started: started}
+	id := decisionID(ctx)
+	ctx = WithDecisionID(ctx, id)
+	report := &CheckReport{DecisionID: id, Call: call, Started: started}
 	defer func() {
 		report.Duration = time.Since(started)
 		d.observer.Checked(context.WithoutCancel(ctx), report)
@@ -47,14 +50,14 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 		return nil, err
 	}
 	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
-	_, end, verdict, err := s.check(ctx, call, started)
+	_, end, verdict, err := s.check(ctx, call, started, &report.Record)
 	if err != nil {
 		report.Outcome, report.Err = CheckOutcomeOf(err), err
 		return nil, err
 	}
 	end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(verdict), Err: verdict})
 	report.Outcome, report.Err = CheckOutcomeOf(verdict), verdict
-	result := &CheckResult{Allowed: verdict == nil, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
+	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
 	if den, ok := op.AsDenial(verdict); ok {
 		result.Denial = den
 		return result, nil
@@ -66,13 +69,17 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 }
 
 // attach returns a session for an operation check of request id: the request's own,
-// or, for an unknown request, one on the live generation that writes no state.
+// or, for an unknown request, one on the live generation that writes no state (not
+// for a call confined to a tenant: an unknown request belongs to none).
 func (d *Driver) attach(ctx context.Context, id string) (*Session, error) {
 	st, err := d.load(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
+		if err := CheckTenant(ctx, id, ""); err != nil {
+			return nil, err
+		}
 		gen := d.gens.Live()
 		if gen == nil {
 			return nil, &RefusalError{Code: RefusedNotReady, RequestID: id}
@@ -81,7 +88,7 @@ func (d *Driver) attach(ctx context.Context, id string) (*Session, error) {
 		s.unknown = true
 		return s, nil
 	}
-	gen, err := d.pinned(st)
+	gen, err := d.pinned(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +110,7 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 		return ctx, nil, err
 	}
 	started := time.Now()
-	opctx, end, verdict, err := s.check(ctx, call, started)
+	opctx, end, verdict, err := s.check(ctx, call, started, nil)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -127,13 +134,14 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 // check runs one operation check on the session's request: binding, the guards (the
 // live generation's too when newer), the step's claim and the record. verdict is nil
 // (allowed), a *op.Denial or a *op.GuardError; err is a refusal. end runs the
-// observers' finish callbacks and must be called.
-func (s *Session) check(ctx context.Context, call op.Call, started time.Time) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
+// observers' finish callbacks and must be called. When recorded is not nil, it is set
+// to the check's record.
+func (s *Session) check(ctx context.Context, call op.Call, started time.Time, recorded **OperationRecord) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
 	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
 	mode := s.gen.binding()
 	bound := call.Operation == op.ToolCall && mode != BindingOff
 	rec := OperationRecord{
-		Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
+		DecisionID: decisionID(ctx), Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
 		Capability: call.Capability, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, StartedAt: started.UTC(),
 	}
 	if bound {
@@ -141,7 +149,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time) (o
 		if den := bind(mode, s.known(), &call); den != nil {
 			rec.Outcome, rec.Code, rec.Reason, rec.Guard, rec.GuardIndex = CheckDeny, den.Code, den.Reason, BindingGuard, ptr(-1)
 			rec.Duration = time.Since(started)
-			return ctx, func(op.Result) {}, den, s.recordCheck(ctx, rec)
+			return ctx, func(op.Result) {}, den, s.recordCheck(ctx, rec, recorded)
 		}
 		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
@@ -168,7 +176,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time) (o
 		}
 	}
 	rec.Duration = time.Since(started)
-	if err := s.recordCheck(ctx, rec); err != nil {
+	if err := s.recordCheck(ctx, rec, recorded); err != nil {
 		end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
 		return ctx, nil, nil, err
 	}
@@ -206,7 +214,10 @@ func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) er
 }
 
 // recordCheck appends one check to the request's execution record.
-func (s *Session) recordCheck(ctx context.Context, rec OperationRecord) error {
+func (s *Session) recordCheck(ctx context.Context, rec OperationRecord, recorded **OperationRecord) error {
+	if recorded != nil {
+		*recorded = &rec
+	}
 	return s.writeRecord(context.WithoutCancel(ctx), func(r *ExecutionRecord) {
 		r.Operations = append(r.Operations, rec)
 	})
@@ -308,7 +319,7 @@ func (d *Driver) Finish(ctx context.Context, f Finish) error {
 	if st == nil {
 		return &FinishError{Code: FinishNotStarted, Detail: fmt.Sprintf("request %q is unknown", f.RequestID)}
 	}
-	gen, err := d.pinned(st)
+	gen, err := d.pinned(ctx, st)
 	if err != nil {
 		return err
 	}

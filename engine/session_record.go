@@ -33,8 +33,8 @@ func failed(err error) change {
 
 // rejected records a plan phase that was not accepted; a rejection by the required
 // hook also fails the request.
-func (s *Session) rejected(plan *RoutingPlan, err error) change {
-	r := PlanRejection{Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
+func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
+	r := PlanRejection{DecisionID: c.id, Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
 	ch := change{}
 	if re, ok := AsRequiredAfterPlanningError(err); ok {
 		r.Hook, r.Reason, r.Violations = re.Hook, re.Reason, ViolationsOf(err)
@@ -108,6 +108,9 @@ func (s *Session) commit(c *stageCall, ch change) error {
 	}
 	c.trail.OnLateEffect(func() {
 		late := c.trail.Invocations()
+		for i := range late {
+			late[i].DecisionID = c.id
+		}
 		_ = s.writeRecord(ctx, func(rec *ExecutionRecord) {
 			if offset >= 0 && offset+len(late) <= len(rec.PipelineHooks) {
 				copy(rec.PipelineHooks[offset:], late)
@@ -216,7 +219,8 @@ func recordEntries(rec *ExecutionRecord) int {
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {
 	return &ExecutionRecord{
-		RequestID: s.state.ID, Generation: s.gen.ID, Request: s.state.Request, Status: RecordRunning, Lifecycle: LifecycleOpen,
+		RequestID: s.state.ID, Generation: s.gen.ID, Tenant: TenantOf(s.state.Metadata), Request: s.state.Request,
+		Status: RecordRunning, Lifecycle: LifecycleOpen,
 		PipelineHooks: []Invocation{}, CreatedAt: now, UpdatedAt: now,
 	}
 }

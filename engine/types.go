@@ -245,6 +245,8 @@ type Invocation struct {
 	Error     string           `json:"error,omitempty"`
 	Effects   []Effect         `json:"effects,omitempty"`
 	Decision  *DecisionRecord  `json:"decision,omitempty"`
+	// DecisionID names the stage call that ran the hook.
+	DecisionID string `json:"decision_id,omitempty"`
 	// TraceID and SpanID identify the invocation's span when a tracer is configured.
 	TraceID string `json:"trace_id,omitempty"`
 	SpanID  string `json:"span_id,omitempty"`

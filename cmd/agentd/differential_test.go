@@ -46,6 +46,7 @@ var diffScripts = map[string][]diffCall{
 	},
 	"short circuit": {
 		dc("before_planning", `{"request_id":"d-first","request":"Who runs ACME?","metadata":{"tenant":"beta"}}`),
+		dc("after_planning", `{"request_id":"d-first","plan":{"plan_id":"p1","steps":[`+diffQuoteStep+`]}}`),
 		dc("after_synthesis", `{"request_id":"d-first","response":"Jane Doe"}`),
 		dc("before_planning", `{"request_id":"d-again","request":"  who runs acme?","metadata":{"tenant":"beta"}}`),
 	},
@@ -150,15 +151,20 @@ func TestDriver_EveryEntryPointWritesTheSameRecords(t *testing.T) {
 			}
 		}
 	}
-	rec := viaHTTP["d-allowed"].(map[string]any)
-	if rec["lifecycle"] != "completed" || viaHTTP["d-rejected"].(map[string]any)["lifecycle"] != "failed" {
-		t.Fatalf("lifecycles = %v and %v, want completed and failed", rec["lifecycle"], viaHTTP["d-rejected"].(map[string]any)["lifecycle"])
+	for id, want := range map[string]string{"d-allowed": "completed", "d-rejected": "failed", "d-again": "completed", "d-guard": "open"} {
+		if got := viaHTTP[id].(map[string]any)["lifecycle"]; got != want {
+			t.Errorf("record %s lifecycle = %v, want %s", id, got, want)
+		}
+	}
+	if src := viaHTTP["d-again"].(map[string]any)["final_response_source"]; src != "before_planning_short_circuit" {
+		t.Errorf("d-again was not answered from the cache: %v", src)
 	}
 }
 
-// volatile are record fields that differ between runs: times and durations.
+// volatile are record fields that differ between runs: times, durations and decision
+// ids.
 var volatile = map[string]bool{"created_at": true, "updated_at": true, "started_at": true, "duration": true,
-	"open_until": true, "total_duration": true, "at": true}
+	"open_until": true, "total_duration": true, "at": true, "decision_id": true}
 
 // decodeRecord decodes a record and drops its volatile fields at every depth.
 func decodeRecord(t *testing.T, data []byte) any {

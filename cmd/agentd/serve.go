@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
@@ -29,8 +30,9 @@ type serveFlags struct {
 	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel, traceURL string
 	watch, logPayloads, requirePlanReview                               bool
 	debounce, successRetention, errorRetention, drain                   time.Duration
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	maxBody, memoryBytes                                                int64
-	maxRecords, maxRecordEntries                                        int
+	maxRecords, maxFailedRecords, maxRecordEntries, maxConns            int
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -41,16 +43,22 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8181", "listen address")
 	fs.BoolVar(&f.watch, "watch", true, "reload when files in the config directory change")
 	fs.DurationVar(&f.debounce, "debounce", 100*time.Millisecond, "quiet period before a reload")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token every route but /healthz and /readyz requires")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file of the bearer tokens every route but /healthz and /readyz requires: one bare token (admin), or a YAML list of {token or token_sha256, role, tenant}")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (with --tls-cert)")
 	fs.StringVar(&f.store, "store", "memory", "where request states, cache entries, rate limits and records live: memory, or redis://host:port/db[?prefix=agentd:&timeout=1s&cache_timeout=250ms] shared by replicas")
 	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers")
+	fs.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a request's body")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", time.Minute, "how long a response may take; on a streaming route, each write of it")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.IntVar(&f.maxConns, "max-connections", 4096, "connections open at once at most (keep it below the open-file limit); more wait to be accepted")
 	fs.Int64Var(&f.memoryBytes, "memory-bytes", store.DefaultMaxBytes, "bytes the memory store's request states and records may hold, half each (the oldest written go first)")
 	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
+	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
 	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
 	fs.StringVar(&f.traceURL, "trace-url", "", "the records viewer's trace link of each hook invocation, a URL template with {trace_id}, {span_id}, {span_name}, {hook}, {stage} or {request_id}, e.g. http://jaeger:16686/trace/{trace_id}")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
@@ -72,6 +80,12 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		return nil, errUsage
 	case f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
 		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
+		return nil, errUsage
+	case f.maxConns <= 0:
+		fmt.Fprintln(stderr, "agentd serve: --max-connections must be positive")
+		return nil, errUsage
+	case f.readHeaderTimeout <= 0 || f.readTimeout <= 0 || f.writeTimeout <= 0 || f.idleTimeout <= 0:
+		fmt.Fprintln(stderr, "agentd serve: --read-header-timeout, --read-timeout, --write-timeout and --idle-timeout must be positive")
 		return nil, errUsage
 	}
 	return &f, nil
@@ -96,7 +110,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
 }
 
 func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
-	token, err := readToken(f.tokenFile)
+	tokens, err := readTokens(f.tokenFile)
 	if err != nil {
 		return err
 	}
@@ -138,20 +152,29 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	}
 	go reloadOnHangup(ctx, reloader)
 
-	ln, err := net.Listen("tcp", f.addr)
+	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
+	ln := connlimit.New(tcp, f.maxConns)
 	srv := &http.Server{
-		Handler: svc.Handler(server.HTTPOptions{Token: token, MaxBody: f.maxBody, Metrics: tel.metrics,
-			Mounts: viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL}), LoginPage: viewer.LoginPage}),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: svc.Handler(server.HTTPOptions{
+			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
+			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
+			Mounts:   viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL}), LoginPage: viewer.LoginPage,
+		}),
+		ReadHeaderTimeout: f.readHeaderTimeout,
+		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if len(tokens) == 0 && !loopback(ln.Addr()) {
+		logger.Warn("no --token-file: every route is open to anyone who reaches this non-loopback address", "addr", ln.Addr().String())
 	}
 	errc := make(chan error, 1)
 	go func() {
 		logger.Info("agentd listening", "addr", ln.Addr().String(), "config", f.config,
-			"generation", registry.Current().ID, "tls", f.tlsCert != "", "watch", f.watch)
+			"generation", registry.Current().ID, "tls", f.tlsCert != "", "watch", f.watch,
+			"tokens", len(tokens), "max_connections", f.maxConns)
 		if f.tlsCert != "" {
 			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
 		} else {
@@ -199,7 +222,7 @@ type stores struct {
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
 	retention := store.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
 	if f.store == "memory" {
-		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxBytes: f.memoryBytes})
+		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxFailedRecords: f.maxFailedRecords, MaxBytes: f.memoryBytes})
 		return &stores{states: mem, cache: mem, limiter: mem, records: mem, close: func() {}}, nil
 	}
 	redisstore.SetLogger(logger)
@@ -228,17 +251,20 @@ func reloadOnHangup(ctx context.Context, r *reload.Reloader) {
 	}
 }
 
-func readToken(path string) (string, error) {
+// readTokens reads the --token-file (see server.ParseTokenFile); no file is no tokens.
+func readTokens(path string) ([]server.Token, error) {
 	if path == "" {
-		return "", nil
+		return nil, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read token file: %w", err)
+		return nil, fmt.Errorf("read token file: %w", err)
 	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
-	}
-	return token, nil
+	return server.ParseTokenFile(path, data)
+}
+
+// loopback reports whether addr is a loopback address, reachable from this host only.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

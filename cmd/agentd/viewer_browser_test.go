@@ -196,6 +196,7 @@ func TestViewer_InBrowser(t *testing.T) {
 	check(t, tab, "the allowed-operations card shows the stored decision",
 		card+`.querySelector('.decision').textContent === "fail_closed / terminate / hook_error"`)
 	check(t, tab, "the card shows the invocation failed", card+`.classList.contains("failed")`)
+	check(t, tab, "the card shows fields it does not name, such as the decision id", card+`.textContent.includes("decision id")`)
 	check(t, tab, "the card shows the violation", card+`.querySelector('.violation[data-code="capability_not_allowed"]').textContent.includes("step-1")`)
 	check(t, tab, "the card links to the hook's span",
 		`/^http:\/\/jaeger\.example:16686\/trace\/[0-9a-f]{32}\?uiFind=[0-9a-f]{16}&op=pipeline\.hook\.after_planning\.allowed-operations$/.test(`+card+`.querySelector('a.trace').href)`)

@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/interpreter"
@@ -106,5 +107,19 @@ func runtimeError(err error, limit uint64) *Error {
 	case errors.As(err, &cancelled) || errors.Is(err, interpreter.InterruptError{}):
 		return &Error{Kind: ErrKindInterrupted, Message: err.Error(), cause: err}
 	}
-	return &Error{Kind: ErrKindEval, Message: err.Error(), cause: err}
+	return &Error{Kind: ErrKindEval, Message: withoutData(err.Error()), cause: err}
+}
+
+// withoutData returns cel-go's message of a runtime error without the data it may
+// quote (a missing key, an unparsable timestamp or pattern, an index), so an error
+// that is logged or recorded carries no request text: the message up to its first
+// quote, backquote or ": ". The whole message stays in the error's cause.
+func withoutData(msg string) string {
+	if i := strings.IndexAny(msg, "\"`"); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.Index(msg, ": "); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
 }

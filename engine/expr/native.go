@@ -63,7 +63,7 @@ func nativeMap(m traits.Mapper, depth int) (map[string]any, error) {
 		k := it.Next()
 		key, ok := k.(types.String)
 		if !ok {
-			return nil, fmt.Errorf("result map key %v is a %s, not a string", k.Value(), k.Type().TypeName())
+			return nil, fmt.Errorf("a result map key is a %s, not a string", k.Type().TypeName())
 		}
 		val, _ := m.Find(k)
 		e, err := native(val, depth+1)

@@ -122,6 +122,26 @@ func (e *EvalError) DecisionCause() engine.Cause {
 	return engine.CauseEvaluationError
 }
 
+// dataFreeError is an OPA evaluation error told without the data it may quote (a
+// built-in's argument: a string that is not a number, a time or a pattern): its text
+// up to the first quote or backquote. Errors of evaluation are logged by fail-open
+// hooks and recorded; they must carry no request text. It unwraps to the OPA error.
+type dataFreeError struct {
+	err  error
+	text string
+}
+
+func withoutData(err error) error {
+	text := err.Error()
+	if i := strings.IndexAny(text, "\"`"); i >= 0 {
+		text = strings.TrimRight(text[:i], " :")
+	}
+	return &dataFreeError{err: err, text: text}
+}
+
+func (e *dataFreeError) Error() string { return e.text }
+func (e *dataFreeError) Unwrap() error { return e.err }
+
 // Unwrap returns Reason and, when set, Cause, so errors.Is matches either.
 func (e *EvalError) Unwrap() []error {
 	if e.Cause == nil {

@@ -153,6 +153,6 @@ func (q *Query) evalError(evalCtx, ctx context.Context, err error) error {
 	case cause != nil:
 		return &EvalError{Query: q.query, Reason: ErrCanceled, Cause: context.Cause(ctx)}
 	default:
-		return &EvalError{Query: q.query, Reason: ErrEval, Cause: err}
+		return &EvalError{Query: q.query, Reason: ErrEval, Cause: withoutData(err)}
 	}
 }

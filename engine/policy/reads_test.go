@@ -17,6 +17,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
+// differential is the compile options of the tests that compare decisions: a generous
+// deadline, so that a loaded machine cannot make one side time out.
+var differential = Options{Timeout: 10 * time.Second}
+
 // readCases are policies over a plan-review input (queried as data.p, so only its deny
 // and plan members are evaluated), each with the input paths its decisions may depend
 // on (PlanMemo.Reads). Every one is also run by the differential
@@ -191,7 +195,7 @@ other := input.request`,
 func readsOf(t *testing.T, src, query string) (*Query, *PlanMemo) {
 	t.Helper()
 	b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}},
-		[]DataFile{{File: "data.json", Value: map[string]any{"allowed": map[string]any{"demo-tools": true}}}}, Options{})
+		[]DataFile{{File: "data.json", Value: map[string]any{"allowed": map[string]any{"demo-tools": true}}}}, differential)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -218,7 +222,7 @@ func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
 }
 
 func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
-	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
+	q := mustPrepare(t, libraryBundle(t, differential), "data.agentd.plan")
 	want := []string{"input", "input.plan", "input.plan.steps#", "input.plan.steps[*]",
 		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
 		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id.**"}
@@ -326,7 +330,7 @@ func TestPlanMemo_EqualKeysMeanEqualDecisions(t *testing.T) {
 		})
 	}
 	t.Run("stock allow-list", func(t *testing.T) {
-		q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
+		q := mustPrepare(t, libraryBundle(t, differential), "data.agentd.plan")
 		if keysSound(t, q, q.NewPlanMemo(16), 1500) == 0 {
 			t.Fatal("no two different inputs shared a key: the test proves nothing")
 		}
@@ -341,7 +345,7 @@ func FuzzPlanMemo_KeysSound(f *testing.F) {
 		f.Add(tc.src)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}}, nil, Options{})
+		b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}}, nil, differential)
 		if err != nil {
 			return
 		}
@@ -417,7 +421,7 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		_, m := readsOf(t, tc.src, tc.query)
 		memos = append(memos, m)
 	}
-	memos = append(memos, mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan").NewPlanMemo(16),
+	memos = append(memos, mustPrepare(t, libraryBundle(t, differential), "data.agentd.plan").NewPlanMemo(16),
 		&PlanMemo{reads: (&readNode{whole: true}).freeze()})
 	r := rand.New(rand.NewPCG(5, 8))
 	for range 500 {
@@ -550,7 +554,7 @@ deny contains sprintf("%d", [x]) if { x := g("a", 1000000) with g as rand.intn }
 }`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + tc.src + "\n")}}, nil, Options{})
+			b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + tc.src + "\n")}}, nil, differential)
 			if err != nil {
 				t.Fatal(err)
 			}

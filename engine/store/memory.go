@@ -25,8 +25,13 @@ type MemoryOptions struct {
 	MaxEntries int
 	// Retention says how long records are kept and how many at most.
 	Retention Retention
+	// MaxFailedRecords bounds the records of failed requests, kept apart from the
+	// others so that a flood of new requests cannot evict them before their retention;
+	// 0 means Retention.MaxRecords.
+	MaxFailedRecords int
 	// MaxBytes bounds the bytes the request states and the records hold, half each
-	// (the oldest written go first); 0 means DefaultMaxBytes.
+	// (the oldest written go first), the records' half shared evenly by the records of
+	// failed requests and the others; 0 means DefaultMaxBytes.
 	MaxBytes int64
 	// MaxStateBytes and MaxRecordBytes bound one request's state and record; a write
 	// over the limit fails with engine.ErrTooLarge. 0 means the defaults.
@@ -45,13 +50,18 @@ const maxWindows = 100_000
 
 // Memory is the in-process store: request states, execution records, the response
 // cache and rate-limit counters. It bounds itself: expired entries are swept first,
-// then the oldest written are evicted. Values are copied in and out, so a caller never
-// aliases stored state, exactly as with a remote store.
+// then the oldest written are evicted. Records of failed requests have a bound of
+// their own. Values are copied in and out, so a caller never aliases stored state,
+// exactly as with a remote store.
 type Memory struct {
-	mu        sync.Mutex
-	cache     *expiring.Map[CacheEntry]
-	requests  *expiring.Map[memoryState]
+	mu       sync.Mutex
+	cache    *expiring.Map[CacheEntry]
+	requests *expiring.Map[memoryState]
+	// records holds the records of requests that did not fail, failed those of failed
+	// requests. A request's record moves between them as its status changes, leaving a
+	// tombstone behind (see record).
 	records   *expiring.Map[memoryRecord]
+	failed    *expiring.Map[memoryRecord]
 	windows   *expiring.Map[window]
 	retention Retention
 	maxState  int64
@@ -74,8 +84,8 @@ type memoryState struct {
 type memoryRecord struct {
 	revision int64
 	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
-	data     []byte
-	summary  *Summary // what List matches and shows; never changed once stored
+	data     []byte                  // nil with rec: a tombstone
+	summary  *Summary                // what List matches and shows; never changed once stored
 }
 
 // NewMemory returns an empty store.
@@ -86,11 +96,15 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if opts.Retention.MaxRecords <= 0 {
 		opts.Retention.MaxRecords = DefaultMaxRecords
 	}
+	if opts.MaxFailedRecords <= 0 {
+		opts.MaxFailedRecords = opts.Retention.MaxRecords
+	}
 	opts.MaxBytes = cmp.Or(max(opts.MaxBytes, 0), DefaultMaxBytes)
 	return &Memory{
 		cache:    expiring.New[CacheEntry](opts.MaxEntries),
 		requests: expiring.NewSized[memoryState](opts.MaxEntries, opts.MaxBytes/2),
-		records:  expiring.NewSized[memoryRecord](opts.Retention.MaxRecords, opts.MaxBytes/2),
+		records:  expiring.NewSized[memoryRecord](opts.Retention.MaxRecords, opts.MaxBytes/4),
+		failed:   expiring.NewSized[memoryRecord](opts.MaxFailedRecords, opts.MaxBytes/4),
 		windows:  expiring.New[window](maxWindows), retention: opts.Retention,
 		maxState: cmp.Or(max(opts.MaxStateBytes, 0), DefaultMaxStateBytes), maxRecord: cmp.Or(max(opts.MaxRecordBytes, 0), DefaultMaxRecordBytes),
 		now: time.Now,
@@ -201,12 +215,33 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.records.Get(rec.RequestID, now); ok && old.revision >= rec.Revision {
+	if old, ok := m.record(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
-	m.records.PutSized(rec.RequestID, e, size, expires)
+	into, other := m.records, m.failed
+	if rec.Status == engine.RecordFailed {
+		into, other = m.failed, m.records
+	}
+	into.PutSized(rec.RequestID, e, size, expires)
+	if _, ok := other.Get(rec.RequestID, now); ok {
+		other.Put(rec.RequestID, memoryRecord{revision: rec.Revision}, expires)
+	}
 	return nil
 }
+
+// record returns the entry of id: of its entries among the records and the failed
+// ones, the one of the higher revision, a record before a tombstone. The caller holds
+// m.mu.
+func (m *Memory) record(id string, now time.Time) (memoryRecord, bool) {
+	r, rok := m.records.Get(id, now)
+	f, fok := m.failed.Get(id, now)
+	if !fok || rok && (r.revision > f.revision || r.revision == f.revision && f.tombstone()) {
+		return r, rok
+	}
+	return f, true
+}
+
+func (e memoryRecord) tombstone() bool { return e.rec == nil && e.data == nil }
 
 // Get implements engine.RecordStore.
 func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
@@ -214,9 +249,9 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 		return nil, err
 	}
 	m.mu.Lock()
-	e, ok := m.records.Get(requestID, m.now())
+	e, ok := m.record(requestID, m.now())
 	m.mu.Unlock()
-	if !ok {
+	if !ok || e.tombstone() {
 		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
 	}
 	if e.rec != nil {

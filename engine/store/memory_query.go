@@ -17,11 +17,16 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 	after, _ := q.CursorPosition()
 	m.mu.Lock()
 	now := m.now()
-	all := make([]*Summary, 0, m.records.Len())
-	m.records.Range(now, func(_ string, e memoryRecord) bool {
-		all = append(all, e.summary)
+	all := make([]*Summary, 0, m.records.Len()+m.failed.Len())
+	collect := func(id string, e memoryRecord) bool {
+		// An id may have an entry in both maps: only the one record finds counts.
+		if r, _ := m.record(id, now); e.summary != nil && r.summary == e.summary {
+			all = append(all, e.summary)
+		}
 		return true
-	})
+	}
+	m.records.Range(now, collect)
+	m.failed.Range(now, collect)
 	m.mu.Unlock()
 	k := q.limit()
 	top := make([]listed, 0, k+1) // the first k+1 matches in list order

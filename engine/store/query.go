@@ -48,6 +48,9 @@ type Query struct {
 	Guard     engine.CheckOutcome // an operation check had that outcome
 	// Generation is the config generation the request ran on.
 	Generation string
+	// Tenant, when set, selects the records of that tenant only (a caller confined to
+	// it, engine.WithTenant); it is no query parameter.
+	Tenant string
 	// Since (inclusive) and Until (exclusive) bound UpdatedAt; zero is unbounded.
 	Since, Until time.Time
 	// IDContains selects request ids containing it, ignoring ASCII case.
@@ -138,6 +141,7 @@ func (q *Query) Match(s *Summary, now time.Time) bool {
 	switch {
 	case q.Status != "" && s.Status != q.Status,
 		q.Generation != "" && s.Generation != q.Generation,
+		q.Tenant != "" && s.Tenant != q.Tenant,
 		q.Lifecycle != "" && s.LifecycleAt(now) != q.Lifecycle,
 		q.Stage != "" && !slices.Contains(s.Stages, q.Stage),
 		q.Hook != "" && !slices.Contains(s.Hooks, q.Hook),

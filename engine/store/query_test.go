@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ func TestMemory_ListFollowsRetentionAndEviction(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { return now }
 	ctx := context.Background()
-	for i, id := range []string{"evicted", "ok", "bad", "running"} {
+	for i, id := range []string{"evicted", "ok", "bad", "running", "open"} {
 		status := map[string]engine.RecordStatus{"ok": engine.RecordSucceeded, "bad": engine.RecordFailed}[id]
 		if status == "" {
 			status = engine.RecordRunning
@@ -34,11 +35,19 @@ func TestMemory_ListFollowsRetentionAndEviction(t *testing.T) {
 		}
 		return ids
 	}
-	if got := list(); len(got) != 3 || got[0] != "running" || got[2] != "ok" {
-		t.Fatalf("list = %v, want [running bad ok] (evicted beyond 3 records)", got)
+	if got := list(); !slices.Equal(got, []string{"open", "running", "bad", "ok"}) {
+		t.Fatalf("list = %v, want [open running bad ok] (evicted beyond 3 records that did not fail)", got)
 	}
 	now = now.Add(2 * time.Minute)
-	if got := list(); len(got) != 2 || got[0] != "running" || got[1] != "bad" {
-		t.Fatalf("list past the success retention = %v, want [running bad]", got)
+	if got := list(); !slices.Equal(got, []string{"open", "running", "bad"}) {
+		t.Fatalf("list past the success retention = %v, want [open running bad]", got)
+	}
+	// A failed record written again as failed leaves a tombstone among the others:
+	// it is listed once.
+	if err := m.Put(ctx, &engine.ExecutionRecord{RequestID: "open", Status: engine.RecordFailed, Revision: 2, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); !slices.Equal(got, []string{"open", "running", "bad"}) {
+		t.Fatalf("list after open failed = %v, want [open running bad]", got)
 	}
 }

@@ -17,6 +17,7 @@ type Summary struct {
 	// Request is the request's text, cut (see SummaryTextLen).
 	Request    string                  `json:"request,omitempty"`
 	Generation string                  `json:"generation,omitempty"`
+	Tenant     string                  `json:"tenant,omitempty"`
 	Status     engine.RecordStatus     `json:"status"`
 	Lifecycle  engine.RequestLifecycle `json:"lifecycle,omitempty"`
 	OpenUntil  *time.Time              `json:"open_until,omitempty"`
@@ -45,7 +46,7 @@ const SummaryTextLen = 200
 // Summarize returns the summary of rec.
 func Summarize(rec *engine.ExecutionRecord) *Summary {
 	s := &Summary{
-		RequestID: rec.RequestID, Request: clip(rec.Request), Generation: rec.Generation,
+		RequestID: rec.RequestID, Request: clip(rec.Request), Generation: rec.Generation, Tenant: rec.Tenant,
 		Status: rec.Status, Lifecycle: rec.Lifecycle, Cause: rec.Cause, Error: clip(rec.Error),
 		Stages: []engine.Stage{}, Hooks: []string{}, Reasons: []string{}, Violations: []string{}, Guards: []engine.CheckOutcome{},
 		Invocations: len(rec.PipelineHooks), Phases: len(rec.Phases), Rejections: len(rec.Rejections),

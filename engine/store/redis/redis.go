@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -142,13 +143,28 @@ func (s *Store) do(ctx context.Context, timeout time.Duration, op, id string, fn
 }
 
 // unavailableError is a failure to reach Redis: it is store.ErrUnavailable and wraps
-// the cause.
+// the cause. Its text names no address: it can reach clients (a cache hook's error in
+// the invocations a stage call answers).
 type unavailableError struct {
 	op  string
 	err error
 }
 
-func (e *unavailableError) Error() string   { return "redis " + e.op + ": " + e.err.Error() }
+func (e *unavailableError) Error() string { return "redis " + e.op + ": " + withoutAddress(e.err) }
+
+// withoutAddress renders a network failure without the addresses (or host name) it
+// names: "dial: connect: connection refused", "read: i/o timeout".
+func withoutAddress(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "lookup: " + dns.Err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Op + ": " + op.Err.Error()
+	}
+	return err.Error()
+}
 func (e *unavailableError) Unwrap() []error { return []error{store.ErrUnavailable, e.err} }
 
 // SetLogger sends the messages of the go-redis client library (dial failures and the

@@ -218,6 +218,30 @@ func TestStore_RefusedIsUnavailable(t *testing.T) {
 	}
 }
 
+// TestHardening_UnavailableErrorsNameNoAddress: the error of an unreachable Redis
+// (which a cache hook's invocation carries to the client) names no address.
+func TestHardening_UnavailableErrorsNameNoAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := redis.Open("redis://" + addr + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	_, _, err = s.GetRequest(context.Background(), "r")
+	if !errors.Is(err, store.ErrUnavailable) || strings.Contains(err.Error(), port) || strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("error %v names Redis's address (or is not ErrUnavailable)", err)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("error %v does not say why", err)
+	}
+}
+
 // A Redis that accepts connections but never answers costs each operation its
 // timeout, and no more.
 func TestStore_SilentIsUnavailableWithinTimeout(t *testing.T) {

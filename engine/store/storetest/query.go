@@ -86,6 +86,7 @@ func Query(t *testing.T, newStore func(t *testing.T) store.RecordStore) {
 			{"guard outcome", store.Query{Guard: engine.CheckDeny}, []string{"broker-1"}},
 			{"guard outcome allow", store.Query{Guard: engine.CheckAllow}, []string{"quote-1", "broker-1"}},
 			{"generation", store.Query{Generation: "g-2"}, []string{"cached"}},
+			{"tenant", store.Query{Tenant: "acme"}, []string{"quote-1", "trade-1"}},
 			{"since", store.Query{Since: now.Add(-3 * time.Minute)}, []string{"quote-1", "trade-1", "broker-1"}},
 			{"until", store.Query{Until: now.Add(-3 * time.Minute)}, []string{"bad-plan", "stale", "cached"}},
 			{"since and until", store.Query{Since: now.Add(-4 * time.Minute), Until: now.Add(-time.Minute)}, []string{"trade-1", "broker-1", "bad-plan"}},
@@ -115,7 +116,7 @@ func Query(t *testing.T, newStore func(t *testing.T) store.RecordStore) {
 		}
 		got := page.Records[0]
 		want := store.Summary{
-			RequestID: "trade-1", Request: "Buy 100 ACME <script>alert(1)</script>", Generation: "g-1",
+			RequestID: "trade-1", Request: "Buy 100 ACME <script>alert(1)</script>", Generation: "g-1", Tenant: "acme",
 			Status: engine.RecordFailed, Lifecycle: engine.LifecycleFailed, Cause: engine.CausePolicyDenied,
 			Error:  "required after-planning hook \"allowed-operations\" failed",
 			Stages: []engine.Stage{engine.StageAfterPlanning, engine.StageBeforePlanning}, Hooks: []string{"allowed-operations", "tenant-context"},
@@ -259,10 +260,10 @@ func fixture(now time.Time) []*engine.ExecutionRecord {
 		return engine.OperationRecord{Operation: op.ToolCall, StepID: "step-1", Outcome: outcome, Code: code, Generation: "g-1", PolicyRevision: "trade-limits-v1"}
 	}
 	return []*engine.ExecutionRecord{
-		{RequestID: "quote-1", Generation: "g-1", Status: engine.RecordSucceeded, Lifecycle: engine.LifecycleCompleted, Revision: 5,
+		{RequestID: "quote-1", Generation: "g-1", Tenant: "acme", Status: engine.RecordSucceeded, Lifecycle: engine.LifecycleCompleted, Revision: 5,
 			PipelineHooks: []engine.Invocation{tenant, accepted, inv("pii-redaction", engine.StageAfterSynthesis, dec(engine.FailOpen, engine.ActionContinue, "completed"))},
 			Operations:    []engine.OperationRecord{check(engine.CheckAllow, "")}, CreatedAt: at(2), UpdatedAt: at(1)},
-		{RequestID: "trade-1", Generation: "g-1", Request: "Buy 100 ACME <script>alert(1)</script>", Status: engine.RecordFailed,
+		{RequestID: "trade-1", Generation: "g-1", Tenant: "acme", Request: "Buy 100 ACME <script>alert(1)</script>", Status: engine.RecordFailed,
 			Lifecycle: engine.LifecycleFailed, Cause: engine.CausePolicyDenied, Error: "required after-planning hook \"allowed-operations\" failed", Revision: 3,
 			PipelineHooks: []engine.Invocation{tenant, inv("allowed-operations", engine.StageAfterPlanning, dec(engine.FailClosed, engine.ActionTerminate, engine.ReasonHookError))},
 			Rejections: []engine.PlanRejection{{Phase: 1, Cause: engine.CausePolicyDenied, Hook: "allowed-operations", Reason: engine.ReasonHookError,
@@ -277,7 +278,7 @@ func fixture(now time.Time) []*engine.ExecutionRecord {
 			CreatedAt:     at(5), UpdatedAt: at(4)},
 		{RequestID: "stale", Generation: "g-1", Status: engine.RecordRunning, Lifecycle: engine.LifecycleOpen, OpenUntil: &past, Revision: 1,
 			PipelineHooks: []engine.Invocation{}, CreatedAt: at(6), UpdatedAt: at(5)},
-		{RequestID: "cached", Generation: "g-2", Status: engine.RecordSucceeded, Lifecycle: engine.LifecycleCompleted, Revision: 2,
+		{RequestID: "cached", Generation: "g-2", Tenant: "globex", Status: engine.RecordSucceeded, Lifecycle: engine.LifecycleCompleted, Revision: 2,
 			PipelineHooks: []engine.Invocation{inv("response-cache", engine.StageBeforePlanning, dec(engine.FailClosed, engine.ActionShortCircuit, "cache_match"))},
 			CreatedAt:     at(7), UpdatedAt: at(6)},
 	}

@@ -31,6 +31,7 @@ type ShortCircuitBody struct {
 
 // BeforePlanningResponse is the outcome of before_planning.
 type BeforePlanningResponse struct {
+	DecisionID   string              `json:"decision_id"`
 	RequestID    string              `json:"request_id"`
 	Generation   string              `json:"generation"`
 	Enrichments  map[string]any      `json:"enrichments"`
@@ -50,6 +51,7 @@ type AfterPlanningRequest struct {
 
 // AfterPlanningResponse carries the accepted plan.
 type AfterPlanningResponse struct {
+	DecisionID  string              `json:"decision_id"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Plan        *engine.RoutingPlan `json:"plan"`
@@ -64,6 +66,7 @@ type AfterExecutionRequest struct {
 
 // AfterExecutionResponse lists the after_execution invocations.
 type AfterExecutionResponse struct {
+	DecisionID  string              `json:"decision_id"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Invocations []engine.Invocation `json:"invocations"`
@@ -77,6 +80,7 @@ type AfterSynthesisRequest struct {
 
 // AfterSynthesisResponse carries the final response.
 type AfterSynthesisResponse struct {
+	DecisionID  string              `json:"decision_id"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Response    string              `json:"response"`
@@ -92,6 +96,7 @@ type OperationCheckRequest struct {
 // OperationCheckResponse is the answer of plan binding and the guards; Denial is set
 // when not allowed.
 type OperationCheckResponse struct {
+	DecisionID     string             `json:"decision_id"`
 	Allowed        bool               `json:"allowed"`
 	Denial         *op.Denial         `json:"denial,omitempty"`
 	PolicyRevision string             `json:"policy_revision,omitempty"`

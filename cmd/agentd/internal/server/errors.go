@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -27,6 +28,9 @@ const (
 	TypeNotFound              = "not_found"
 	TypeMethodNotAllowed      = "method_not_allowed"
 	TypeUnauthorized          = "unauthorized"
+	TypeForbidden             = "forbidden"
+	TypeTenantForbidden       = "tenant_forbidden"
+	TypeRequestTimeout        = "request_timeout"
 	TypeNotReady              = "not_ready"
 	TypeGenerationRetired     = "generation_retired"
 	TypeGenerationExpired     = "generation_expired"
@@ -80,6 +84,9 @@ func decodeBody(r io.Reader, limit int64, v any) *APIError {
 	data, err := io.ReadAll(lr)
 	if lr.N <= 0 {
 		return apiError(http.StatusRequestEntityTooLarge, TypeBodyTooLarge, "request body exceeds %d bytes", limit).with("limit", limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return apiError(http.StatusRequestTimeout, TypeRequestTimeout, "the request body did not arrive within the read timeout")
 	}
 	if err != nil {
 		return apiError(http.StatusBadRequest, TypeInvalidJSON, "read request body: %v", err)

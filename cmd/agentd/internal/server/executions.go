@@ -63,8 +63,12 @@ func invalidQuery(param, reason string) *APIError {
 }
 
 // Executions lists the stored records q selects, newest first; each record's
-// lifecycle is reported as of the call.
+// lifecycle is reported as of the call. A call confined to a tenant
+// (engine.WithTenant) lists only records of that tenant.
 func (s *Service) Executions(ctx context.Context, q store.Query) (*store.Page, *APIError) {
+	if tenant, ok := engine.TenantFrom(ctx); ok {
+		q.Tenant = tenant
+	}
 	page, err := s.cfg.Records.List(ctx, q)
 	var qe *store.QueryError
 	switch {

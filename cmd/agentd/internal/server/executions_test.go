@@ -93,3 +93,29 @@ func TestExecutions_BadQueriesNameTheParameter(t *testing.T) {
 		}
 	}
 }
+
+// A token bound to a tenant lists that tenant's records only.
+func TestExecutions_TenantTokensListTheirTenantOnly(t *testing.T) {
+	h := stockHandler(t)
+	call(t, h, http.MethodPost, "/v1/hooks/before_planning", `{"request_id":"acme-1","request":"q","metadata":{"tenant":"acme"}}`)
+	req := httptest.NewRequest(http.MethodPost, "/v1/hooks/before_planning", strings.NewReader(`{"request_id":"globex-1","request":"q","metadata":{"tenant":"globex"}}`))
+	req.Header.Set("Authorization", "Bearer "+globexToken)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	for token, want := range map[string][]string{viewerToken: {"acme-1", "globex-1"}, globexViewerToken: {"globex-1"}} {
+		req := httptest.NewRequest(http.MethodGet, "/v1/executions", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var page store.Page
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("GET /v1/executions = %d %s", rec.Code, rec.Body)
+		}
+		var got []string
+		for _, r := range page.Records {
+			got = append(got, r.RequestID)
+		}
+		if slices.Sort(got); !slices.Equal(got, want) {
+			t.Errorf("token %s lists %v, want %v", token, got, want)
+		}
+	}
+}

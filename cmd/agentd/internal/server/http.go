@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
+	"runtime"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -16,17 +16,20 @@ import (
 
 // HTTPOptions configure Handler.
 type HTTPOptions struct {
-	// Token, when set, is the bearer token every route but /healthz and /readyz needs.
-	Token string
+	// Tokens are the accepted bearer tokens; with none, every route is open to
+	// everyone (as admin, bound to no tenant).
+	Tokens []Token
 	// MaxBody bounds request bodies; 0 means 1 MiB.
 	MaxBody int64
+	// Timeouts bound how long one call holds its connection.
+	Timeouts Timeouts
 	// Metrics serves /metrics; nil answers 404.
 	Metrics http.Handler
 	// Mounts are further routes served beside the API (the gateways, the viewer),
-	// behind the same authorization and panic recovery.
+	// behind the same authorization, deadlines and panic recovery.
 	Mounts []Mount
-	// Sessions are the browser sessions that stand for the token on GET and HEAD
-	// calls (see Sessions); nil means a store of this handler's own.
+	// Sessions are the browser sessions that stand for a token on GET and HEAD calls
+	// (see Sessions); nil means a store of this handler's own.
 	Sessions *Sessions
 	// LoginPage, when set, is where a browser loading a page without a token or a
 	// session is sent (303), instead of answered 401.
@@ -40,15 +43,21 @@ type HTTPOptions struct {
 type Mount struct {
 	Pattern string
 	Handler http.Handler
+	// Role is the role a token needs to call the route; "" means RoleAdmin.
+	Role Role
+	// Stream marks a route that streams its response (server-sent events): its write
+	// timeout applies to each write rather than to the whole response.
+	Stream bool
 	// Public serves the route to every caller, without authorization: it must serve
 	// nothing secret (the viewer's login page).
 	Public bool
 }
 
 // Handler returns the HTTP API of s. Every route it serves is described in
-// docs/openapi.yaml, which it serves at GET /v1/openapi.json.
+// docs/openapi.yaml, which it serves at GET /v1/openapi.json, and names here the role
+// a token needs to call it (see Role); /healthz and /readyz need none.
 func (s *Service) Handler(opts HTTPOptions) http.Handler {
-	return s.recoverPanics(s.routes(opts))
+	return withDeadlines(opts.Timeouts, s.recoverPanics(s.routes(opts)))
 }
 
 // apiMux is the API's ServeMux. It remembers the pattern of every route it serves
@@ -73,18 +82,19 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		opts.Sessions = NewSessions(0, 0)
 	}
 	mux := &apiMux{ServeMux: http.NewServeMux()}
-	route := func(method, path string, h http.Handler) {
-		mux.serve(method+" "+path, h)
+	route := func(role Role, method, path string, h http.Handler) {
+		mux.serve(method+" "+path, authorize(opts, role, h))
 		mux.Handle(path, methodNotAllowed(method))
 	}
-	post := func(path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
-		route(http.MethodPost, path, s.endpoint(opts, h))
+	post := func(role Role, path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
+		route(role, http.MethodPost, path, endpoint(h))
 	}
-	post("/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
-	post("/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
-	post("/v1/hooks/after_execution", stage(opts, s.AfterExecution))
-	post("/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
-	post("/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	post(RoleOrchestrator, "/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
+	post(RoleOrchestrator, "/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
+	post(RoleOrchestrator, "/v1/hooks/after_execution", stage(opts, s.AfterExecution))
+	post(RoleOrchestrator, "/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
+	post(RoleOrchestrator, "/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		ctx = engine.WithDecisionID(ctx, engine.NewDecisionID())
 		var req OperationCheckRequest
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			return nil, 0, e
@@ -98,8 +108,8 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		}
 		return resp, http.StatusOK, nil
 	})
-	post("/v1/operations/finish", stage(opts, s.FinishOperation))
-	route(http.MethodGet, "/v1/executions", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	post(RoleOrchestrator, "/v1/operations/finish", stage(opts, s.FinishOperation))
+	route(RoleViewer, http.MethodGet, "/v1/executions", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		q, e := parseListQuery(r.URL.Query())
 		if e != nil {
 			return nil, 0, e
@@ -107,17 +117,17 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		page, e := s.Executions(ctx, q)
 		return page, http.StatusOK, e
 	}))
-	route(http.MethodGet, "/v1/executions/{id}", s.endpoint(opts, func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	route(RoleViewer, http.MethodGet, "/v1/executions/{id}", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
 	}))
-	route(http.MethodGet, "/v1/status", s.endpoint(opts, func(context.Context, *http.Request) (any, int, *APIError) {
+	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(context.Context, *http.Request) (any, int, *APIError) {
 		return s.Status(), http.StatusOK, nil
 	}))
-	route(http.MethodGet, "/v1/openapi.json", s.authorize(opts, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	route(RoleViewer, http.MethodGet, "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(docs.OpenAPIJSON())
-	})))
+	}))
 	mux.serve("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
@@ -129,7 +139,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		writeError(w, apiError(http.StatusServiceUnavailable, TypeNotReady, "no config generation is live"))
 	}))
 	if opts.Metrics != nil {
-		mux.serve("GET /metrics", s.authorize(opts, opts.Metrics))
+		mux.serve("GET /metrics", authorize(opts, RoleViewer, opts.Metrics))
 	}
 	serveSessions(mux, opts)
 	for _, m := range opts.Mounts {
@@ -137,7 +147,14 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 			mux.serve(m.Pattern, m.Handler)
 			continue
 		}
-		mux.serve(m.Pattern, s.authorize(opts, m.Handler))
+		role, h := m.Role, m.Handler
+		if role == "" {
+			role = RoleAdmin
+		}
+		if m.Stream {
+			h = streaming(opts.Timeouts, h)
+		}
+		mux.serve(m.Pattern, authorize(opts, role, h))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
@@ -154,8 +171,10 @@ func methodNotAllowed(allow string) http.Handler {
 }
 
 // stage adapts a typed stage method to an endpoint: strict body decoding in, 200 out.
+// The call's decision id is made here, so that every answer of the driver's can name it.
 func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Resp, *APIError)) func(context.Context, *http.Request) (any, int, *APIError) {
 	return func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		ctx = engine.WithDecisionID(ctx, engine.NewDecisionID())
 		var req Req
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			return nil, 0, e
@@ -165,42 +184,16 @@ func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Res
 	}
 }
 
-// endpoint wraps a JSON handler with authorization and error rendering.
-func (s *Service) endpoint(opts HTTPOptions, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) http.Handler {
-	return s.authorize(opts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// endpoint renders a JSON handler's answer or error.
+func endpoint(h func(ctx context.Context, r *http.Request) (any, int, *APIError)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, status, e := h(r.Context(), r)
 		if e != nil {
 			writeError(w, e)
 			return
 		}
 		writeJSON(w, status, body)
-	}))
-}
-
-// authorize admits a call that presents the bearer token, or, for a GET or HEAD, the
-// cookie of a live session (see Sessions). Any other call is answered 401, except a
-// browser loading a page when opts.LoginPage is set: it is sent there.
-func (s *Service) authorize(opts HTTPOptions, next http.Handler) http.Handler {
-	if opts.Token == "" {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case bearer(opts.Token, r.Header.Get("Authorization")),
-			safe(r) && opts.Sessions.valid(r):
-			next.ServeHTTP(w, r)
-		case safe(r) && opts.LoginPage != "" && navigation(r):
-			http.Redirect(w, r, opts.LoginPage+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-		default:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
-			writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "missing or wrong bearer token"))
-		}
 	})
-}
-
-// bearer reports, in constant time, whether header presents token as a bearer token.
-func bearer(token, header string) bool {
-	return subtle.ConstantTimeCompare([]byte(header), []byte("Bearer "+token)) == 1
 }
 
 // recoverPanics turns a panic (a hook panic re-raised by the engine) into a 500 for
@@ -212,12 +205,21 @@ func (s *Service) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.cfg.Logger.ErrorContext(r.Context(), "request panicked", slog.String("path", r.URL.Path), slog.Any("panic", v))
+				s.cfg.Logger.ErrorContext(r.Context(), "request panicked", slog.String("path", r.URL.Path), slog.String("panic", s.panicText(v)))
 				writeError(w, apiError(http.StatusInternalServerError, TypeInternal, "internal error: a hook panicked"))
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// panicText tells a panic's value for the log: a Go runtime error as it is, any other
+// value (which may quote request data) by its type only, unless payloads are logged.
+func (s *Service) panicText(v any) string {
+	if _, ok := v.(runtime.Error); ok || s.cfg.LogPayloads {
+		return fmt.Sprint(v)
+	}
+	return fmt.Sprintf("a %T (its value is logged with --log-payloads)", v)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

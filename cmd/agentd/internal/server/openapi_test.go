@@ -3,10 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -271,7 +274,9 @@ type apiCall struct {
 	token        string
 	header       map[string]string
 	bad          bool
-	want         int
+	// slow: the body stops arriving (the read deadline passes) after body.
+	slow bool
+	want int
 }
 
 // faultyHook breaks on purpose: it panics in each stage on the input "panic", and its
@@ -321,9 +326,23 @@ func (downRecords) List(context.Context, store.Query) (store.Page, error) {
 }
 
 const (
-	testToken   = "s3cret"
-	testMaxBody = 4096
+	testToken         = "s3cret"
+	globexToken       = "orchestrator-globex"
+	viewerToken       = "viewer"
+	globexViewerToken = "viewer-globex"
+	testMaxBody       = 4096
 )
+
+// stalledBody is a request body whose rest stops arriving: its read deadline passes.
+type stalledBody struct{ io.Reader }
+
+func (b stalledBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	if err == io.EOF {
+		return n, os.ErrDeadlineExceeded
+	}
+	return n, err
+}
 
 // stockHandler serves examples/stock-agent, as `agentd serve` would, with a token.
 func stockHandler(t *testing.T) http.Handler {
@@ -339,7 +358,12 @@ func stockHandler(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc.Handler(HTTPOptions{Token: testToken, MaxBody: testMaxBody, Metrics: metricsStub()})
+	return svc.Handler(HTTPOptions{MaxBody: testMaxBody, Metrics: metricsStub(), Tokens: []Token{
+		{SHA256: sha256.Sum256([]byte(testToken)), Role: RoleAdmin},
+		{SHA256: sha256.Sum256([]byte(globexToken)), Role: RoleOrchestrator, Tenant: "globex"},
+		{SHA256: sha256.Sum256([]byte(viewerToken)), Role: RoleViewer},
+		{SHA256: sha256.Sum256([]byte(globexViewerToken)), Role: RoleViewer, Tenant: "globex"},
+	}})
 }
 
 // pipelineHandler serves one generation of Go hooks on the given stores.
@@ -395,7 +419,11 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 	covered := map[string]bool{}
 	run := func(h http.Handler, c apiCall) {
 		t.Helper()
-		req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		var body io.Reader = strings.NewReader(c.body)
+		if c.slow {
+			body = stalledBody{body}
+		}
+		req := httptest.NewRequest(c.method, c.path, body)
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
@@ -417,7 +445,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 			t.Errorf("%s: %s is not a documented path", c.name, c.path)
 			return
 		}
-		if c.body != "" && !c.bad {
+		if c.body != "" && !c.bad && !c.slow {
 			if s := doc.requestSchema(t, c.method, tmpl); s != nil {
 				validate(t, c.name+": request body", s, []byte(c.body))
 			}
@@ -454,6 +482,8 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		return apiCall{name: name, method: http.MethodPost, path: "/v1/session", body: body, header: map[string]string{"Content-Type": "application/json"}, want: want}
 	}
 	noToken := func(c apiCall) apiCall { c.token = ""; return c }
+	by := func(token string, c apiCall) apiCall { c.token = token; return c }
+	slow := func(c apiCall) apiCall { c.slow = true; return c }
 	const (
 		bp = "/v1/hooks/before_planning"
 		ap = "/v1/hooks/after_planning"
@@ -539,6 +569,30 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		noToken(get("no token status", "/v1/status", 401)),
 		noToken(get("no token openapi", "/v1/openapi.json", 401)),
 		noToken(get("no token metrics", "/metrics", 401)),
+		by(viewerToken, post("viewer before_planning", bp, `{"request_id":"r","request":"x"}`, 403)),
+		by(viewerToken, post("viewer after_planning", ap, `{"request_id":"r1","plan":`+quotePlan+`}`, 403)),
+		by(viewerToken, post("viewer after_execution", ae, `{"request_id":"r1","result":`+result+`}`, 403)),
+		by(viewerToken, post("viewer after_synthesis", as, `{"request_id":"r1","response":"x"}`, 403)),
+		by(viewerToken, post("viewer check", oc, `{"call":{"operation":"turn","request_id":"r1"}}`, 403)),
+		by(viewerToken, post("viewer finish", of, `{"request_id":"r1","step_id":"step-1","status":"succeeded"}`, 403)),
+		by(globexToken, get("orchestrator record", "/v1/executions/r1", 403)),
+		by(globexToken, get("orchestrator status", "/v1/status", 403)),
+		by(globexToken, get("orchestrator openapi", "/v1/openapi.json", 403)),
+		by(globexToken, get("orchestrator metrics", "/metrics", 403)),
+		by(globexToken, post("other tenant opens", bp, `{"request_id":"g1","request":"x","metadata":{"tenant":"acme"}}`, 403)),
+		by(globexToken, post("other tenant's after_planning", ap, `{"request_id":"r1","plan":`+quotePlan+`}`, 403)),
+		by(globexToken, post("other tenant's after_execution", ae, `{"request_id":"r1","result":`+result+`}`, 403)),
+		by(globexToken, post("other tenant's after_synthesis", as, `{"request_id":"r1","response":"x"}`, 403)),
+		by(globexToken, post("other tenant's check", oc, `{"call":{"operation":"turn","request_id":"r1"}}`, 403)),
+		by(globexToken, post("other tenant's finish", of, `{"request_id":"r1","step_id":"step-1","status":"succeeded"}`, 403)),
+		by(globexViewerToken, get("other tenant's record", "/v1/executions/r1", 403)),
+		by(viewerToken, get("viewer record", "/v1/executions/r1", 200)),
+		slow(post("stalled before_planning", bp, `{"request_id":`, 408)),
+		slow(post("stalled after_planning", ap, `{"request_id":`, 408)),
+		slow(post("stalled after_execution", ae, `{"request_id":`, 408)),
+		slow(post("stalled after_synthesis", as, `{"request_id":`, 408)),
+		slow(post("stalled check", oc, `{"call":`, 408)),
+		slow(post("stalled finish", of, `{"request_id":`, 408)),
 	} {
 		run(stock, c)
 	}

@@ -79,6 +79,8 @@ func driverError(err error) *APIError {
 			return apiError(http.StatusConflict, TypeRequestFailed, "%v", r)
 		case engine.RefusedConflict:
 			return apiError(http.StatusConflict, TypeConflict, "%v", r)
+		case engine.RefusedTenantForbidden:
+			return apiError(http.StatusForbidden, TypeTenantForbidden, "%v", r)
 		case engine.RefusedTooLarge:
 			return apiError(http.StatusRequestEntityTooLarge, TypeRequestTooLarge, "%v", r)
 		}
@@ -95,7 +97,8 @@ func driverError(err error) *APIError {
 	return apiError(http.StatusInternalServerError, TypeInternal, "%v", err)
 }
 
-// Execution returns the stored record of a request.
+// Execution returns the stored record of a request; a call confined to a tenant
+// (engine.WithTenant) reads only records of that tenant.
 func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRecord, *APIError) {
 	rec, err := s.cfg.Records.Get(ctx, id)
 	switch {
@@ -104,6 +107,9 @@ func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRe
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "read execution record", "request_id", id, "error", err.Error())
 		return nil, apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
+	}
+	if err := engine.CheckTenant(ctx, id, rec.Tenant); err != nil {
+		return nil, driverError(err)
 	}
 	rec.Lifecycle = rec.LifecycleAt(time.Now())
 	return rec, nil

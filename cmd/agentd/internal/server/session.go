@@ -21,11 +21,11 @@ const (
 )
 
 // Sessions are the browser sessions of the records viewer. A browser opens one with
-// the API token (POST /v1/session) and gets a random session id in an HttpOnly,
+// an API token (POST /v1/session) and gets a random session id in an HttpOnly,
 // SameSite=Strict cookie (Secure over TLS); the cookie never holds the token. A
-// session stands for the token that opened it on safe calls only (GET and HEAD), so
-// it reads records, status and the viewer but never changes anything, and a forged
-// cross-site request can do nothing with it. Sessions live in this process: they end
+// session stands for the token that opened it (its role and tenant) on safe calls
+// only (GET and HEAD), so it reads records, status and the viewer but never changes
+// anything, and a forged cross-site request can do nothing with it. Sessions live in this process: they end
 // when it restarts, at their TTL, or at DELETE /v1/session; replicas do not share
 // them. Sessions is safe for concurrent use.
 type Sessions struct {
@@ -34,9 +34,15 @@ type Sessions struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	// live holds the expiry of each session, keyed by the SHA-256 of its id, so that
-	// the ids themselves are nowhere but in the browsers.
-	live map[[sha256.Size]byte]time.Time
+	// live holds each session, keyed by the SHA-256 of its id, so that the ids
+	// themselves are nowhere but in the browsers.
+	live map[[sha256.Size]byte]session
+}
+
+// session is the token that opened a session, and when the session ends.
+type session struct {
+	token Token
+	end   time.Time
 }
 
 // NewSessions returns an empty session store whose sessions last ttl (0 means
@@ -49,11 +55,11 @@ func NewSessions(ttl time.Duration, max int) *Sessions {
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	return &Sessions{ttl: ttl, max: max, now: time.Now, live: map[[sha256.Size]byte]time.Time{}}
+	return &Sessions{ttl: ttl, max: max, now: time.Now, live: map[[sha256.Size]byte]session{}}
 }
 
-// open starts a session and sets its cookie on w.
-func (s *Sessions) open(w http.ResponseWriter, r *http.Request) {
+// open starts a session of tok and sets its cookie on w.
+func (s *Sessions) open(w http.ResponseWriter, r *http.Request, tok Token) {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -62,7 +68,7 @@ func (s *Sessions) open(w http.ResponseWriter, r *http.Request) {
 	if len(s.live) >= s.max {
 		s.evict(now)
 	}
-	s.live[sha256.Sum256([]byte(id))] = now.Add(s.ttl)
+	s.live[sha256.Sum256([]byte(id))] = session{token: tok, end: now.Add(s.ttl)}
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(s.ttl / time.Second),
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
@@ -74,11 +80,11 @@ func (s *Sessions) evict(now time.Time) {
 	var first [sha256.Size]byte
 	var firstEnd time.Time
 	n := len(s.live)
-	for k, end := range s.live {
-		if !now.Before(end) {
+	for k, se := range s.live {
+		if !now.Before(se.end) {
 			delete(s.live, k)
-		} else if firstEnd.IsZero() || end.Before(firstEnd) {
-			first, firstEnd = k, end
+		} else if firstEnd.IsZero() || se.end.Before(firstEnd) {
+			first, firstEnd = k, se.end
 		}
 	}
 	if len(s.live) == n {
@@ -86,21 +92,25 @@ func (s *Sessions) evict(now time.Time) {
 	}
 }
 
-// valid reports whether r carries the cookie of a live session.
-func (s *Sessions) valid(r *http.Request) bool {
+// token returns the token whose live session r's cookie names; a nil Sessions has
+// none.
+func (s *Sessions) token(r *http.Request) (Token, bool) {
+	if s == nil {
+		return Token{}, false
+	}
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
-		return false
+		return Token{}, false
 	}
 	key := sha256.Sum256([]byte(c.Value))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	end, ok := s.live[key]
-	if ok && !s.now().Before(end) {
+	se, ok := s.live[key]
+	if ok && !s.now().Before(se.end) {
 		delete(s.live, key)
-		return false
+		return Token{}, false
 	}
-	return ok
+	return se.token, ok
 }
 
 // close ends the session of r, if any, and clears its cookie.
@@ -158,13 +168,13 @@ func serveSessions(mux *apiMux, opts HTTPOptions) {
 			writeError(w, missing("token"))
 			return
 		}
-		switch {
-		case opts.Token == "":
-		case !bearer(opts.Token, "Bearer "+req.Token):
-			writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "wrong token"))
-			return
-		default:
-			sessions.open(w, r)
+		if len(opts.Tokens) > 0 {
+			tok, ok := tokenOf(opts.Tokens, "Bearer "+req.Token)
+			if !ok {
+				writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "wrong token"))
+				return
+			}
+			sessions.open(w, r, tok)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))

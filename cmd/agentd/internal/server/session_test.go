@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
@@ -9,10 +10,15 @@ import (
 	"time"
 )
 
-// login opens a session on h and returns its cookie.
+// login opens a session of testToken on h and returns its cookie.
 func login(t *testing.T, h http.Handler, tlsConn bool) *http.Cookie {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/v1/session", strings.NewReader(`{"token":"`+testToken+`"}`))
+	return loginAs(t, h, testToken, tlsConn)
+}
+
+func loginAs(t *testing.T, h http.Handler, token string, tlsConn bool) *http.Cookie {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/v1/session", strings.NewReader(`{"token":"`+token+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	if tlsConn {
 		req.TLS = &tls.ConnectionState{}
@@ -41,7 +47,10 @@ func withCookie(h http.Handler, c *http.Cookie, method, path, body string) int {
 func sessionHandler(t *testing.T, sessions *Sessions) http.Handler {
 	t.Helper()
 	svc, _ := newTestService(t)
-	return svc.Handler(HTTPOptions{Token: testToken, Sessions: sessions})
+	return svc.Handler(HTTPOptions{Sessions: sessions, Tokens: []Token{
+		{SHA256: sha256.Sum256([]byte(testToken)), Role: RoleAdmin},
+		{SHA256: sha256.Sum256([]byte("orchestrator")), Role: RoleOrchestrator},
+	}})
 }
 
 func TestSessions_CookieIsHttpOnlyStrictAndHoldsNoToken(t *testing.T) {
@@ -77,6 +86,9 @@ func TestSessions_AuthorizeReadsOnly(t *testing.T) {
 		if code := withCookie(h, c, http.MethodPost, path, body); code != http.StatusUnauthorized {
 			t.Errorf("POST %s with only a session = %d, want 401", path, code)
 		}
+	}
+	if code := withCookie(h, loginAs(t, h, "orchestrator", false), http.MethodGet, "/v1/executions", ""); code != http.StatusForbidden {
+		t.Errorf("GET /v1/executions with an orchestrator's session = %d, want 403: a session has its token's role", code)
 	}
 	forged := &http.Cookie{Name: SessionCookie, Value: strings.Repeat("A", 43)}
 	if code := withCookie(h, forged, http.MethodGet, "/v1/status", ""); code != http.StatusUnauthorized {

@@ -26,10 +26,10 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 	}
 	out, err := sess.BeforePlanning(ctx)
 	if err != nil {
-		return nil, driverError(err)
+		return nil, decided(ctx, driverError(err))
 	}
 	resp := &BeforePlanningResponse{
-		RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
+		DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
 		Rendered: engine.RenderEnrichments(out.Enrichments), Invocations: out.Invocations,
 	}
 	if sc := out.ShortCircuit; sc != nil {
@@ -54,12 +54,12 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	}
 	out, err := sess.AfterPlanning(ctx, req.Plan, req.Phase)
 	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
-		return nil, rejection(r)
+		return nil, decided(ctx, rejection(r))
 	}
 	if err != nil {
-		return nil, driverError(err)
+		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterPlanningResponse{RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}, nil
+	return &AfterPlanningResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}, nil
 }
 
 // rejection is the 403 of a required-hook rejection: the hook, its decision reason,
@@ -71,6 +71,14 @@ func rejection(r *engine.RequiredAfterPlanningError) *APIError {
 	}
 	return apiError(http.StatusForbidden, TypeRequiredAfterPlanning, "%v", r).
 		with("hook", r.Hook).with("reason", r.Reason).with("cause", r.DecisionCause()).with("violations", violations)
+}
+
+// decided names the call's decision in an error answered after the driver decided.
+func decided(ctx context.Context, e *APIError) *APIError {
+	if id, ok := engine.DecisionIDFrom(ctx); ok {
+		e.with("decision_id", id)
+	}
+	return e
 }
 
 // resume loads the request of a stage call, or opens it from the call's text and
@@ -101,9 +109,9 @@ func (s *Service) AfterExecution(ctx context.Context, req *AfterExecutionRequest
 	}
 	out, err := sess.AfterExecution(ctx, req.Result)
 	if err != nil {
-		return nil, driverError(err)
+		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterExecutionResponse{RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
+	return &AfterExecutionResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
 }
 
 // AfterSynthesis runs the chained after_synthesis hooks and completes the request.
@@ -117,9 +125,9 @@ func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest
 	}
 	out, err := sess.AfterSynthesis(ctx, *req.Response)
 	if err != nil {
-		return nil, driverError(err)
+		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterSynthesisResponse{RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
+	return &AfterSynthesisResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
 }
 
 // CheckOperation asks the guards about one call. A denial or a guard error (fail
@@ -137,13 +145,13 @@ func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest
 		return nil, apiError(http.StatusBadRequest, TypeInvalidCall, "%v", err).with("field", "call."+ce.Field)
 	}
 	if ge, ok := op.AsGuardError(err); ok {
-		return nil, apiError(http.StatusForbidden, TypeGuardError, "%v", err).with("allowed", false).
-			with("guard", ge.Guard).with("operation", ge.Operation)
+		return nil, decided(ctx, apiError(http.StatusForbidden, TypeGuardError, "%v", err).with("allowed", false).
+			with("guard", ge.Guard).with("operation", ge.Operation))
 	}
 	if err != nil {
 		return nil, driverError(err)
 	}
-	return &OperationCheckResponse{Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
+	return &OperationCheckResponse{DecisionID: out.DecisionID, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
 }
 
 // FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).

@@ -22,12 +22,18 @@ type telemetry struct {
 	sets        attrSets
 }
 
-// attrSets memoizes the attribute sets of the bounded label combinations, so recording
-// a measurement allocates nothing once a combination has been seen.
+// attrSets memoizes the attribute sets of the label combinations, so recording a
+// measurement allocates nothing once a combination has been seen. It holds at most
+// maxAttrSets of them: past that a combination's set is built for each measurement,
+// so no input can grow it.
 type attrSets struct {
 	mu   sync.RWMutex
 	sets map[attrKey]metric.MeasurementOption
 }
+
+// maxAttrSets bounds attrSets: far above the combinations of stages, outcomes,
+// statuses, operations and decision reasons.
+const maxAttrSets = 4096
 
 type attrKey struct{ k1, v1, k2, v2, k3, v3 string }
 
@@ -50,7 +56,9 @@ func (a *attrSets) get(k attrKey) metric.MeasurementOption {
 	if a.sets == nil {
 		a.sets = map[attrKey]metric.MeasurementOption{}
 	}
-	a.sets[k] = o
+	if len(a.sets) < maxAttrSets {
+		a.sets[k] = o
+	}
 	a.mu.Unlock()
 	return o
 }
@@ -79,9 +87,14 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	return &t, nil
 }
 
-// Checked implements engine.Observer: the check counter by operation and outcome.
+// Checked implements engine.Observer: the check counter by operation and outcome. An
+// operation name this daemon does not know (a malformed call) counts as "unknown".
 func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
-	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: string(r.Call.Operation), k2: "outcome", v2: string(r.Outcome)}))
+	operation := string(r.Call.Operation)
+	if !r.Call.Operation.Known() {
+		operation = "unknown"
+	}
+	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}))
 }
 
 // Staged implements engine.Observer: metrics, and one decision log line.

@@ -50,18 +50,18 @@ type Settings struct {
 	TraceURL string `json:"trace_url,omitempty"`
 }
 
-// Mounts returns the viewer's routes: its pages, scripts and data for callers the
-// daemon authorizes, and the login page and what it loads, public.
+// Mounts returns the viewer's routes: its pages, scripts and data for viewer tokens
+// (and their sessions), and the login page and what it loads, public.
 func Mounts(opts Options) []server.Mount {
 	private, _ := fs.Sub(assets, "assets/private")
 	public, _ := fs.Sub(assets, "assets/public")
 	return []server.Mount{
-		{Pattern: "GET /ui/", Handler: secure(http.StripPrefix("/ui/", http.FileServerFS(private)))},
-		{Pattern: "GET /ui/public/", Handler: secure(http.StripPrefix("/ui/public/", http.FileServerFS(public))), Public: true},
-		{Pattern: "GET /ui/settings.json", Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		{Pattern: "GET /ui/", Role: server.RoleViewer, Handler: secure(http.StripPrefix("/ui/", http.FileServerFS(private)))},
+		{Pattern: "GET /ui/public/", Public: true, Handler: secure(http.StripPrefix("/ui/public/", http.FileServerFS(public)))},
+		{Pattern: "GET /ui/settings.json", Role: server.RoleViewer, Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, Settings{TraceURL: opts.TraceURL})
 		}))},
-		{Pattern: "GET /ui/graphs/{id}", Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		{Pattern: "GET /ui/graphs/{id}", Role: server.RoleViewer, Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rec, e := opts.Service.Execution(r.Context(), r.PathValue("id"))
 			if e != nil {
 				writeJSON(w, e.Status, e)

@@ -1,6 +1,7 @@
 package viewer_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -31,7 +32,7 @@ func daemon(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc.Handler(server.HTTPOptions{Token: token, LoginPage: viewer.LoginPage,
+	return svc.Handler(server.HTTPOptions{Tokens: []server.Token{{SHA256: sha256.Sum256([]byte(token)), Role: server.RoleViewer}}, LoginPage: viewer.LoginPage,
 		Mounts: viewer.Mounts(viewer.Options{Service: svc, TraceURL: "https://traces.example/t/{trace_id}"})})
 }
 

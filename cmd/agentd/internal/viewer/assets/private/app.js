@@ -45,6 +45,12 @@
       .map(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
   }
   function show(...nodes) { main.replaceChildren(); fill(main, nodes); }
+  // extras are the fields of obj a page does not show by name, as facts, so that a
+  // field the daemon adds shows up without a change here.
+  function extras(obj, shown) {
+    return Object.entries(obj).filter(([k, v]) => !shown.includes(k) && v !== null && typeof v !== 'object')
+      .map(([k, v]) => [k.replace(/_/g, ' '), String(v)]);
+  }
 
   // ---- Formatting.
 
@@ -206,6 +212,7 @@
         ['Cause', inv.decision && inv.decision.cause],
         ['Started', time(inv.started_at)],
         ['Error', inv.error ? el('pre', {class: 'error-text'}, inv.error) : null],
+        ...extras(inv, ['hook_name', 'phase', 'status', 'sequence', 'plan_phase', 'started_at', 'duration', 'error', 'trace_id', 'span_id']),
       ]),
       violations.length ? [el('h4', {}, 'Violations'), violationList(violations)] : null,
       (inv.effects || []).length ? [el('h4', {}, 'Effects'), effectList(inv.effects)] : null);
@@ -294,6 +301,9 @@
     ];
   }
 
+  const OPERATION_FIELDS = ['operation', 'step_id', 'namespace', 'agent_name', 'capability', 'outcome', 'code', 'reason', 'guard',
+    'guard_index', 'binding', 'generation', 'policy_revision', 'live_generation', 'live_policy_revision', 'started_at', 'duration'];
+
   function operationsTable(ops) {
     if (!ops.length) return el('p', {class: 'muted'}, 'No operation check.');
     return el('table', {id: 'operations'},
@@ -310,7 +320,8 @@
         el('td', {}, o.binding || ''),
         el('td', {class: 'mono'}, o.generation || '', el('div', {}, o.policy_revision || ''),
           o.live_generation ? el('div', {class: 'muted'}, 'live: ' + o.live_generation + ' ' + (o.live_policy_revision || '')) : null),
-        el('td', {}, time(o.started_at), el('div', {class: 'muted'}, duration(o.duration))),
+        el('td', {}, time(o.started_at), el('div', {class: 'muted'}, duration(o.duration)),
+          extras(o, OPERATION_FIELDS).map(([k, v]) => el('div', {class: 'muted'}, k + ': ' + v))),
         el('td', {}, o.finish ? [badge(o.finish.status), o.finish.retryable ? ' retryable' : '', ' ', duration(o.finish.duration),
           o.finish.error ? el('pre', {class: 'error-text'}, o.finish.error) : null,
           o.finish.response !== undefined ? json(o.finish.response) : null] : el('span', {class: 'muted'}, 'not reported'))))));
@@ -370,6 +381,8 @@
         ['Revision', rec.revision], ['Created', time(rec.created_at)], ['Updated', time(rec.updated_at)],
         ['Open until', time(rec.open_until)],
         ['Error', rec.error ? el('pre', {class: 'error-text'}, rec.error) : null],
+        ...extras(rec, ['request_id', 'request', 'status', 'lifecycle', 'cause', 'generation', 'revision', 'created_at', 'updated_at',
+          'open_until', 'error', 'final_response', 'final_response_source']),
       ]),
       tabs([
         ['Pre-Execution', preExecution(rec, graphs)],

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// Role is what a bearer token may call. Every route names the role it needs (see
+// Handler); an admin token may call every route.
+type Role string
+
+// Roles.
+const (
+	// RoleAdmin may call every route.
+	RoleAdmin Role = "admin"
+	// RoleOrchestrator makes stage calls, operation checks and finishes, and calls the
+	// gateways.
+	RoleOrchestrator Role = "orchestrator"
+	// RoleViewer reads: execution records, status, metrics and the records UI.
+	RoleViewer Role = "viewer"
+)
+
+// Token is one accepted bearer token, kept as the SHA-256 of its text.
+type Token struct {
+	SHA256 [sha256.Size]byte
+	Role   Role
+	// Tenant, when set, confines the token's calls to the requests whose
+	// metadata.tenant is Tenant (engine.WithTenant), and its reads to their records.
+	Tenant string
+}
+
+// may reports whether a token of role r may call a route that needs role.
+func (r Role) may(route Role) bool { return r == RoleAdmin || r == route }
+
+// tokenOf returns the token whose text the Authorization header presents as a bearer
+// token. Every token is compared, in constant time, whatever matched.
+func tokenOf(tokens []Token, header string) (Token, bool) {
+	scheme, text, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || text == "" {
+		return Token{}, false
+	}
+	sum := sha256.Sum256([]byte(text))
+	found := -1
+	for i := range tokens {
+		if subtle.ConstantTimeCompare(sum[:], tokens[i].SHA256[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Token{}, false
+	}
+	return tokens[found], true
+}
+
+// authorize admits a call of a route that needs role: with no tokens configured every
+// call; otherwise a call presenting a token whose role may call the route, confined to
+// the token's tenant when it has one. A GET or HEAD may present, instead of a token,
+// the cookie of a session the token opened (see Sessions). A call without a valid
+// token is answered 401 and its connection closed, its body never read (a browser
+// loading a page is sent to opts.LoginPage instead, when set); a token whose role may
+// not call the route is answered 403 forbidden.
+func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
+	if len(opts.Tokens) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := tokenOf(opts.Tokens, r.Header.Get("Authorization"))
+		if !ok && safe(r) {
+			tok, ok = opts.Sessions.token(r)
+		}
+		switch {
+		case !ok && safe(r) && opts.LoginPage != "" && navigation(r):
+			http.Redirect(w, r, opts.LoginPage+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		case !ok:
+			refuseUnauthenticated(w)
+			return
+		case !tok.Role.may(role):
+			writeError(w, apiError(http.StatusForbidden, TypeForbidden, "a %s token may not call %s %s", tok.Role, r.Method, r.URL.Path).
+				with("role", tok.Role).with("required_role", role))
+			return
+		}
+		if tok.Tenant != "" {
+			r = r.WithContext(engine.WithTenant(r.Context(), tok.Tenant))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseUnauthenticated answers 401 and closes the connection without reading the
+// request body: the read deadline passes at once, so the server drains nothing.
+func refuseUnauthenticated(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
+	w.Header().Set("Connection", "close")
+	writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "missing or wrong bearer token"))
+}
