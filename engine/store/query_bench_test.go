@@ -11,7 +11,9 @@ import (
 // The first page of a list of 10,000 records: all of them, and the failed tenth.
 func BenchmarkMemory_ListFirstPage(b *testing.B) {
 	m := store.NewMemory(store.MemoryOptions{})
-	storetest.Fill(b, m, 10_000)
+	if err := storetest.Fill(m, 10_000); err != nil {
+		b.Fatal(err)
+	}
 	b.Run("all", func(b *testing.B) { storetest.BenchmarkList(b, m, store.Query{}) })
 	b.Run("failed", func(b *testing.B) { storetest.BenchmarkList(b, m, store.Query{Status: engine.RecordFailed}) })
 	b.Run("violation", func(b *testing.B) {

@@ -83,7 +83,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "5"
+	rows     map[string][]report.Row // by section: "1" … "6"
 	extra    []report.Row
 	profiles []profile
 	notes    []string
@@ -136,6 +136,7 @@ func run(c *config) error {
 		{"HTTP", b.http},
 		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
 		{"memory", b.memory},
+		{"records list", b.records},
 	}
 	for _, s := range steps {
 		t := time.Now()

@@ -12,7 +12,9 @@ import (
 func BenchmarkRecords_ListFirstPage(b *testing.B) {
 	s, _, _ := index(b)
 	r := s.Records(store.Retention{})
-	storetest.Fill(b, r, 10_000)
+	if err := storetest.Fill(r, 10_000); err != nil {
+		b.Fatal(err)
+	}
 	b.Run("all", func(b *testing.B) { storetest.BenchmarkList(b, r, store.Query{}) })
 	b.Run("failed", func(b *testing.B) { storetest.BenchmarkList(b, r, store.Query{Status: engine.RecordFailed}) })
 	b.Run("violation", func(b *testing.B) {

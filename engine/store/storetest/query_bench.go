@@ -12,8 +12,7 @@ import (
 
 // Fill puts n records like the stock walkthrough's into s, a tenth of them failed trades
 // with a policy violation, written a millisecond apart, the newest now.
-func Fill(tb testing.TB, s engine.RecordStore, n int) {
-	tb.Helper()
+func Fill(s engine.RecordStore, n int) error {
 	now := time.Now().UTC()
 	recs := fixture(now)
 	for i := range n {
@@ -24,9 +23,10 @@ func Fill(tb testing.TB, s engine.RecordStore, n int) {
 		rec.RequestID = fmt.Sprintf("%s-%06d", rec.RequestID, i)
 		rec.UpdatedAt = now.Add(-time.Duration(i) * time.Millisecond)
 		if err := s.Put(context.Background(), &rec); err != nil {
-			tb.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // BenchmarkList measures the first page of q over the records s holds.
