@@ -11,7 +11,8 @@ EXAMPLE ?= examples/stock-agent
 FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/ref:FuzzScan:80000 \
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 \
 	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy:FuzzPlanMemo_KeysSound:4000 \
-	./engine/policy:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000
+	./engine/policy:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000 \
+	./cmd/agentd/internal/server:FuzzListQuery:10000
 FUZZTIME ?= 10s
 
 .PHONY: build run generate test test-race test-go test-policies fuzz bench lint fmt

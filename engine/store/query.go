@@ -222,7 +222,7 @@ func parseCursor(c string) (Position, error) {
 		return Position{}, nil
 	}
 	bad := &QueryError{Param: "cursor", Reason: "not a cursor this API returned"}
-	raw, err := base64.RawURLEncoding.DecodeString(c)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(c)
 	if err != nil || !strings.HasPrefix(string(raw), cursorVersion) {
 		return Position{}, bad
 	}
