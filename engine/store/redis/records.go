@@ -66,7 +66,8 @@ return {1}
 // <prefix>rec:<request id> with the fields revision, record (JSON), summary (JSON, see
 // store.Summary) and entry (its entry in the index), and expires after the retention
 // of its outcome (store.Retention; zero keeps it until deleted). The index
-// <prefix>recidx orders the records for List (see entryOf).
+// <prefix>recidx orders the records for List (see entryOf); its upkeep needs Redis
+// 6.2 or later (ZRANDMEMBER).
 type Records struct {
 	s         *Store
 	retention store.Retention

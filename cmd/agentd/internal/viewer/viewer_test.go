@@ -16,7 +16,11 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-const token = "t0ken"
+// The daemon's tokens: a viewer's and an admin's.
+const (
+	token      = "t0ken"
+	adminToken = "admin-t0ken"
+)
 
 // daemon serves the API and the viewer on the stock example, as agentd serve does.
 func daemon(t *testing.T) http.Handler {
@@ -32,7 +36,8 @@ func daemon(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc.Handler(server.HTTPOptions{Tokens: []server.Token{{SHA256: sha256.Sum256([]byte(token)), Role: server.RoleViewer}}, LoginPage: viewer.LoginPage,
+	return svc.Handler(server.HTTPOptions{Tokens: []server.Token{
+		{SHA256: sha256.Sum256([]byte(token)), Role: server.RoleViewer}, {SHA256: sha256.Sum256([]byte(adminToken)), Role: server.RoleAdmin}}, LoginPage: viewer.LoginPage,
 		Mounts: viewer.Mounts(viewer.Options{Service: svc, TraceURL: "https://traces.example/t/{trace_id}"})})
 }
 
