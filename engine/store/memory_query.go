@@ -28,7 +28,7 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 	m.records.Range(now, collect)
 	m.failed.Range(now, collect)
 	m.mu.Unlock()
-	k := q.limit()
+	k := q.PageSize()
 	top := make([]listed, 0, k+1) // the first k+1 matches in list order
 	for _, s := range all {
 		p := PositionOf(s)

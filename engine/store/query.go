@@ -109,10 +109,10 @@ func (q *Query) Validate() error {
 			return err
 		}
 	}
-	for param, v := range map[string]string{"hook": q.Hook, "reason": q.Reason, "violation": q.Violation,
-		"generation": q.Generation, "id": q.IDContains} {
-		if len(v) > maxFilterLen || !utf8.ValidString(v) {
-			return &QueryError{Param: param, Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes", maxFilterLen)}
+	for _, f := range []struct{ param, v string }{{"hook", q.Hook}, {"reason", q.Reason}, {"violation", q.Violation},
+		{"generation", q.Generation}, {"id", q.IDContains}} {
+		if len(f.v) > maxFilterLen || !utf8.ValidString(f.v) {
+			return &QueryError{Param: f.param, Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes", maxFilterLen)}
 		}
 	}
 	switch {
@@ -127,8 +127,8 @@ func (q *Query) Validate() error {
 	return nil
 }
 
-// limit is the page size q asks for.
-func (q *Query) limit() int {
+// PageSize is the page size q asks for.
+func (q *Query) PageSize() int {
 	if q.Limit == 0 {
 		return DefaultLimit
 	}

@@ -84,10 +84,7 @@ func (r *Records) List(ctx context.Context, q store.Query) (store.Page, error) {
 	if ms := q.Since.UnixMilli(); !q.Since.IsZero() && ms > 0 {
 		to = "(" + millisPrefix(ms-1)
 	}
-	limit := q.Limit
-	if limit == 0 {
-		limit = store.DefaultLimit
-	}
+	limit := q.PageSize()
 	batch := int64(min(max(2*limit, 64), 1000))
 	index := r.s.key(indexKey, "")
 	page := store.Page{Records: []store.Summary{}}
