@@ -12,6 +12,7 @@ FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/r
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 \
 	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy:FuzzPlanMemo_KeysSound:4000 \
 	./engine/policy:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000 \
+	./cmd/agentd/internal/gateway/openai:FuzzChatRequest:6000 ./cmd/agentd/internal/gateway/openai:FuzzUpstreamReply:10000 \
 	./cmd/agentd/internal/server:FuzzListQuery:10000
 FUZZTIME ?= 10s
 
@@ -32,8 +33,10 @@ generate:
 
 ## test: every Go test (race detector on the concurrent packages), the Rego policy tests and
 ## a short run of every fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
-## a private redis-server started for the run (scripts/redis.sh), or skip without one.
+## a private redis-server started for the run (scripts/redis.sh), or skip without one. The
+## npm packages of the Node tests are installed first (scripts/npm-deps.sh).
 test:
+	@./scripts/npm-deps.sh
 	@fuzzcache=$$(mktemp -d) && trap 'rm -rf "$$fuzzcache"' EXIT && \
 		./scripts/redis.sh with $(MAKE) --no-print-directory test-race test-go test-policies fuzz \
 			FUZZ_BY_COUNT=1 FUZZCACHE="$$fuzzcache"
@@ -64,8 +67,10 @@ fuzz:
 bench:
 	$(GO) build -o bench/bin/agentd ./cmd/agentd
 	$(GO) build -o bench/bin/agentd-bench ./bench/cmd/agentd-bench
+	$(GO) build -o bench/bin/openai-upstream ./examples/openai-gateway/upstream
 	$(GO) tool opa version >/dev/null
-	bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -opa "$$($(GO) tool -n opa)" -results bench/results
+	bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -upstream bench/bin/openai-upstream \
+		-opa "$$($(GO) tool -n opa)" -results bench/results
 
 ## lint: gofmt, go vet and staticcheck.
 lint:

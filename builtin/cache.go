@@ -28,10 +28,11 @@ func init() {
 		},
 	})
 	register(&Spec{
-		Name:    "cache.store",
-		Summary: "Stores the final response in the response cache, against the request's reserved dimensions.",
-		Stages:  []engine.Stage{engine.StageAfterSynthesis},
-		Params:  append(cacheParams[:2:2], Param{Name: "ttl", Type: duration(), Default: store.DefaultCacheTTL, Doc: "how long the entry is served"}),
+		Name:          "cache.store",
+		KeepsResponse: true,
+		Summary:       "Stores the final response in the response cache, against the request's reserved dimensions.",
+		Stages:        []engine.Stage{engine.StageAfterSynthesis},
+		Params:        append(cacheParams[:2:2], Param{Name: "ttl", Type: duration(), Default: store.DefaultCacheTTL, Doc: "how long the entry is served"}),
 		Compile: func(p *Params) Action {
 			return &cacheStore{cacheKey: compileCacheKey(p), ttl: p.Duration("ttl"), cache: p.Services().Cache, now: p.Services().Now}
 		},

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/expr"
@@ -26,6 +29,8 @@ func init() {
 			{Name: "headers", Type: textMap(), Doc: "extra request headers"},
 			{Name: "timeout", Type: duration(), Default: 2 * time.Second, Doc: "how long the whole exchange may take"},
 			{Name: "max_bytes", Type: integer(1), Default: 64 << 10, Doc: "largest accepted response body"},
+			{Name: "block_private", Type: boolean(), Default: false,
+				Doc: "refuse to connect to loopback, private, link-local and unspecified addresses (checked on the address dialled, so a name that resolves to one is refused too)"},
 		},
 		Compile: compileRetrieve,
 	})
@@ -40,12 +45,67 @@ func compileRetrieve(p *Params) Action {
 		headers:  p.StringMap("headers"),
 		timeout:  p.Duration("timeout"),
 		maxBytes: int64(p.Int("max_bytes")),
-		client:   p.Services().HTTP,
 	}
-	if u, err := url.Parse(a.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(a.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		p.Errorf("url", "url must be an absolute http or https URL, got %q", a.url)
+		return a
 	}
+	a.blockPrivate = p.Bool("block_private")
+	a.client = retrieveClient(p.Services().HTTP, u, a.blockPrivate)
 	return a
+}
+
+// maxRedirects bounds the same-origin redirects http.retrieve follows.
+const maxRedirects = 5
+
+// retrieveClient returns the client of one http.retrieve action: base's transport and
+// timeout, following at most maxRedirects redirects and only to origin (scheme, host
+// and port), since a redirect elsewhere would take the configured headers and the
+// user's text to a host the config never named; and, with blockPrivate, dialling only
+// public addresses.
+func retrieveClient(base *http.Client, origin *url.URL, blockPrivate bool) *http.Client {
+	c := *base
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if req.URL.Scheme != origin.Scheme || req.URL.Host != origin.Host {
+			return fmt.Errorf("refused a redirect to another origin (%s://%s)", req.URL.Scheme, req.URL.Host)
+		}
+		return nil
+	}
+	if blockPrivate {
+		t, ok := c.Transport.(*http.Transport)
+		if c.Transport == nil || !ok {
+			t = http.DefaultTransport.(*http.Transport)
+		}
+		t = t.Clone()
+		dialer := &net.Dialer{Timeout: 5 * time.Second, Control: publicOnly}
+		t.DialContext = dialer.DialContext
+		t.Proxy = nil
+		c.Transport = t
+	}
+	return &c
+}
+
+// publicOnly refuses a connection to a loopback, private, link-local, multicast or
+// unspecified address; it sees the address actually dialled, after name resolution.
+func publicOnly(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("refused to dial %q: not an IP address", host)
+	}
+	ip = ip.Unmap()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return fmt.Errorf("refused to dial %s: not a public address (block_private)", ip)
+	}
+	return nil
 }
 
 type retrieve struct {
@@ -54,6 +114,7 @@ type retrieve struct {
 	headers          map[string]string
 	timeout          time.Duration
 	maxBytes         int64
+	blockPrivate     bool
 	client           *http.Client
 }
 

@@ -200,3 +200,71 @@ func TestHTTPRetrieve_URLMustBeHTTP(t *testing.T) {
 		})
 	}
 }
+
+// A redirect to another origin would take the configured headers and the user's text
+// to a host the config never named: it is refused (a hook error, fail open), and the
+// other host sees nothing. A redirect within the origin is followed.
+func TestHardening_RetrieveRefusesCrossOriginRedirects(t *testing.T) {
+	var leaked []string
+	var mu sync.Mutex
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Get("X-Api-Key")+" "+r.URL.RawQuery)
+		mu.Unlock()
+		io.WriteString(w, "attacker context")
+	}))
+	defer elsewhere.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, elsewhere.URL+"/steal?"+r.URL.RawQuery, http.StatusFound)
+		case "/moved":
+			http.Redirect(w, r, "/here?"+r.URL.RawQuery, http.StatusMovedPermanently)
+		default:
+			io.WriteString(w, "docs for "+r.URL.Query().Get("q"))
+		}
+	}))
+	defer origin.Close()
+	gen := loadHooks(t, hooks(`hooks:
+  - name: away
+    stage: before_planning
+    steps:
+      - http.retrieve: {url: "`+origin.URL+`/away", key: rag_context, headers: {X-Api-Key: secret}}
+  - name: moved
+    stage: before_planning
+    steps:
+      - http.retrieve: {url: "`+origin.URL+`/moved", key: conversation_history}
+`))
+	r := runBefore(t, gen, "req", "my account number", nil, noGate)
+	wantInvocation(t, r.invs[0], "away", engine.InvocationFailed, engine.ReasonHookError, "refused a redirect to another origin")
+	if len(leaked) != 0 {
+		t.Fatalf("the other host received %q", leaked)
+	}
+	if got := r.pctx.Enrichments["conversation_history"]; got != "docs for my account number" {
+		t.Fatalf("same-origin redirect: enrichment = %v", got)
+	}
+}
+
+// block_private refuses loopback, private and link-local addresses, whatever the URL
+// names: the address dialled is checked.
+func TestHardening_RetrieveBlocksPrivateAddresses(t *testing.T) {
+	kb := newContextServer(t)
+	host := strings.Replace(kb.URL, "127.0.0.1", "localhost", 1)
+	gen := loadHooks(t, hooks(`hooks:
+  - name: by-ip
+    stage: before_planning
+    steps:
+      - http.retrieve: {url: "`+kb.URL+`/ctx", key: rag_context, block_private: true}
+  - name: by-name
+    stage: before_planning
+    steps:
+      - http.retrieve: {url: "`+host+`/ctx", key: user_profile, block_private: true}
+`))
+	r := runBefore(t, gen, "req", "q", nil, noGate)
+	for i, name := range []string{"by-ip", "by-name"} {
+		wantInvocation(t, r.invs[i], name, engine.InvocationFailed, engine.ReasonHookError, "not a public address")
+	}
+	if n := len(kb.requests()); n != 0 {
+		t.Fatalf("the private server received %d requests", n)
+	}
+}

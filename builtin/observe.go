@@ -19,8 +19,9 @@ var effectStatuses = []string{
 
 func init() {
 	register(&Spec{
-		Name:    "effect",
-		Summary: "Reports a hook effect (recorded in the execution record beside the invocation).",
+		Name:          "effect",
+		KeepsResponse: true,
+		Summary:       "Reports a hook effect (recorded in the execution record beside the invocation).",
 		Params: []Param{
 			{Name: "id", Type: text(), Required: true, Doc: "effect id, stable within the invocation"},
 			{Name: "name", Type: text(), Doc: "display name"},
@@ -40,8 +41,9 @@ func init() {
 		},
 	})
 	register(&Spec{
-		Name:    "log",
-		Summary: "Writes a structured log line with the request id, generation and hook.",
+		Name:          "log",
+		KeepsResponse: true,
+		Summary:       "Writes a structured log line with the request id, generation and hook.",
 		Params: []Param{
 			{Name: "message", Type: celExpr(expr.String), Required: true, Doc: "the message"},
 			{Name: "level", Type: enum("debug", "info", "warn", "error"), Default: "info", Doc: "the log level"},

@@ -45,7 +45,14 @@ func TestParams_DefaultsAreTheDeclarations(t *testing.T) {
 		{engine.StageBeforePlanning, `http.retrieve: {url: "http://x/", key: k}`, "method", func(a Action) any { return a.(*retrieve).method }},
 		{engine.StageBeforePlanning, `http.retrieve: {url: "http://x/", key: k}`, "timeout", func(a Action) any { return a.(*retrieve).timeout }},
 		{engine.StageBeforePlanning, `http.retrieve: {url: "http://x/", key: k}`, "max_bytes", func(a Action) any { return int(a.(*retrieve).maxBytes) }},
+		{engine.StageBeforePlanning, `http.retrieve: {url: "http://x/", key: k}`, "block_private", func(a Action) any { return a.(*retrieve).blockPrivate }},
 		{engine.StageBeforePlanning, `rate_limit: {key: "'k'", limit: 1, window: 1m}`, "response", func(a Action) any { return a.(*rateLimit).response }},
+		{engine.StageBeforePlanning, `rate_limit: {key: "'k'", limit: 1, window: 1m}`, "on_key_error", func(a Action) any {
+			if a.(*rateLimit).denyOnKeyError {
+				return "deny"
+			}
+			return "allow"
+		}},
 		{engine.StageAfterSynthesis, `redact: {patterns: [email]}`, "replacement", func(a Action) any { return a.(*redact).replacement }},
 		{engine.StageAfterSynthesis, `truncate: {max_bytes: 10}`, "suffix", func(a Action) any { return a.(*truncate).suffix }},
 		{engine.StageAfterExecution, `effect: {id: e}`, "status", func(a Action) any { return string(a.(*effect).status) }},

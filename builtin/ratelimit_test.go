@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -94,19 +95,36 @@ func TestRateLimit_WindowsAndHooks(t *testing.T) {
 	}
 }
 
-// A key that fails to evaluate is a hook error: the request is not limited.
-func TestRateLimit_KeyErrorFailsOpen(t *testing.T) {
-	gen := loadHooks(t, hooks(`hooks:
+// A key that fails to evaluate answers the request as limited (fail closed) and says so
+// in a failed effect; on_key_error: allow keeps the request going as a hook error.
+func TestHardening_RateLimitKeyErrorFailsClosed(t *testing.T) {
+	for _, tc := range []struct{ onKeyError string }{{""}, {"deny"}, {"allow"}} {
+		t.Run("on_key_error="+tc.onKeyError, func(t *testing.T) {
+			param := ""
+			if tc.onKeyError != "" {
+				param = ", on_key_error: " + tc.onKeyError
+			}
+			gen := loadHooks(t, hooks(`hooks:
   - name: limit
     stage: before_planning
     steps:
-      - rate_limit: {key: "string(metadata.tenant)", limit: 1, window: 1m}
+      - rate_limit: {key: "string(metadata.tenant)", limit: 1, window: 1m`+param+`}
 `))
-	for range 2 {
-		r := runBefore(t, gen, "req", "q", nil, noGate)
-		if r.out != nil || r.err != nil {
-			t.Fatalf("BeforePlanning = %+v, %v", r.out, r.err)
-		}
-		wantInvocation(t, r.invs[0], "limit", engine.InvocationFailed, engine.ReasonHookError, "rate_limit key: ")
+			r := runBefore(t, gen, "req", "q", nil, noGate)
+			if tc.onKeyError == "allow" {
+				if r.out != nil || r.err != nil {
+					t.Fatalf("BeforePlanning = %+v, %v, want the request through", r.out, r.err)
+				}
+				wantInvocation(t, r.invs[0], "limit", engine.InvocationFailed, engine.ReasonHookError, "rate_limit key: ")
+				return
+			}
+			if r.out == nil || r.out.ShortCircuit.Source != "rate_limit" || r.err != nil {
+				t.Fatalf("BeforePlanning = %+v, %v, want the limit's answer", r.out, r.err)
+			}
+			effects := r.invs[0].Effects
+			if len(effects) != 1 || effects[0].Status != engine.EffectFailed || !strings.Contains(effects[0].Error, "rate_limit key: ") {
+				t.Fatalf("effects = %+v, want the failed key", effects)
+			}
+		})
 	}
 }

@@ -22,6 +22,9 @@ type Spec struct {
 	// MutatesPlan is set for actions that change State.Plan in place; a hook without
 	// any is an engine.PlanReader and skips the engine's defensive plan copy.
 	MutatesPlan bool
+	// KeepsResponse is set for actions that never change State.Response; a response
+	// only such actions see in after_synthesis can be streamed as it arrives.
+	KeepsResponse bool
 	// Compile turns validated params into an Action. It reads them through p, which
 	// applies the declared types and defaults, and may return nil after reporting a
 	// problem through p.

@@ -25,7 +25,7 @@ var diagKinds = []string{
 	diag.KindCELSyntax, diag.KindCELTypeCheck, diag.KindCELUndeclaredVariable, diag.KindCELCostLimit,
 	diag.KindRegoParse, diag.KindRegoCompile, diag.KindRegoUnsafeBuiltin, diag.KindUndefinedQuery,
 	diag.KindDataSyntax, diag.KindDataConflict, diag.KindRequiredHook, diag.KindCatalog,
-	diag.KindGuard, diag.KindIO, diag.KindTooManyErrors,
+	diag.KindGuard, diag.KindGateway, diag.KindIO, diag.KindTooManyErrors,
 }
 
 func isDiagKind(kind string) bool {

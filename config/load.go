@@ -93,6 +93,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	catalog := l.compileCatalog()
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
+	openai := l.compileOpenAIGateway(catalog)
 	if len(l.errs) > 0 {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
@@ -108,7 +109,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
 		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
-		AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		Gateways: Gateways{OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,13 +80,17 @@ func TestLoad_StockAgentExample(t *testing.T) {
 		t.Error("Catalog is nil, want the stock-service catalog")
 	}
 
-	if gen.PolicyRevision != "trade-limits-v1" {
-		t.Errorf("PolicyRevision = %q, want trade-limits-v1", gen.PolicyRevision)
+	if gen.PolicyRevision != "trade-limits-v2" {
+		t.Errorf("PolicyRevision = %q, want trade-limits-v2", gen.PolicyRevision)
 	}
-	wantGuard := config.GuardInfo{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 26}
-	if len(gen.Guards) != 1 || gen.Guards[0] != wantGuard {
-		t.Errorf("Guards = %+v, want [%+v]", gen.Guards, wantGuard)
+	wantGuards := []config.GuardInfo{
+		{Name: "trade-amount-is-a-number", Operation: op.ToolCall, Code: "invalid_amount", Kind: "cel", File: "hooks/20-plan.yaml", Line: 28},
+		{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 33},
 	}
+	if !reflect.DeepEqual(gen.Guards, wantGuards) {
+		t.Errorf("Guards = %+v, want %+v", gen.Guards, wantGuards)
+	}
+	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": "NaN"}), "invalid_amount")
 	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 20000}), "trade_limit")
 	if err := toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 500}); err != nil {
 		t.Errorf("a 500 trade: guard verdict = %v, want allowed", err)
@@ -498,5 +503,50 @@ func TestLoad_CELCostLimitInEveryYAMLIntegerForm(t *testing.T) {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{"hooks/x.yaml": hookSet("x", "settings:\n  cel_cost_limit: "+limit+"\n")})
 		mustLoad(t, dir)
+	}
+}
+
+// A required hook may run in warn or audit mode only when the config says so; guards
+// in audit mode allow what they would deny and report it.
+func TestLoad_RuleModes(t *testing.T) {
+	required := hookSet("review", `catalog:
+  - {namespace: ns, agent: a, capabilities: [{name: c}]}
+hooks:
+  - name: review
+    stage: after_planning
+    required: true
+    mode: audit
+    steps:
+      - plan.set_metadata: {key: k, value: "1"}
+`)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"hooks/a.yaml": required})
+	errs := loadFails(t, dir)
+	if len(errs) != 1 || errs[0].Kind != diag.KindRequiredHook || !strings.Contains(errs[0].Message, "allow_audit_required") {
+		t.Fatalf("errors = %v, want one required_hook error naming allow_audit_required", errs)
+	}
+	writeFiles(t, dir, map[string]string{"hooks/b.yaml": hookSet("settings", "settings: {allow_audit_required: true}\n")})
+	gen := mustLoad(t, dir)
+	if gen.Hooks[0].Mode != engine.RuleAudit {
+		t.Fatalf("hook mode = %q", gen.Hooks[0].Mode)
+	}
+
+	dir = t.TempDir()
+	writeFiles(t, dir, map[string]string{"hooks/g.yaml": hookSet("guards", `guards:
+  policy_revision: r1
+  rules:
+    - name: big
+      operation: tool_call
+      mode: audit
+      deny_if: "call.parameters.amount > 10"
+      code: too_big
+      reason: too big
+`)})
+	gen = mustLoad(t, dir)
+	if gen.Guards[0].Mode != engine.RuleAudit {
+		t.Fatalf("guard mode = %q", gen.Guards[0].Mode)
+	}
+	if err := toolCall(t, gen, "ns", "c", map[string]any{"amount": 100}); err != nil {
+		t.Fatalf("a guard in audit mode denied: %v", err)
 	}
 }

@@ -33,6 +33,9 @@ func (p *Pipeline) begin(ctx context.Context, e entry, stage Stage, seq, planPha
 			PlanPhase: planPhase,
 			StartedAt: inv.started.UTC(),
 		}
+		if !e.mode.Enforcing() {
+			rec.Mode = e.mode
+		}
 		if sc := trace.SpanContextFromContext(ctx); inv.span != nil && sc.IsValid() {
 			rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
 		}
@@ -82,4 +85,11 @@ func causeFor(reason string, err error) Cause {
 		return CauseContractError
 	}
 	return CauseOf(err)
+}
+
+// find records a finding on the invocation (when recording).
+func (inv *invocation) find(f Finding) {
+	if inv.trail != nil {
+		inv.trail.find(inv.index, f)
+	}
 }

@@ -36,7 +36,7 @@ type StageReport struct {
 	Stage          Stage
 	Outcome        CallOutcome
 	// Cause is why a call that failed or was refused did (see Cause).
-	Cause Cause
+	Cause       Cause
 	Started     time.Time
 	Duration    time.Duration
 	Invocations []Invocation
@@ -59,8 +59,8 @@ type StageReport struct {
 
 // CheckReport describes one finished operation check: what a decision event says of it.
 type CheckReport struct {
-	DecisionID     string
-	Call           op.Call
+	DecisionID string
+	Call       op.Call
 	// Record is the check as the request's record has it (binding, the deciding rule,
 	// revisions); nil for a call refused before it was checked.
 	Record         *OperationRecord

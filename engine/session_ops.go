@@ -13,6 +13,8 @@ import (
 type CheckResult struct {
 	DecisionID string
 	Allowed    bool
+	// Warnings are what guards in warn mode would have denied.
+	Warnings []Finding
 	// Denial is set when plan binding or a guard denied the call.
 	Denial         *op.Denial
 	Generation     string
@@ -57,7 +59,11 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 	}
 	end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(verdict), Err: verdict})
 	report.Outcome, report.Err = CheckOutcomeOf(verdict), verdict
-	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
+	var warnings []Finding
+	if report.Record != nil {
+		warnings = Warnings(report.Record.WouldDeny)
+	}
+	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Warnings: warnings, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
 	if den, ok := op.AsDenial(verdict); ok {
 		result.Denial = den
 		return result, nil
@@ -153,6 +159,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 		}
 		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
+	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
 	if verdict == nil {
 		if live := s.d.gens.Live(); live != nil && live.ID != s.gen.ID {
@@ -163,6 +170,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 		}
 	}
 	describe(&rec, verdict)
+	rec.WouldDeny = findings.list()
 	if verdict == nil && bound {
 		if err := s.claim(ctx, mode, &call); err != nil {
 			var den *op.Denial

@@ -127,7 +127,7 @@ func TestAPI_StatusAndRecords(t *testing.T) {
 		t.Fatalf("status = %d %s", status, body)
 	}
 	if !strings.HasPrefix(st.Generation, "g-") || len(st.Files) == 0 || st.RequiredHook != "allowed-operations" ||
-		len(st.Hooks["before_planning"]) != 2 || len(st.Guards) != 1 || st.LastReload["result"] != "ok" {
+		len(st.Hooks["before_planning"]) != 2 || len(st.Guards) != 2 || st.LastReload["result"] != "ok" {
 		t.Fatalf("status body = %s", body)
 	}
 	d.do(t, "POST", "/v1/hooks/before_planning", `{"request_id":"rec","request":"quote ACME","metadata":{"tenant":"t1"}}`)

@@ -81,6 +81,9 @@ func printSummary(w io.Writer, gen *config.Generation) {
 			if h.When != "" {
 				notes = append(notes, "when "+strings.TrimSpace(h.When))
 			}
+			if !h.Mode.Enforcing() {
+				notes = append(notes, "mode "+string(h.Mode)+": records what it would deny, changes nothing")
+			}
 			note := ""
 			if len(notes) > 0 {
 				note = " (" + strings.Join(notes, "; ") + ")"
@@ -103,6 +106,7 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	if gen.AllowBoundaryRemoval {
 		fmt.Fprintln(w, "boundary removal: allowed (settings.allow_boundary_removal): a reload to this config may drop the live required hook, guard rules or plan binding")
 	}
+	printOpenAIGateway(w, gen.Gateways.OpenAI)
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
 		return
@@ -113,6 +117,28 @@ func printSummary(w io.Writer, gen *config.Generation) {
 		if g.Code != "" {
 			code = " code " + g.Code
 		}
-		fmt.Fprintf(w, "  %d. %s on %s (%s)%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, g.File, g.Line)
+		mode := ""
+		if !g.Mode.Enforcing() {
+			mode = " mode " + string(g.Mode) + " (records what it would deny, allows)"
+		}
+		fmt.Fprintf(w, "  %d. %s on %s (%s)%s%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, mode, g.File, g.Line)
+	}
+}
+
+// printOpenAIGateway prints gateways.openai, when configured: the upstream, where its
+// key comes from (never the key), the settings and the tool mapping.
+func printOpenAIGateway(w io.Writer, gw *config.OpenAIGateway) {
+	if gw == nil {
+		return
+	}
+	key := "no key"
+	if gw.APIKeyEnv != "" {
+		key = "key from $" + gw.APIKeyEnv
+	}
+	fmt.Fprintf(w, "gateway openai: upstream %s (%s), on_reject %s, timeout %s, request id header %s\n",
+		gw.Upstream, key, gw.OnReject, gw.Timeout, gw.RequestIDHeader)
+	for _, name := range gw.Tools() {
+		id, _ := gw.Tool(name)
+		fmt.Fprintf(w, "  %s -> %s/%s/%s\n", name, id.Namespace, id.Agent, id.Capability)
 	}
 }

@@ -16,7 +16,7 @@ func TestCLI_CheckExample(t *testing.T) {
 	}
 	for _, want := range []string{"generation g-", "before_planning: 2 hook(s)", "1. allowed-operations [rego] (required)",
 		"rego data.agentd.plan: decisions memoized on input.plan.steps (size), input.plan.steps[*].agent_name, input.plan.steps[*].metadata.capability",
-		"required hook: allowed-operations", "guards (policy revision trade-limits-v1)"} {
+		"required hook: allowed-operations", "guards (policy revision trade-limits-v2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
+	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
@@ -157,11 +158,13 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		return err
 	}
 	ln := connlimit.New(tcp, f.maxConns)
+	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: svc.Driver(), Logger: logger, MaxBody: f.maxBody})
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
-			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
-			Mounts:   viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL}), LoginPage: viewer.LoginPage,
+			Mounts:    append(gateway.Mounts(), viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
+			LoginPage: viewer.LoginPage,
+			Timeouts:  server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,

@@ -97,14 +97,14 @@ func truthy(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))
 }
 
-// script runs JavaScript for its effect.
-func script(js string) chromedp.Action[chromedp.Void] {
+// runJS runs JavaScript for its effect.
+func runJS(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](js + "; undefined")
 }
 
 // hash moves the viewer to another of its pages.
 func hash(h string) chromedp.Action[chromedp.Void] {
-	return script(fmt.Sprintf("location.hash = %q", h))
+	return runJS(fmt.Sprintf("location.hash = %q", h))
 }
 
 // check fails the test unless the JavaScript expression is true.
@@ -235,7 +235,7 @@ func TestViewer_InBrowser(t *testing.T) {
 	check(t, tab, "no element came from the data", `document.querySelectorAll("main script, main img, main b").length === 0`)
 	check(t, tab, "no script of the data ran", `window.pwned === undefined`)
 	browserRun(t, tab, shots, "try an inline script against the policy",
-		script(`window.cspViolations = []; document.addEventListener("securitypolicyviolation", e => window.cspViolations.push(e.violatedDirective));
+		runJS(`window.cspViolations = []; document.addEventListener("securitypolicyviolation", e => window.cspViolations.push(e.violatedDirective));
 		  const s = document.createElement("script"); s.textContent = "window.inlineRan = true"; document.body.append(s)`),
 		truthy(`window.cspViolations.length > 0`))
 	check(t, tab, "the Content-Security-Policy stops inline scripts", `window.inlineRan === undefined && window.cspViolations.some(d => d.startsWith("script-src"))`)

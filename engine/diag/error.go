@@ -29,6 +29,7 @@ const (
 	KindRequiredHook          = "required_hook"           // a required hook that breaks the required-hook rules
 	KindCatalog               = "catalog"                 // an invalid agent catalog
 	KindGuard                 = "guard"                   // invalid operation guards
+	KindGateway               = "gateway"                 // a gateway setting that contradicts the rest of the config
 	KindIO                    = "io"                      // a file could not be read
 	KindTooManyErrors         = "too_many_errors"         // Normalize dropped errors over its cap
 )

@@ -22,6 +22,7 @@ import (
 // config holds the flags. Every count and duration is bounded, so a run is too.
 type config struct {
 	repo, agentd, opa, goBin, results string
+	upstream                          string
 
 	rounds    int
 	benchtime time.Duration
@@ -33,6 +34,8 @@ type config struct {
 	reloadEdits int
 	profile     time.Duration
 	timeout     time.Duration
+
+	gatewayRequests, gatewayRounds int
 }
 
 func parseFlags() *config {
@@ -42,6 +45,7 @@ func parseFlags() *config {
 	flag.StringVar(&c.agentd, "agentd", "bench/bin/agentd", "the agentd binary to serve with")
 	flag.StringVar(&c.opa, "opa", "", "the OPA binary (make bench passes `go tool -n opa`, the pinned tool)")
 	flag.StringVar(&c.goBin, "go", "go", "the go command, for building the profiling agentd and go tool pprof")
+	flag.StringVar(&c.upstream, "upstream", "bench/bin/openai-upstream", "the scripted OpenAI-compatible upstream (examples/openai-gateway/upstream)")
 	flag.StringVar(&c.results, "results", "bench/results", "where latest.md and the profiles go")
 	flag.IntVar(&c.rounds, "rounds", 3, "interleaved rounds of each in-process pair (the median is reported)")
 	flag.DurationVar(&c.benchtime, "benchtime", 400*time.Millisecond, "length of one in-process benchmark run")
@@ -52,6 +56,8 @@ func parseFlags() *config {
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
 	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
+	flag.IntVar(&c.gatewayRequests, "gateway-requests", 4000, "sequential requests per run of each OpenAI gateway case (a tenth more warm up)")
+	flag.IntVar(&c.gatewayRounds, "gateway-rounds", 3, "runs per side and OpenAI gateway case, alternating (the median is reported)")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
 	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
 	flag.Parse()
@@ -83,7 +89,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "6"
+	rows     map[string][]report.Row // by section: "1" … "7"
 	extra    []report.Row
 	profiles []profile
 	notes    []string
@@ -136,6 +142,7 @@ func run(c *config) error {
 		{"HTTP", b.http},
 		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
 		{"memory", b.memory},
+		{"OpenAI gateway", b.gateway},
 		{"records list", b.records},
 	}
 	for _, s := range steps {

@@ -31,7 +31,9 @@ type ShortCircuitBody struct {
 
 // BeforePlanningResponse is the outcome of before_planning.
 type BeforePlanningResponse struct {
-	DecisionID   string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings     []engine.Finding    `json:"warnings,omitempty"`
 	RequestID    string              `json:"request_id"`
 	Generation   string              `json:"generation"`
 	Enrichments  map[string]any      `json:"enrichments"`
@@ -51,7 +53,9 @@ type AfterPlanningRequest struct {
 
 // AfterPlanningResponse carries the accepted plan.
 type AfterPlanningResponse struct {
-	DecisionID  string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []engine.Finding    `json:"warnings,omitempty"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Plan        *engine.RoutingPlan `json:"plan"`
@@ -66,7 +70,9 @@ type AfterExecutionRequest struct {
 
 // AfterExecutionResponse lists the after_execution invocations.
 type AfterExecutionResponse struct {
-	DecisionID  string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []engine.Finding    `json:"warnings,omitempty"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Invocations []engine.Invocation `json:"invocations"`
@@ -80,7 +86,9 @@ type AfterSynthesisRequest struct {
 
 // AfterSynthesisResponse carries the final response.
 type AfterSynthesisResponse struct {
-	DecisionID  string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []engine.Finding    `json:"warnings,omitempty"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Response    string              `json:"response"`
@@ -96,7 +104,9 @@ type OperationCheckRequest struct {
 // OperationCheckResponse is the answer of plan binding and the guards; Denial is set
 // when not allowed.
 type OperationCheckResponse struct {
-	DecisionID     string             `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what guards in warn mode would have denied.
+	Warnings       []engine.Finding   `json:"warnings,omitempty"`
 	Allowed        bool               `json:"allowed"`
 	Denial         *op.Denial         `json:"denial,omitempty"`
 	PolicyRevision string             `json:"policy_revision,omitempty"`

@@ -35,7 +35,10 @@ import (
 // They are registered where the daemon is assembled, not in http.go: add each mount's
 // pattern here so the route test checks that docs/openapi.yaml documents it. Their
 // answers are not scripted here; the tests of the package serving them check those.
-var mountedRoutes = []string{"GET /ui/", "GET /ui/public/", "GET /ui/settings.json", "GET /ui/graphs/{id}"}
+var mountedRoutes = []string{
+	"POST /v1/chat/completions", "/v1/chat/completions", "GET /v1/models", "GET /v1/models/{model}", // gateway/openai
+	"GET /ui/", "GET /ui/public/", "GET /ui/settings.json", "GET /ui/graphs/{id}", // viewer
+}
 
 // isMounted reports whether a documented path is served by one of mountedRoutes.
 func isMounted(path string) bool {

@@ -29,7 +29,7 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 		return nil, decided(ctx, driverError(err))
 	}
 	resp := &BeforePlanningResponse{
-		DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
+		DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
 		Rendered: engine.RenderEnrichments(out.Enrichments), Invocations: out.Invocations,
 	}
 	if sc := out.ShortCircuit; sc != nil {
@@ -59,7 +59,7 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterPlanningResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}, nil
+	return &AfterPlanningResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}, nil
 }
 
 // rejection is the 403 of a required-hook rejection: the hook, its decision reason,
@@ -111,7 +111,7 @@ func (s *Service) AfterExecution(ctx context.Context, req *AfterExecutionRequest
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterExecutionResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
+	return &AfterExecutionResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
 }
 
 // AfterSynthesis runs the chained after_synthesis hooks and completes the request.
@@ -127,7 +127,7 @@ func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterSynthesisResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
+	return &AfterSynthesisResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
 }
 
 // CheckOperation asks the guards about one call. A denial or a guard error (fail
@@ -151,7 +151,7 @@ func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest
 	if err != nil {
 		return nil, driverError(err)
 	}
-	return &OperationCheckResponse{DecisionID: out.DecisionID, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
+	return &OperationCheckResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
 }
 
 // FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/bench/internal/load"
+	"github.com/agentd-dev/agentd/bench/internal/procs"
+	"github.com/agentd-dev/agentd/bench/internal/report"
+)
+
+// gatewayGoal is the issue's goal for the OpenAI gateway: what it adds to the p99
+// latency of a tool round whose plan review the decision memo answers.
+const gatewayGoal = time.Millisecond
+
+// gatewayCase is one kind of call through the gateway.
+type gatewayCase struct {
+	id, question, what, want string
+}
+
+var gatewayCases = []gatewayCase{
+	{id: "a", question: fixture.GatewayToolRound, want: `"tool_calls"`,
+		what: "a round of one tool call (before_planning, after_planning answered by the decision memo, one tool_call check)"},
+	{id: "b", question: fixture.GatewayAnswer, want: `[REDACTED]`,
+		what: "an answer (before_planning, after_synthesis redaction)"},
+}
+
+// gateway measures section 6: the latency the OpenAI gateway adds over calling the
+// scripted upstream (examples/openai-gateway/upstream) directly with the same body.
+// Each request is a new conversation. One worker sends each body to both, one after
+// the other (load.Paired), so that the figures are each call's own latency, not
+// queueing, and both sides see the same moments of the shared machine; the median of
+// each figure over the runs is reported.
+func (b *bench) gateway() error {
+	upAddr, err := procs.FreeAddr()
+	if err != nil {
+		return err
+	}
+	scriptFile := filepath.Join(b.tmp, "gateway-script.json")
+	if err := os.WriteFile(scriptFile, []byte(fixture.GatewayScript), 0o644); err != nil {
+		return err
+	}
+	up, err := procs.Start(procs.Spec{
+		Name: "scripted-upstream", Addr: upAddr, Bin: b.upstream, Ready: "/v1/models",
+		Args: []string{"-addr", upAddr, "-script", scriptFile}, Log: filepath.Join(b.tmp, "scripted-upstream.log"),
+	}, startTimeout)
+	if err != nil {
+		return err
+	}
+	defer stopServer(up)
+	dir := filepath.Join(b.tmp, "gateway-agentd")
+	if err := fixture.GatewayConfig(dir, b.policies, "http://"+upAddr+"/v1"); err != nil {
+		return err
+	}
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return err
+	}
+	srv, err := procs.Start(b.agentdSpec("gateway-agentd", b.agentd, dir, addr), startTimeout)
+	if err != nil {
+		return err
+	}
+	defer stopServer(srv)
+	for _, c := range gatewayCases {
+		body, err := fixture.GatewayBody(c.question)
+		if err != nil {
+			return err
+		}
+		direct := load.Target{URL: "http://" + upAddr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)}
+		through := load.Target{URL: "http://" + addr + "/v1/chat/completions", Body: body.Append, Want: []byte(c.want)}
+		var rd, rg []load.Result
+		var cpu []float64 // agentd's CPU time per request through it, ns
+		for r := range b.gatewayRounds {
+			opts := b.loadOptions(b.gatewayRequests, b.gatewayRequests/10)
+			var before time.Duration
+			var cpuErr error
+			opts.BeforeMeasure = func() { before, cpuErr = srv.CPUTime() }
+			d, g, err := load.Paired(b.ctx, direct, through, opts)
+			if err != nil {
+				return fmt.Errorf("gateway %s: %w", c.id, err)
+			}
+			after, err := srv.CPUTime()
+			if err = errors.Join(cpuErr, err); err != nil {
+				return err
+			}
+			cpu = append(cpu, float64((after-before).Nanoseconds())/float64(g.Requests))
+			log.Printf("gateway %s, round %d: direct %v; through the gateway %v; agentd CPU %s/req", c.id, r+1, d, g, report.NS(cpu[len(cpu)-1]))
+			rd, rg = append(rd, d), append(rg, g)
+		}
+		d, g := medianResult(rd), medianResult(rg)
+		what := fmt.Sprintf("OpenAI gateway: %s, 1 worker, %s req — ", c.what, report.Count(int64(b.gatewayRequests)))
+		figure := func(gw, up time.Duration) string {
+			return fmt.Sprintf("%s (%s added)", report.Duration(gw), signed(gw-up))
+		}
+		p99Goal := "none set"
+		if c.id == "a" {
+			met := g.P99-d.P99 < gatewayGoal
+			p99Goal = goal(met, "added < 1 ms")
+			b.goals = append(b.goals, fmt.Sprintf("The OpenAI gateway adds under 1 ms at p99 to a tool round on a memo hit: %s (%s added).",
+				metOrNot(met), signed(g.P99-d.P99)))
+		}
+		b.rows["6"] = append(b.rows["6"],
+			report.Row{ID: "6" + c.id + "1", Figure: what + "p50 latency", Agentd: figure(g.P50, d.P50),
+				Peer: report.Duration(d.P50) + " (scripted upstream, direct)", Ratio: report.Ratio(float64(g.P50), float64(d.P50)), Goal: "lower is better"},
+			report.Row{ID: "6" + c.id + "2", Figure: what + "p99 latency", Agentd: figure(g.P99, d.P99),
+				Peer: report.Duration(d.P99) + " (scripted upstream, direct)", Ratio: report.Ratio(float64(g.P99), float64(d.P99)), Goal: p99Goal},
+			report.Row{ID: "6" + c.id + "3", Figure: what + "agentd CPU per request (/proc/PID/stat)", Agentd: report.NS(medianOf(cpu)),
+				Peer: "—", Ratio: "—", Goal: "lower is better"},
+		)
+	}
+	return nil
+}
+
+// signed renders a difference of durations, negative ones (noise) with a minus sign.
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "−" + report.Duration(-d)
+	}
+	return report.Duration(d)
+}
+
+func stopServer(s *procs.Server) {
+	if err := s.Stop(); err != nil {
+		log.Print(err)
+	}
+}

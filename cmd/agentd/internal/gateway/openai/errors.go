@@ -1,0 +1,122 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// Error types of the gateway's OpenAI-shaped errors. Clients match on type and code,
+// never on message.
+const (
+	typeInvalidRequest  = "invalid_request_error"
+	typeNotFound        = "not_found_error"
+	typePolicyViolation = "policy_violation"
+	typeUpstream        = "upstream_error"
+	typeServer          = "server_error"
+)
+
+// Error codes.
+const (
+	codeInvalidJSON          = "invalid_json"
+	codeInvalidMessages      = "invalid_messages"
+	codeInvalidField         = "invalid_field"
+	codeBodyTooLarge         = "body_too_large"
+	codeNotConfigured        = "gateway_not_configured"
+	codeMisconfigured        = "gateway_misconfigured"
+	codeUnreachable          = "upstream_unreachable"
+	codeTimeout              = "upstream_timeout"
+	codeMalformed            = "upstream_malformed"
+	codeUpstreamError        = "upstream_error"
+	codeRequiredAfterPlan    = "required_after_planning"
+	codeInvalidPlan          = "invalid_plan"
+	codeInvalidToolArguments = "invalid_tool_arguments"
+	codeToolCallsDenied      = "tool_calls_denied"
+	codeInternal             = "internal"
+)
+
+// apiError is an error answered as {"error": {"message", "type", "param", "code", ...}},
+// the shape OpenAI clients decode.
+type apiError struct {
+	Status  int
+	Type    string
+	Code    string
+	Param   string
+	Message string
+	// Details are further members of the error object (hook, violations, denials).
+	Details map[string]any
+	// raw, when set, is answered instead: an upstream error body passed through, of
+	// content type rawType.
+	raw     []byte
+	rawType string
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// MarshalJSON renders the error body.
+func (e *apiError) MarshalJSON() ([]byte, error) {
+	body := make(map[string]any, len(e.Details)+4)
+	for k, v := range e.Details {
+		body[k] = v
+	}
+	body["message"], body["type"], body["code"] = e.Message, e.Type, e.Code
+	body["param"] = nil
+	if e.Param != "" {
+		body["param"] = e.Param
+	}
+	return json.Marshal(map[string]any{"error": body})
+}
+
+func newError(status int, typ, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Type: typ, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(code, param, format string, args ...any) *apiError {
+	e := newError(http.StatusBadRequest, typeInvalidRequest, code, format, args...)
+	e.Param = param
+	return e
+}
+
+// driverError translates a refusal or failure of the request driver.
+func driverError(err error) *apiError {
+	if r, ok := engine.AsRefusal(err); ok {
+		switch r.Code {
+		case engine.RefusedNotReady:
+			return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "%v", r)
+		case engine.RefusedGenerationRetired, engine.RefusedGenerationExpired, engine.RefusedRequestFailed, engine.RefusedConflict:
+			return newError(http.StatusConflict, typeInvalidRequest, string(r.Code), "%v", r)
+		case engine.RefusedTooLarge:
+			return newError(http.StatusRequestEntityTooLarge, typeInvalidRequest, string(r.Code), "%v", r)
+		}
+		return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "state store unavailable")
+	}
+	var contract *engine.ContractError
+	if errors.As(err, &contract) {
+		return newError(http.StatusInternalServerError, typeServer, "hook_contract", "%v", err)
+	}
+	return newError(http.StatusInternalServerError, typeServer, codeInternal, "%v", err)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.raw == nil {
+		writeJSON(w, e.Status, e)
+		return
+	}
+	if e.rawType == "" {
+		e.rawType = "application/json"
+	}
+	w.Header().Set("Content-Type", e.rawType)
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(e.raw)
+}

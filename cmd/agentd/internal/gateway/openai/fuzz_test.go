@@ -1,0 +1,92 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/agentd-dev/agentd/config"
+)
+
+// FuzzChatRequest feeds arbitrary bodies through everything the gateway reads of a
+// client's call before a stage runs. It must never panic; a body it accepts has a
+// conversation, a bounded request id and an upstream body that is valid JSON.
+func FuzzChatRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}],"stream":true,"metadata":{"tenant":"t","request_id":"r"}}`,
+		`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_quote","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"{\"price\":1}"}]}`,
+		`{"n":2,"messages":[{"role":"user","content":"q"}]}`,
+		`{"messages":[{"role":"tool","tool_call_id":"x","content":"1"}]}`,
+		`{"messages":[]}`, `[]`, `null`, `{"messages":[{"role":"user","content":7}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	cfg := &config.OpenAIGateway{RequestIDHeader: "X-Request-Id", RequestIDField: []string{"metadata", "request_id"}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, e := parseRequest(body)
+		if e != nil {
+			return
+		}
+		conv, e := analyze(req.messages)
+		if e != nil {
+			return
+		}
+		id, _, e := requestID(cfg, http.Header{}, req, conv)
+		if e == nil && (id == "" || len(id) > maxRequestID) {
+			t.Fatalf("request id %q", id)
+		}
+		raw := make([]json.RawMessage, len(req.messages))
+		for i, m := range req.messages {
+			raw[i] = m.raw
+		}
+		out, err := req.withMessages(raw)
+		if err != nil || !json.Valid(out) {
+			t.Fatalf("upstream body %q: %v", out, err)
+		}
+	})
+}
+
+// FuzzUpstreamReply feeds arbitrary upstream replies, whole and as stream events, to the
+// parsers. They must never panic, and a reply they accept has tool calls with unique
+// ids and function names.
+func FuzzUpstreamReply(f *testing.F) {
+	for _, seed := range []string{
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`,
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"x","refusal":"y"},"finish_reason":"stop"}],"usage":{"total_tokens":1}}`,
+		`{"error":{"message":"x"}}`, `{"choices":[]}`, `[]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if rep, e := parseCompletion(data); e == nil {
+			assertCalls(t, rep.calls)
+			if out, err := completionBody(rep, &answer{finish: "stop"}); err != nil || !json.Valid(out) {
+				t.Fatalf("rewritten reply %q: %v", out, err)
+			}
+		}
+		a := &assembler{}
+		if _, _, e := a.add(data); e != nil {
+			return
+		}
+		if _, _, e := a.add(data); e != nil {
+			return
+		}
+		if rep, e := a.reply(); e == nil {
+			assertCalls(t, rep.calls)
+		}
+	})
+}
+
+func assertCalls(t *testing.T, calls []toolCall) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if c.ID == "" || seen[c.ID] || c.isFunction() && c.Function.Name == "" {
+			t.Fatalf("accepted calls %+v", calls)
+		}
+		seen[c.ID] = true
+	}
+}

@@ -1,0 +1,209 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// chatRequest is a client's chat-completions body. Every top-level member is kept and
+// forwarded to the upstream as sent; only messages change (see withMessages).
+type chatRequest struct {
+	fields   map[string]json.RawMessage
+	messages []message
+	stream   bool
+	model    string
+	user     string
+	metadata map[string]any
+}
+
+// message is one chat message as the gateway reads it; raw is the message as sent.
+type message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []toolCall      `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	raw        json.RawMessage
+}
+
+// toolCall is one tool call of an assistant message or an upstream reply.
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// isFunction reports whether the call is a function call (the only kind the gateway
+// maps; an absent type is taken as one).
+func (c toolCall) isFunction() bool { return c.Type == "" || c.Type == "function" }
+
+// roles a chat message may have. The legacy "function" role is not accepted: its
+// results cannot be tied to a reviewed call.
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
+
+// readBody reads at most limit bytes of a JSON body; a larger body is a 413, one that
+// is not valid UTF-8 a 400.
+func readBody(r io.Reader, limit int64) ([]byte, *apiError) {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
+	data, err := io.ReadAll(lr)
+	if lr.N <= 0 {
+		e := newError(http.StatusRequestEntityTooLarge, typeInvalidRequest, codeBodyTooLarge, "request body exceeds %d bytes", limit)
+		return nil, e
+	}
+	if err != nil {
+		return nil, badRequest(codeInvalidJSON, "", "read request body: %v", err)
+	}
+	if !utf8.Valid(data) {
+		return nil, badRequest(codeInvalidJSON, "", "request body is not valid UTF-8")
+	}
+	return data, nil
+}
+
+// parseRequest decodes and checks a chat-completions body: a JSON object with a
+// non-empty messages array of known roles, at most one choice (n), and well-formed
+// tool calls and tool results.
+func parseRequest(body []byte) (*chatRequest, *apiError) {
+	req := &chatRequest{}
+	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
+		return nil, badRequest(codeInvalidJSON, "", "request body must be a JSON object")
+	}
+	raw := req.fields["messages"]
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+		return nil, badRequest(codeInvalidMessages, "messages", "messages must be a non-empty array of messages")
+	}
+	for i, m := range msgs {
+		msg, e := parseMessage(m, "messages["+strconv.Itoa(i)+"]")
+		if e != nil {
+			return nil, e
+		}
+		req.messages = append(req.messages, msg)
+	}
+	if e := optional(req.fields, "stream", &req.stream); e != nil {
+		return nil, e
+	}
+	if e := optional(req.fields, "model", &req.model); e != nil {
+		return nil, e
+	}
+	if e := optional(req.fields, "user", &req.user); e != nil {
+		return nil, e
+	}
+	if e := optional(req.fields, "metadata", &req.metadata); e != nil {
+		return nil, e
+	}
+	var n *int
+	if e := optional(req.fields, "n", &n); e != nil {
+		return nil, e
+	}
+	if n != nil && *n != 1 {
+		return nil, badRequest(codeInvalidField, "n", "n must be 1: the gateway reviews one choice per round")
+	}
+	return req, nil
+}
+
+// optional decodes member key of fields into v when it is present and not null.
+func optional(fields map[string]json.RawMessage, key string, v any) *apiError {
+	raw, ok := fields[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return badRequest(codeInvalidField, key, "%s has the wrong type: %s", key, typeOf(raw))
+	}
+	return nil
+}
+
+func parseMessage(raw json.RawMessage, param string) (message, *apiError) {
+	var m message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, badRequest(codeInvalidMessages, param, "%s must be a message object with a string role: %v", param, err)
+	}
+	m.raw = raw
+	if !roles[m.Role] {
+		return m, badRequest(codeInvalidMessages, param+".role", "%s has role %q; roles are system, developer, user, assistant and tool", param, m.Role)
+	}
+	if _, ok := text(m.Content); !ok {
+		return m, badRequest(codeInvalidMessages, param+".content", "%s content must be a string, an array of content parts or null", param)
+	}
+	for j, c := range m.ToolCalls {
+		if c.ID == "" || c.isFunction() && c.Function.Name == "" {
+			return m, badRequest(codeInvalidMessages, param+".tool_calls["+strconv.Itoa(j)+"]", "a tool call needs an id and a function name")
+		}
+	}
+	if m.Role == "tool" && m.ToolCallID == "" {
+		return m, badRequest(codeInvalidMessages, param+".tool_call_id", "a tool message needs the tool_call_id it answers")
+	}
+	return m, nil
+}
+
+// text returns the text of message content: a string, the text parts of a content
+// array joined by newlines (other parts carry no text), or "" for null and absent.
+// ok is false for any other JSON.
+func text(content json.RawMessage) (string, bool) {
+	if len(content) == 0 || bytes.Equal(content, []byte("null")) {
+		return "", true
+	}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &parts) != nil {
+		return "", false
+	}
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), true
+}
+
+// withMessages returns the body to forward upstream: the client's members, with msgs
+// as messages.
+func (r *chatRequest) withMessages(msgs []json.RawMessage) ([]byte, error) {
+	fields := make(map[string]json.RawMessage, len(r.fields))
+	for k, v := range r.fields {
+		fields[k] = v
+	}
+	m, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	fields["messages"] = m
+	return json.Marshal(fields)
+}
+
+// typeOf names the JSON type of raw for an error message.
+func typeOf(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}

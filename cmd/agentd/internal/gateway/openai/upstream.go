@@ -1,0 +1,234 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/agentd-dev/agentd/config"
+)
+
+// Bounds on what the gateway reads from the upstream.
+const (
+	// maxReplyBytes bounds a reply: a non-streamed body, an SSE event, or the text of a
+	// streamed reply the gateway holds.
+	maxReplyBytes = 8 << 20
+	// maxErrorBytes bounds an upstream error body passed through to the client.
+	maxErrorBytes = 1 << 20
+)
+
+// errTimeout is the cause of a call the upstream kept waiting past the timeout.
+var errTimeout = errors.New("upstream timeout")
+
+// errClientGone reports that the client went away; nothing can be answered.
+var errClientGone = &apiError{Status: 499, Type: typeInvalidRequest, Code: "client_closed", Message: "the client closed the request"}
+
+// upstream calls the configured OpenAI-compatible server over one pool of keep-alive
+// connections. It is safe for concurrent use.
+type upstream struct {
+	client *http.Client
+}
+
+func newUpstream() *upstream {
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}
+	return &upstream{client: &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// exchange is one upstream call in flight. Its watchdog cancels the call when the
+// upstream keeps it waiting longer than the timeout: for the response headers, then
+// for the body (not streamed) or for each next event (streamed).
+type exchange struct {
+	resp    *http.Response
+	parent  context.Context
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	timeout time.Duration
+	key     string
+}
+
+// call sends one request to path under the upstream base URL with the configured key.
+// A 2xx answer returns the exchange, which the caller must close; anything else is an
+// OpenAI-shaped error: a non-2xx answer passed through with its body (the key scrubbed
+// from it), an unreachable upstream a 502, a silent one a 504.
+func (u *upstream) call(ctx context.Context, cfg *config.OpenAIGateway, method, path string, body []byte, stream bool) (*exchange, *apiError) {
+	x := &exchange{parent: ctx, timeout: cfg.Timeout}
+	if cfg.APIKeyEnv != "" {
+		if x.key = os.Getenv(cfg.APIKeyEnv); x.key == "" {
+			return nil, newError(http.StatusInternalServerError, typeServer, codeMisconfigured,
+				"the environment variable %s named by gateways.openai.api_key_env is not set", cfg.APIKeyEnv)
+		}
+	}
+	x.ctx, x.cancel = context.WithCancelCause(ctx)
+	x.timer = time.AfterFunc(cfg.Timeout, func() { x.cancel(errTimeout) })
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(x.ctx, method, cfg.Upstream+path, r)
+	if err != nil {
+		x.close()
+		return nil, newError(http.StatusInternalServerError, typeServer, codeMisconfigured, "upstream request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if x.key != "" {
+		req.Header.Set("Authorization", "Bearer "+x.key)
+	}
+	x.resp, err = u.client.Do(req)
+	if err != nil {
+		x.close()
+		return nil, x.failure(err)
+	}
+	if x.resp.StatusCode/100 != 2 {
+		defer x.close()
+		data, err := io.ReadAll(io.LimitReader(x.resp.Body, maxErrorBytes))
+		if err != nil {
+			return nil, x.failure(err)
+		}
+		if x.resp.StatusCode/100 == 3 {
+			return nil, newError(http.StatusBadGateway, typeUpstream, codeMalformed, "upstream answered %s (redirects are not followed)", x.resp.Status)
+		}
+		return nil, &apiError{
+			Status: x.resp.StatusCode, Type: typeUpstream, Code: codeUpstreamError,
+			Message: "upstream answered " + x.resp.Status, raw: x.scrub(data), rawType: x.resp.Header.Get("Content-Type"),
+		}
+	}
+	return x, nil
+}
+
+// failure classifies a transport error: the client gone, the upstream silent past the
+// timeout (504), unreachable (502, before its answer began) or cut off (a malformed
+// reply, 502).
+func (x *exchange) failure(err error) *apiError {
+	switch {
+	case x.parent.Err() != nil:
+		return errClientGone
+	case errors.Is(context.Cause(x.ctx), errTimeout):
+		return newError(http.StatusGatewayTimeout, typeUpstream, codeTimeout, "the upstream did not answer within %v", x.timeout)
+	case x.resp != nil:
+		return malformed("the reply was cut off: %s", x.scrub([]byte(err.Error())))
+	}
+	return newError(http.StatusBadGateway, typeUpstream, codeUnreachable, "the upstream is unreachable: %s", x.scrub([]byte(err.Error())))
+}
+
+// scrub removes the upstream key from text the client or a log may see.
+func (x *exchange) scrub(data []byte) []byte {
+	if x.key == "" {
+		return data
+	}
+	return bytes.ReplaceAll(data, []byte(x.key), []byte("[REDACTED]"))
+}
+
+// readAll reads the whole body, at most maxReplyBytes.
+func (x *exchange) readAll() ([]byte, *apiError) {
+	data, err := io.ReadAll(io.LimitReader(x.resp.Body, maxReplyBytes+1))
+	if err != nil {
+		return nil, x.failure(err)
+	}
+	if len(data) > maxReplyBytes {
+		return nil, malformed("the reply exceeds %d bytes", maxReplyBytes)
+	}
+	return data, nil
+}
+
+func (x *exchange) close() {
+	x.timer.Stop()
+	if x.resp != nil {
+		x.resp.Body.Close()
+	}
+	x.cancel(nil)
+}
+
+// events reads a text/event-stream body; the watchdog restarts now and on every event.
+func (x *exchange) events() *sseReader {
+	x.timer.Reset(x.timeout)
+	return &sseReader{x: x, r: bufio.NewReaderSize(x.resp.Body, 32<<10)}
+}
+
+// sseReader reads the data of server-sent events.
+type sseReader struct {
+	x    *exchange
+	r    *bufio.Reader
+	data []byte
+}
+
+// next returns the data of the next event; ok is false at the end of the body. An event
+// over maxReplyBytes is malformed. The data is valid until the next call.
+func (s *sseReader) next() (data []byte, ok bool, e *apiError) {
+	s.data = s.data[:0]
+	have := false
+	for {
+		line, err := s.line()
+		switch {
+		case errors.Is(err, io.EOF):
+			return s.data, have, nil
+		case err != nil:
+			if ae, isAPI := err.(*apiError); isAPI {
+				return nil, false, ae
+			}
+			return nil, false, s.x.failure(err)
+		case len(line) == 0 && have:
+			s.x.timer.Reset(s.x.timeout)
+			return s.data, true, nil
+		case bytes.HasPrefix(line, []byte("data:")):
+			if have {
+				s.data = append(s.data, '\n')
+			}
+			s.data, have = append(s.data, bytes.TrimPrefix(line[5:], []byte(" "))...), true
+			if len(s.data) > maxReplyBytes {
+				return nil, false, malformed("an event exceeds %d bytes", maxReplyBytes)
+			}
+		}
+	}
+}
+
+// line reads one line without its end, bounded by maxReplyBytes; io.EOF when the body
+// is over.
+func (s *sseReader) line() ([]byte, error) {
+	var long []byte
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if long = append(long, chunk...); len(long) > maxReplyBytes {
+				return nil, malformed("an event line exceeds %d bytes", maxReplyBytes)
+			}
+			continue
+		case err != nil && !errors.Is(err, io.EOF):
+			return nil, err
+		}
+		if long != nil {
+			chunk = append(long, chunk...)
+		}
+		if len(chunk) == 0 && err != nil {
+			return nil, io.EOF
+		}
+		return bytes.TrimRight(chunk, "\r\n"), nil
+	}
+}
+
+func malformed(format string, args ...any) *apiError {
+	return newError(http.StatusBadGateway, typeUpstream, codeMalformed, "malformed upstream reply: "+format, args...)
+}

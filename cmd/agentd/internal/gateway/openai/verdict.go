@@ -1,0 +1,124 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// verdict is the outcome of reviewing one round of tool calls.
+type verdict struct {
+	// calls are the accepted, allowed calls, in the accepted plan's order and form.
+	calls []toolCall
+	// denials are the calls withheld: unmapped, or denied by a guard.
+	denials []denial
+	// rejection is set when nothing of the round may run.
+	rejection *rejection
+}
+
+// denial is one withheld tool call.
+// It names the function and the step, never the call's id or arguments: a withheld
+// call leaves no trace a client could execute.
+type denial struct {
+	Tool   string `json:"tool"`
+	StepID string `json:"step_id,omitempty"`
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// rejection is why a whole round was refused.
+type rejection struct {
+	code    string
+	hook    string
+	cause   engine.Cause
+	message string
+	// violations are the required hook's policy's, when it denied the phase.
+	violations []engine.Violation
+}
+
+func requiredRejection(r *engine.RequiredAfterPlanningError) *rejection {
+	violations := engine.ViolationsOf(r)
+	if violations == nil {
+		violations = []engine.Violation{}
+	}
+	return &rejection{code: codeRequiredAfterPlan, hook: r.Hook, cause: r.DecisionCause(), message: r.Error(), violations: violations}
+}
+
+// check asks the guards about an accepted step as a tool_call operation and returns
+// the call the client gets for it, or the denial when the step may not run: a guard
+// denied it, a guard broke (fail closed), or no tool maps to its identity. A store
+// failure is the call's error.
+func (c *chatCall) check(ctx context.Context, p *phasePlan, step engine.RoutingStep) (toolCall, *denial, *apiError) {
+	call, ok := p.callFor(c.cfg, step)
+	d := &denial{Tool: call.Function.Name, StepID: step.StepID}
+	if !ok {
+		d.Tool, d.Code, d.Reason = step.Instruction, "tool_not_mapped", "no function in gateways.openai.tools maps to the accepted step's identity"
+		return call, d, nil
+	}
+	res, err := c.g.driver.Check(ctx, op.Call{
+		Operation: op.ToolCall, RequestID: c.id, StepID: step.StepID, Namespace: step.Namespace,
+		AgentName: step.AgentName, Capability: step.Capability(), Parameters: step.Parameters(),
+	})
+	if _, refused := engine.AsRefusal(err); refused {
+		return call, nil, driverError(err)
+	}
+	if ge, isGuard := op.AsGuardError(err); isGuard {
+		d.Code, d.Reason = "guard_error", ge.Error()
+		return call, d, nil
+	}
+	if err != nil {
+		d.Code, d.Reason = "invalid_call", err.Error()
+		return call, d, nil
+	}
+	if !res.Allowed {
+		d.Code, d.Reason = res.Denial.Code, res.Denial.Reason
+		return call, d, nil
+	}
+	return call, nil, nil
+}
+
+// text states the verdict for the model and the user: the rejection, or the calls
+// withheld.
+func (v *verdict) text() string {
+	var b strings.Builder
+	if r := v.rejection; r != nil {
+		switch r.code {
+		case codeRequiredAfterPlan:
+			fmt.Fprintf(&b, "agentd rejected the tool calls (hook %q, %s):", r.hook, r.cause)
+			for _, vi := range r.violations {
+				fmt.Fprintf(&b, "\n- %s", vi.Code)
+				if vi.StepID != "" {
+					fmt.Fprintf(&b, " (%s)", vi.StepID)
+				}
+				fmt.Fprintf(&b, ": %s", vi.Message)
+			}
+			if len(r.violations) == 0 {
+				fmt.Fprintf(&b, "\n- %s", r.message)
+			}
+		case codeToolCallsDenied:
+			b.WriteString("agentd denied every tool call:")
+		default:
+			fmt.Fprintf(&b, "agentd rejected the tool calls (%s): %s", r.code, r.message)
+		}
+	} else {
+		b.WriteString("agentd withheld these tool calls:")
+	}
+	for _, d := range v.denials {
+		fmt.Fprintf(&b, "\n- %s: %s: %s", d.Tool, d.Code, d.Reason)
+	}
+	return b.String()
+}
+
+// error is the rejection as an OpenAI-shaped 403.
+func (v *verdict) error() *apiError {
+	e := newError(http.StatusForbidden, typePolicyViolation, v.rejection.code, "%s", v.text())
+	e.Details = map[string]any{"denials": append([]denial{}, v.denials...)}
+	if r := v.rejection; r.code == codeRequiredAfterPlan {
+		e.Details["hook"], e.Details["cause"], e.Details["violations"] = r.hook, r.cause, r.violations
+	}
+	return e
+}

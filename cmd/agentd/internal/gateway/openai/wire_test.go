@@ -1,0 +1,187 @@
+package openai
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/config"
+)
+
+func TestAssembler_MergesToolCallPieces(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []toolCall
+	}{
+		{
+			name: "by index, arguments in pieces, two calls interleaved",
+			chunks: []string{
+				`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"get_quote","arguments":""}}]}}]}`,
+				`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"get_quote","arguments":"{\"sy"}}]}}]}`,
+				`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"symbol\":\"A\"}"}}]}}]}`,
+				`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"mbol\":\"B\"}"}}]},"finish_reason":"tool_calls"}]}`,
+			},
+			want: []toolCall{
+				{ID: "a", Type: "function", Function: functionCall{Name: "get_quote", Arguments: `{"symbol":"A"}`}},
+				{ID: "b", Type: "function", Function: functionCall{Name: "get_quote", Arguments: `{"symbol":"B"}`}},
+			},
+		},
+		{
+			name: "no index: a new id starts a call; a name sent again is kept once",
+			chunks: []string{
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"a","function":{"name":"get_quote","arguments":"{}"}}]}}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","function":{"name":"get_","arguments":"{"}}]}}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","function":{"name":"quote","arguments":"}"}}]},"finish_reason":"tool_calls"}]}`,
+			},
+			want: []toolCall{
+				{ID: "a", Function: functionCall{Name: "get_quote", Arguments: "{}"}},
+				{ID: "b", Function: functionCall{Name: "get_quote", Arguments: "{}"}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &assembler{}
+			for _, c := range tt.chunks {
+				if _, _, e := a.add([]byte(c)); e != nil {
+					t.Fatal(e)
+				}
+			}
+			r, e := a.reply()
+			if e != nil {
+				t.Fatal(e)
+			}
+			if !slices.Equal(r.calls, tt.want) {
+				t.Errorf("calls = %+v\nwant    %+v", r.calls, tt.want)
+			}
+		})
+	}
+}
+
+func TestAssembler_RefusesWhatCannotBeReviewed(t *testing.T) {
+	tests := map[string][]string{
+		"a second choice":      {`{"choices":[{"index":1,"delta":{"content":"x"},"finish_reason":"stop"}]}`},
+		"legacy function_call": {`{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}},"finish_reason":"stop"}]}`},
+		"no finish_reason":     {`{"choices":[{"index":0,"delta":{"content":"x"}}]}`},
+		"a call without id":    {`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]},"finish_reason":"tool_calls"}]}`},
+		"not a chunk":          {`{"choices":"x"}`},
+		"an error event":       {`{"error":{"message":"boom"}}`},
+	}
+	for name, chunks := range tests {
+		t.Run(name, func(t *testing.T) {
+			a := &assembler{}
+			var e *apiError
+			for _, c := range chunks {
+				if _, _, e = a.add([]byte(c)); e != nil {
+					break
+				}
+			}
+			if e == nil {
+				_, e = a.reply()
+			}
+			if e == nil || e.Status != http.StatusBadGateway {
+				t.Errorf("error = %v, want a 502", e)
+			}
+		})
+	}
+}
+
+func TestSSEReader(t *testing.T) {
+	body := ": a comment\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n" +
+		"data:no-space\n\n" + "data: " + strings.Repeat("x", 70<<10) + "\n\n" + "data: last"
+	s := &sseReader{x: &exchange{timer: time.NewTimer(time.Hour), timeout: time.Hour}, r: bufio.NewReaderSize(strings.NewReader(body), 32<<10)}
+	var got []string
+	for {
+		data, ok, e := s.next()
+		if e != nil {
+			t.Fatal(e)
+		}
+		if !ok {
+			break
+		}
+		got = append(got, string(data))
+	}
+	want := []string{"{\"a\":\n1}", "no-space", strings.Repeat("x", 70<<10), "last"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events = %.80q", got)
+	}
+}
+
+func TestParseCompletion_KeepsWhatItDoesNotSet(t *testing.T) {
+	rep, e := parseCompletion([]byte(`{"id":"x","service_tier":"default","usage":{"total_tokens":3},
+		"choices":[{"index":0,"logprobs":null,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"annotations":[],
+		"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_quote","arguments":"{}"}}]}}]}`))
+	if e != nil {
+		t.Fatal(e)
+	}
+	text := "ok"
+	body, err := completionBody(rep, &answer{content: &text, finish: "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"service_tier":"default"`, `"usage":{"total_tokens":3}`, `"annotations":[]`, `"content":"ok"`, `"finish_reason":"stop"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("%s lacks %s", body, want)
+		}
+	}
+	if strings.Contains(string(body), "tool_calls") {
+		t.Errorf("withheld tool calls are still in %s", body)
+	}
+	same, err := completionBody(rep, &answer{calls: rep.calls, finish: rep.finish})
+	if err != nil || string(same) != string(rep.raw) {
+		t.Errorf("an unchanged answer is not the upstream's reply as sent: %s", same)
+	}
+}
+
+func TestStepIndex_FallsBackToThePositionInTheRound(t *testing.T) {
+	conv := &conversation{rounds: [][]toolCall{{{ID: "a"}, {ID: "b"}}}}
+	idx := stepIndex{1: {"b": "step-1-3"}}
+	if got := idx.step(conv, toolResult{phase: 1, call: toolCall{ID: "b"}}); got != "step-1-3" {
+		t.Errorf("recorded step = %s", got)
+	}
+	if got := idx.step(conv, toolResult{phase: 1, call: toolCall{ID: "a"}}); got != "step-1-1" {
+		t.Errorf("fallback step = %s", got)
+	}
+	if got := stepID(2, 3, 1); got != "step-2r3-1" {
+		t.Errorf("the third attempt at phase 2: %s", got)
+	}
+}
+
+func TestRewritesResponse(t *testing.T) {
+	gen := func(steps ...string) *config.Generation {
+		return &config.Generation{Hooks: []config.HookInfo{
+			{Name: "p", Stage: "after_planning", Steps: []string{"rego"}},
+			{Name: "s", Stage: "after_synthesis", Steps: steps},
+		}}
+	}
+	for steps, want := range map[string]bool{
+		"cache.store,log,effect": false,
+		"log,redact":             true,
+		"truncate":               true,
+		"some.future.action":     true,
+	} {
+		if got := rewritesResponse(gen(strings.Split(steps, ",")...)); got != want {
+			t.Errorf("after_synthesis %s: rewritesResponse = %v, want %v", steps, got, want)
+		}
+	}
+	if rewritesResponse(&config.Generation{}) {
+		t.Error("a generation without after_synthesis hooks rewrites")
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	if _, e := readBody(strings.NewReader(strings.Repeat("a", 11)), 10); e == nil || e.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("11 bytes over a limit of 10: %v", e)
+	}
+	if _, e := readBody(strings.NewReader("{\"a\":\"\xff\"}"), 100); e == nil || e.Code != codeInvalidJSON {
+		t.Errorf("invalid UTF-8: %v", e)
+	}
+	if data, e := readBody(io.LimitReader(strings.NewReader("{}"), 2), 2); e != nil || string(data) != "{}" {
+		t.Errorf("a body at the limit: %q %v", data, e)
+	}
+}
