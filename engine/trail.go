@@ -153,8 +153,13 @@ func (t *Trail) report(i int, e Effect) (late func(), err error) {
 		if inv.Effects[j].EffectID != e.EffectID {
 			continue
 		}
-		if inv.Effects[j].Status.Terminal() && !e.Status.Terminal() {
+		prev := inv.Effects[j]
+		if prev.Status.Terminal() && !e.Status.Terminal() {
 			return nil, fmt.Errorf("%w: effect %q", ErrEffectRegression, e.EffectID)
+		}
+		e.History = prev.History
+		if prev.Status != e.Status {
+			e.History = append(slices.Clip(e.History), EffectChange{Status: prev.Status, ReplacedAt: time.Now().UTC()})
 		}
 		inv.Effects[j] = e
 		if t.completed[i] {
@@ -165,6 +170,7 @@ func (t *Trail) report(i int, e Effect) (late func(), err error) {
 	if t.completed[i] {
 		return nil, fmt.Errorf("%w: effect %q", ErrEffectAfterComplete, e.EffectID)
 	}
+	e.History = nil
 	inv.Effects = append(inv.Effects, e)
 	return nil, nil
 }
@@ -184,6 +190,7 @@ func copyInvocation(inv Invocation) Invocation {
 		effects := make([]Effect, len(inv.Effects))
 		for i, e := range inv.Effects {
 			e.Data = append(json.RawMessage(nil), e.Data...)
+			e.History = slices.Clone(e.History)
 			effects[i] = e
 		}
 		inv.Effects = effects

@@ -229,6 +229,8 @@
         el('span', {class: 'muted mono'}, e.effect_id)),
       e.summary ? el('div', {}, e.summary) : null,
       el('div', {class: 'muted'}, 'started ' + time(e.started_at) + (e.duration ? ', ' + duration(e.duration) : '')),
+      (e.history || []).length ? el('ol', {class: 'history'}, e.history.map(h =>
+        el('li', {}, badge(h.status), ' until ' + time(h.replaced_at))), el('li', {}, badge(e.status), ' now')) : null,
       e.error ? el('pre', {class: 'error-text'}, e.error) : null,
       e.data !== undefined ? json(e.data) : null)));
   }
