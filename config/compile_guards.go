@@ -54,6 +54,9 @@ func (l *loader) compileGuards() (*op.Runner, []GuardInfo, string) {
 			sites = append(sites, guardSite{d, n})
 		}
 	}
+	var observers []ObserverInfo
+	set.Arounds, observers = l.compileObservers()
+	l.observers = observers
 	if failed {
 		// The problems are reported; compiling what is left would only add follow-on
 		// errors (a revision without guards).

@@ -21,7 +21,9 @@ type Generation struct {
 	Policies *policy.Bundle
 	Hooks    []HookInfo
 	Guards   []GuardInfo
-	Gateways Gateways
+	// Observers are the declarative operation observers, in order.
+	Observers []ObserverInfo
+	Gateways  Gateways
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool
@@ -32,6 +34,7 @@ type Generation struct {
 // configured.
 type Gateways struct {
 	OpenAI *OpenAIGateway
+	MCP    *MCPGateway
 }
 
 // HookInfo describes one compiled hook, in registration order.

@@ -61,6 +61,7 @@ type loader struct {
 	cel        *expr.Compiler
 	rego       *policy.Bundle
 	regoFailed bool
+	observers  []ObserverInfo
 }
 
 // Load reads and compiles the config directory dir into a Generation. On any problem it
@@ -90,7 +91,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 	}
 	l.cel = cel
 	l.compilePolicies(cf)
-	catalog := l.compileCatalog()
+	mcp, mcpAgents := l.compileMCPGateway(dir)
+	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
 	openai := l.compileOpenAIGateway(catalog)
@@ -108,8 +110,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
-		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards,
-		Gateways: Gateways{OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, Observers: l.observers,
+		Gateways: Gateways{MCP: mcp, OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 

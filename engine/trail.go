@@ -157,11 +157,7 @@ func (t *Trail) report(i int, e Effect) (late func(), err error) {
 		if prev.Status.Terminal() && !e.Status.Terminal() {
 			return nil, fmt.Errorf("%w: effect %q", ErrEffectRegression, e.EffectID)
 		}
-		e.History = prev.History
-		if prev.Status != e.Status {
-			e.History = append(slices.Clip(e.History), EffectChange{Status: prev.Status, ReplacedAt: time.Now().UTC()})
-		}
-		inv.Effects[j] = e
+		inv.Effects[j] = e.replacing(prev, time.Now().UTC())
 		if t.completed[i] {
 			return t.onLate, nil
 		}
@@ -180,6 +176,16 @@ func (t *Trail) find(i int, f Finding) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.invocations[i].WouldDeny = append(t.invocations[i].WouldDeny, f)
+}
+
+// replacing returns e as the update of prev at time at: prev's history, and prev's
+// status added to it when e changes the status.
+func (e Effect) replacing(prev Effect, at time.Time) Effect {
+	e.History = prev.History
+	if prev.Status != e.Status {
+		e.History = append(slices.Clip(e.History), EffectChange{Status: prev.Status, ReplacedAt: at})
+	}
+	return e
 }
 
 func copyInvocation(inv Invocation) Invocation {

@@ -67,7 +67,7 @@ var bindingNote = map[engine.BindingMode]string{
 }
 
 // printSummary prints the compiled generation: hooks per stage in order, the required
-// hook, the guards and the generation id.
+// hook, the gateways, the guards and the generation id.
 func printSummary(w io.Writer, gen *config.Generation) {
 	fmt.Fprintf(w, "generation %s (%d files)\n", gen.ID, len(gen.Files))
 	for _, stage := range engine.Stages {
@@ -107,6 +107,13 @@ func printSummary(w io.Writer, gen *config.Generation) {
 		fmt.Fprintln(w, "boundary removal: allowed (settings.allow_boundary_removal): a reload to this config may drop the live required hook, guard rules or plan binding")
 	}
 	printOpenAIGateway(w, gen.Gateways.OpenAI)
+	printMCPGateway(w, gen.Gateways.MCP)
+	for i, o := range gen.Observers {
+		if i == 0 {
+			fmt.Fprintln(w, "observers:")
+		}
+		fmt.Fprintf(w, "  %d. %s on %s (log at %s)  %s:%d\n", i+1, o.Name, o.Operation, strings.Join(o.On, ", "), o.File, o.Line)
+	}
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
 		return
@@ -122,6 +129,26 @@ func printSummary(w io.Writer, gen *config.Generation) {
 			mode = " mode " + string(g.Mode) + " (records what it would deny, allows)"
 		}
 		fmt.Fprintf(w, "  %d. %s on %s (%s)%s%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, mode, g.File, g.Line)
+	}
+}
+
+// printMCPGateway prints the MCP gateway's upstream servers, if any: each one's
+// catalog identity, how it is reached and its tools.
+func printMCPGateway(w io.Writer, gw *config.MCPGateway) {
+	if gw == nil {
+		return
+	}
+	fmt.Fprintf(w, "MCP gateway: %d upstream server(s)\n", len(gw.Servers))
+	for i, s := range gw.Servers {
+		via := "http " + s.URL
+		if len(s.Command) > 0 {
+			via = "stdio " + strings.Join(s.Command, " ")
+		}
+		tools := make([]string, len(s.Tools))
+		for j, t := range s.Tools {
+			tools[j] = t.Name
+		}
+		fmt.Fprintf(w, "  %d. %s/%s (%s) tools [%s]  %s:%d\n", i+1, s.Namespace, s.Name, via, strings.Join(tools, ", "), s.File, s.Line)
 	}
 }
 

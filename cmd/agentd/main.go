@@ -1,6 +1,7 @@
 // Command agentd is the agentd daemon and CLI.
 //
-//	agentd serve   --config DIR [flags]   run the HTTP API on a config directory
+//	agentd serve   --config DIR [flags]   run the HTTP API (and the MCP gateway at /mcp) on a config directory
+//	agentd mcp     --config DIR [flags]   serve the MCP gateway of a config directory over stdio
 //	agentd check   DIR                    compile a config directory and print its summary
 //	agentd test    DIR                    run the Rego tests and pipeline cases of DIR
 //	agentd eval    --config DIR --stage STAGE --input FILE
@@ -35,6 +36,7 @@ type command struct {
 
 var commands = []command{
 	{"serve", "run the HTTP API on a config directory", runServe},
+	{"mcp", "serve the MCP gateway of a config directory over stdio", runMCP},
 	{"check", "compile a config directory and print its summary", runCheck},
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},

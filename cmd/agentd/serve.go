@@ -152,6 +152,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		}()
 	}
 	go reloadOnHangup(ctx, reloader)
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
 
 	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -162,9 +167,12 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
-			Mounts:    append(gateway.Mounts(), viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
+			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
+			Mounts: append(append(gateway.Mounts(),
+				server.Mount{Pattern: "/mcp", Handler: mcpGateway.Handler(), Role: server.RoleOrchestrator, Stream: true}),
+				viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
+			Gateways:  map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
 			LoginPage: viewer.LoginPage,
-			Timeouts:  server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,
@@ -192,6 +200,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	logger.Info("draining in-flight calls", "timeout", f.drain.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
 	defer cancel()
+	go mcpGateway.Shutdown(sctx) // MCP sessions hold event streams open; they end once their calls have
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}

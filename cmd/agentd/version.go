@@ -32,6 +32,17 @@ func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
 	return exitOK
 }
 
+// buildVersion is the version runVersion prints.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return orUnknown(info.Main.Version)
+	}
+	return orUnknown("")
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "unknown"

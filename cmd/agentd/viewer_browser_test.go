@@ -116,6 +116,22 @@ func check(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
+// waitStatus waits until GET /v1/status holds want.
+func waitStatus(t *testing.T, d *daemon, auth []string, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, status := d.do(t, "GET", "/v1/status", "", auth...)
+		if strings.Contains(status, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /v1/status never held %s: %s", want, status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // The hooks guide's verification recipe in a real browser: with the stock
 // walkthrough's requests in the store, log in, filter to the rejected trade, open it,
 // read the allowed-operations card and the plan graph, follow the trace link; a
@@ -242,27 +258,41 @@ func TestViewer_InBrowser(t *testing.T) {
 	browserRun(t, tab, shots, "back to the list", hash("#/?id=xss"), truthy(`!!document.querySelector('tr[data-request-id="xss-probe"]')`))
 	check(t, tab, "the list shows the probe's text as text", fmt.Sprintf(`document.querySelector('tr[data-request-id="xss-probe"] .request-text').textContent === %q && window.pwned === undefined`, probe))
 
+	// An effect completed later (POST /v1/effects) shows how it went.
+	ledger := "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: ledger}\nhooks:\n  - name: ledger-write\n    stage: after_execution\n" +
+		"    steps:\n      - effect: {id: ledger, name: ledger write, status: pending, summary: \"'queued'\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "hooks", "40-ledger.yaml"), []byte(ledger), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, d, auth, `"name":"ledger-write"`)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/hooks/before_planning", `{"request_id":"ledger-1","request":"Quote ACME","metadata":{"tenant":"acme"}}`},
+		{"/v1/hooks/after_execution", `{"request_id":"ledger-1","result":{"plan_id":"p","success":true,"steps":[]}}`},
+		{"/v1/effects", `{"request_id":"ledger-1","effect_id":"ledger","status":"succeeded","summary":"written"}`},
+	} {
+		if code, body := d.do(t, "POST", c.path, c.body, auth...); code != http.StatusOK {
+			t.Fatalf("POST %s = %d %s", c.path, code, body)
+		}
+	}
+	browserRun(t, tab, shots, "open the ledger request's Post-Execution",
+		hash("#/r/ledger-1"), truthy(`document.getElementById("request-id")?.textContent === "ledger-1"`),
+		chromedp.Click(chromedp.CSS(`button[data-tab="Post-Execution"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-effect="ledger"]`)),
+		screenshot(shots, "07-effect-history"))
+	check(t, tab, "one card shows the effect succeeded after it was pending",
+		`document.querySelectorAll('[data-effect="ledger"]').length === 1 &&
+		 [...document.querySelectorAll('[data-effect="ledger"] .history li .badge')].map(b => b.textContent).join() === "pending,succeeded"`)
+
 	// The config page: the live generation, its hooks, and the last reload error.
 	broken := filepath.Join(dir, "hooks", "99-broken.yaml")
 	if err := os.WriteFile(broken, []byte("apiVersion: agentd.dev/v1\nkind: HookSet\nhooks:\n  - name: broken\n    stage: nowhere\n    steps: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, status := d.do(t, "GET", "/v1/status", "", auth...)
-		if strings.Contains(status, `"result":"error"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the broken config never failed a reload: %s", status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitStatus(t, d, auth, `"result":"error"`)
 	browserRun(t, tab, shots, "open the config page",
-		chromedp.Click(chromedp.CSS("#nav-config")), chromedp.WaitVisible(chromedp.CSS("#hooks")), screenshot(shots, "07-config"))
+		chromedp.Click(chromedp.CSS("#nav-config")), chromedp.WaitVisible(chromedp.CSS("#hooks")), screenshot(shots, "08-config"))
 	check(t, tab, "the config page shows the live generation", `/^g-[0-9a-f]{16}$/.test(document.getElementById("generation").textContent)`)
 	check(t, tab, "the hooks are listed in run order", `[...document.querySelectorAll("#hooks tbody tr")].map(r => r.dataset.hook).join() ===
-		"response-cache,tenant-context,allowed-operations,execution-audit,pii-redaction,response-cache-store"`)
+		"response-cache,tenant-context,allowed-operations,execution-audit,ledger-write,pii-redaction,response-cache-store"`)
 	check(t, tab, "the memo keys of the rego step are shown", `document.querySelector('#hooks tr[data-hook="allowed-operations"] .note').textContent.includes("memoized on")`)
 	check(t, tab, "the last reload error names file:line:col", `/hooks\/99-broken\.yaml:5:\d+/.test(document.getElementById("reload-error").textContent)`)
 

@@ -55,9 +55,9 @@ func (b *bench) records() error {
 	}
 	log.Printf("records: %d requests recorded in %v", listRecords, time.Since(began).Round(time.Millisecond))
 	for _, c := range []struct{ id, figure, query string }{
-		{"7a", "Records list: first page (50) of 10,000 records, GET /v1/executions", ""},
-		{"7b", "Records list: first page of the failed tenth, ?status=failed", "?status=failed"},
-		{"7c", "Records list: first page by violation and stage, ?violation=capability_not_allowed&stage=after_planning",
+		{"8a", "Records list: first page (50) of 10,000 records, GET /v1/executions", ""},
+		{"8b", "Records list: first page of the failed tenth, ?status=failed", "?status=failed"},
+		{"8c", "Records list: first page by violation and stage, ?violation=capability_not_allowed&stage=after_planning",
 			"?violation=capability_not_allowed&stage=after_planning"},
 	} {
 		lat, err := readPages(b.ctx, base+"/v1/executions"+c.query)
@@ -65,7 +65,7 @@ func (b *bench) records() error {
 			return fmt.Errorf("%s: %w", c.id, err)
 		}
 		p50, p99 := lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
-		b.rows["7"] = append(b.rows["7"], report.Row{ID: c.id, Figure: c.figure,
+		b.rows["8"] = append(b.rows["8"], report.Row{ID: c.id, Figure: c.figure,
 			Agentd: fmt.Sprintf("p50 %s, p99 %s", report.Duration(p50), report.Duration(p99)), Peer: "—", Ratio: "—", Goal: "< 200 ms"})
 		b.goals = append(b.goals, fmt.Sprintf("Row %s (%s): p99 %s, %s the goal of %s.", c.id, c.figure, report.Duration(p99),
 			map[bool]string{true: "meets", false: "misses"}[p99 < listGoal], report.Duration(listGoal)))
@@ -75,9 +75,9 @@ func (b *bench) records() error {
 		return err
 	}
 	res := testing.Benchmark(func(tb *testing.B) { storetest.BenchmarkList(tb, mem, store.Query{Status: engine.RecordFailed}) })
-	b.rows["7"] = append(b.rows["7"], report.Row{ID: "7d", Figure: "Records list in process: store.Memory.List, first page of the failed tenth of 10,000",
+	b.rows["8"] = append(b.rows["8"], report.Row{ID: "8d", Figure: "Records list in process: store.Memory.List, first page of the failed tenth of 10,000",
 		Agentd: fmt.Sprintf("%s/op, %d allocs/op", report.NS(float64(res.NsPerOp())), res.AllocsPerOp()), Peer: "—", Ratio: "—", Goal: "< 200 ms"})
-	b.notes = append(b.notes, fmt.Sprintf("Rows 7a–7c: %s records written by stage calls, then each first page read %d times in a row "+
+	b.notes = append(b.notes, fmt.Sprintf("Rows 8a–8c: %s records written by stage calls, then each first page read %d times in a row "+
 		"(after %d unmeasured reads) by one client; the Redis store's list is measured by `go test -bench ListFirstPage ./engine/store/redis/` "+
 		"(needs AGENTD_TEST_REDIS).", report.Count(listRecords), listReads, listReads/10))
 	return nil

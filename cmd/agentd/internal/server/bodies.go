@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
@@ -132,4 +133,23 @@ type OperationFinishResponse struct {
 	RequestID string           `json:"request_id"`
 	StepID    string           `json:"step_id"`
 	Status    engine.RunStatus `json:"status"`
+}
+
+// EffectUpdateRequest completes (or updates) a pending effect a hook announced.
+type EffectUpdateRequest struct {
+	RequestID string              `json:"request_id"`
+	EffectID  string              `json:"effect_id"`
+	Status    engine.EffectStatus `json:"status"`
+	Name      string              `json:"name,omitempty"`
+	Summary   string              `json:"summary,omitempty"`
+	Data      json.RawMessage     `json:"data,omitempty"`
+	Error     string              `json:"error,omitempty"`
+	Duration  time.Duration       `json:"duration,omitempty"`
+}
+
+// EffectUpdateResponse acknowledges an effect update.
+type EffectUpdateResponse struct {
+	RequestID string              `json:"request_id"`
+	EffectID  string              `json:"effect_id"`
+	Status    engine.EffectStatus `json:"status"`
 }

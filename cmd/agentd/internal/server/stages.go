@@ -179,3 +179,32 @@ func (s *Service) FinishOperation(ctx context.Context, req *OperationFinishReque
 	}
 	return &OperationFinishResponse{RequestID: req.RequestID, StepID: req.StepID, Status: req.Status}, nil
 }
+
+// UpdateEffect completes or updates a pending effect by id (see
+// engine.Driver.CompleteEffect).
+func (s *Service) UpdateEffect(ctx context.Context, req *EffectUpdateRequest) (*EffectUpdateResponse, *APIError) {
+	switch {
+	case req.RequestID == "":
+		return nil, missing("request_id")
+	case req.EffectID == "":
+		return nil, missing("effect_id")
+	case req.Status == "":
+		return nil, missing("status")
+	}
+	err := s.driver.CompleteEffect(ctx, req.RequestID, engine.Effect{
+		EffectID: req.EffectID, Name: req.Name, Status: req.Status, Summary: req.Summary,
+		Data: req.Data, Error: req.Error, Duration: req.Duration,
+	})
+	var ee *engine.EffectError
+	switch {
+	case errors.As(err, &ee) && ee.Code == engine.UpdateInvalidEffect:
+		return nil, apiError(http.StatusBadRequest, TypeInvalidEffect, "%v", ee.Detail)
+	case errors.As(err, &ee) && ee.Code == engine.UpdateTerminalEffect:
+		return nil, apiError(http.StatusConflict, TypeEffectTerminal, "%v", ee.Detail)
+	case errors.As(err, &ee):
+		return nil, apiError(http.StatusNotFound, TypeUnknownEffect, "%v", ee.Detail)
+	case err != nil:
+		return nil, driverError(err)
+	}
+	return &EffectUpdateResponse{RequestID: req.RequestID, EffectID: req.EffectID, Status: req.Status}, nil
+}
