@@ -101,7 +101,7 @@ func (r *Records) List(ctx context.Context, q store.Query) (store.Page, error) {
 		var entries []string
 		err := r.s.do(ctx, r.s.timeout, "list records", "", func(ctx context.Context) error {
 			var err error
-			entries, err = r.s.client.ZRangeByLex(ctx, index, &goredis.ZRangeBy{Min: from, Max: to, Count: batch}).Result()
+			entries, err = r.s.client.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: index, Start: from, Stop: to, ByLex: true, Count: batch}).Result()
 			return err
 		})
 		if err != nil {

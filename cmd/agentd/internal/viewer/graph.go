@@ -94,9 +94,7 @@ func Graphs(rec *engine.ExecutionRecord) []Graph {
 		g.Phase = ph.Phase
 		graphs = append(graphs, g)
 		if ph.Plan != nil {
-			for _, s := range ph.Plan.Steps {
-				prior = append(prior, s)
-			}
+			prior = append(prior, ph.Plan.Steps...)
 		}
 	}
 	addRejections(math.MaxInt)
