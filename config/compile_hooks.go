@@ -186,11 +186,11 @@ func catalogNode(n *yaml.Node, ce *engine.CatalogError) *yaml.Node {
 	}
 	var at *yaml.Node
 	switch ce.Reason {
-	case "duplicate_agent":
+	case engine.CatalogDuplicateAgent:
 		at = agent
-	case "duplicate_capability":
+	case engine.CatalogDuplicateCapability:
 		at = second(caps, func(c *yaml.Node) *yaml.Node { return get(c, "name") })
-	case "duplicate_return_field":
+	case engine.CatalogDuplicateReturnField:
 		for _, c := range contentOf(caps) {
 			if at = second(get(c, "returns"), func(r *yaml.Node) *yaml.Node { return r }); at != nil {
 				break

@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -128,26 +127,11 @@ func (l *loader) compilePolicies(cf configFiles) {
 		return
 	}
 	l.regoFailed = true
-	var perrs policy.Errors
-	if !errors.As(err, &perrs) {
-		if err != nil {
-			l.errs = append(l.errs, &diag.Error{Kind: diag.KindRegoCompile, Message: err.Error()})
-		}
-		return
+	if list, ok := diag.AsList(err); ok {
+		l.errs = append(l.errs, list...)
+	} else if err != nil {
+		l.errs = append(l.errs, &diag.Error{Kind: diag.KindRegoCompile, Message: err.Error()})
 	}
-	for _, e := range perrs {
-		kind := e.Kind
-		if k, ok := policyKinds[kind]; ok {
-			kind = k
-		}
-		l.errs = append(l.errs, &diag.Error{Kind: kind, File: e.File, Line: e.Line, Column: e.Column, Message: e.Message})
-	}
-}
-
-// policyKinds maps the policy error kinds that have no diag kind of the same name.
-var policyKinds = map[string]string{
-	policy.KindDataInvalid:  diag.KindDataSyntax,
-	policy.KindInvalidQuery: diag.KindUndefinedQuery,
 }
 
 // context returns the action compile context of one hook.

@@ -317,7 +317,7 @@ func TestLoad_MissingConfigDirectory(t *testing.T) {
 				}
 			}
 			list := loadFails(t, dir)
-			if kinds := list.Kinds(); !slices.Contains(kinds, diag.KindIO) || slices.ContainsFunc(kinds, func(k string) bool { return k != diag.KindIO }) {
+			if kinds := list.Kinds(); !slices.Contains(kinds, diag.KindIO) || slices.ContainsFunc(kinds, func(k diag.Kind) bool { return k != diag.KindIO }) {
 				t.Errorf("kinds = %v, want only %s:\n%v", kinds, diag.KindIO, list)
 			}
 		})
@@ -354,7 +354,7 @@ guards:
       rego: {query: data.agentd.guard_test}
 `)})
 	list := loadFails(t, dir)
-	if got := list.Kinds(); !slices.Equal(got, []string{diag.KindUndefinedQuery}) {
+	if got := list.Kinds(); !slices.Equal(got, []diag.Kind{diag.KindUndefinedQuery}) {
 		t.Errorf("querying the test package: kinds = %v, want [%s]:\n%v", got, diag.KindUndefinedQuery, list)
 	}
 }
@@ -479,7 +479,7 @@ guards:
       reason: the request is too long
 `)})
 	list := loadFails(t, dir)
-	if got := list.Kinds(); !slices.Equal(got, []string{diag.KindCELTypeCheck}) {
+	if got := list.Kinds(); !slices.Equal(got, []diag.Kind{diag.KindCELTypeCheck}) {
 		t.Errorf("kinds = %v, want [%s]:\n%v", got, diag.KindCELTypeCheck, list)
 	}
 }

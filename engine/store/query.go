@@ -41,7 +41,7 @@ type Query struct {
 	Lifecycle engine.RequestLifecycle // as of the call: an open record past OpenUntil is abandoned
 	Stage     engine.Stage            // a hook invocation of that stage was recorded
 	Hook      string                  // a hook of that name was invoked
-	Reason    string                  // an invocation's decision had that reason
+	Reason    engine.Reason           // an invocation's decision had that reason
 	// Violation is a code a refusal named: a policy violation of a rejected plan, the
 	// plan rule an invalid plan broke, or an operation denial's code.
 	Violation string
@@ -109,7 +109,7 @@ func (q *Query) Validate() error {
 			return err
 		}
 	}
-	for _, f := range []struct{ param, v string }{{"hook", q.Hook}, {"reason", q.Reason}, {"violation", q.Violation},
+	for _, f := range []struct{ param, v string }{{"hook", q.Hook}, {"reason", string(q.Reason)}, {"violation", q.Violation},
 		{"generation", q.Generation}, {"id", q.IDContains}} {
 		if len(f.v) > maxFilterLen || !utf8.ValidString(f.v) {
 			return &QueryError{Param: f.param, Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes", maxFilterLen)}

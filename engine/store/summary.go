@@ -26,7 +26,7 @@ type Summary struct {
 	Error          string                `json:"error,omitempty"`
 	Stages         []engine.Stage        `json:"stages"`
 	Hooks          []string              `json:"hooks"`
-	Reasons        []string              `json:"reasons"`
+	Reasons        []engine.Reason       `json:"reasons"`
 	Violations     []string              `json:"violations"`
 	Guards         []engine.CheckOutcome `json:"guard_outcomes"`
 	PolicyRevision string                `json:"policy_revision,omitempty"`
@@ -48,7 +48,7 @@ func Summarize(rec *engine.ExecutionRecord) *Summary {
 	s := &Summary{
 		RequestID: rec.RequestID, Request: clip(rec.Request), Generation: rec.Generation, Tenant: rec.Tenant,
 		Status: rec.Status, Lifecycle: rec.Lifecycle, Cause: rec.Cause, Error: clip(rec.Error),
-		Stages: []engine.Stage{}, Hooks: []string{}, Reasons: []string{}, Violations: []string{}, Guards: []engine.CheckOutcome{},
+		Stages: []engine.Stage{}, Hooks: []string{}, Reasons: []engine.Reason{}, Violations: []string{}, Guards: []engine.CheckOutcome{},
 		Invocations: len(rec.PipelineHooks), Phases: len(rec.Phases), Rejections: len(rec.Rejections),
 		Operations: len(rec.Operations), Revision: rec.Revision, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 	}
@@ -68,7 +68,7 @@ func Summarize(rec *engine.ExecutionRecord) *Summary {
 			s.Violations = append(s.Violations, v.Code)
 		}
 		if r.Code != "" {
-			s.Violations = append(s.Violations, r.Code)
+			s.Violations = append(s.Violations, string(r.Code))
 		}
 	}
 	for _, o := range rec.Operations {

@@ -73,6 +73,8 @@ mcp tools/call '{"name":"Get-Env","arguments":{}}'
 expect 200 '.result.isError and .result._meta["dev.agentd/refusal"].code == "unknown_tool"' "Get-Env: names are case-sensitive, no such tool"
 mcp tools/call '{"name":"everything__get-env","arguments":{}}'
 expect 200 '.result.isError and .result._meta["dev.agentd/refusal"].code == "unknown_tool"' "everything__get-env: names are qualified only when two servers collide"
+mcp tools/call '{"name":"echo","arguments":{"message":"still here"}}'
+expect 200 '(.result.isError | not) and .result.content[0].text == "Echo: still here"' "a refused call does not end the session: the next allowed call goes through"
 
 echo "== 6. resources and prompts pass through only where the config allows"
 mcp resources/list
@@ -84,10 +86,10 @@ expect 200 '[.result.prompts[].name] | sort == ["args-prompt","simple-prompt"]' 
 
 echo "== 7. the session's execution record"
 call GET "/v1/executions/$REQUEST_ID"
-expect 200 '[.phases[].plan.steps[0].metadata.capability] == ["echo","get-sum","get-sum"]' \
-  "three reviewed phases were accepted: echo and both get-sum calls (the guard denied the first one at call time)"
+expect 200 '[.phases[].plan.steps[0].metadata.capability] == ["echo","get-sum","get-sum","echo"]' \
+  "four reviewed phases were accepted: echo, both get-sum calls (the guard denied the first one at call time) and the last echo"
 expect 200 '(.rejections | length) == 1 and .rejections[0].plan.steps[0].metadata.capability == "get-env" and .rejections[0].violations[0].code == "capability_not_allowed"' \
   "the rejected get-env plan is in the record, with the policy's violation"
-expect 200 '[.result.steps[] | {capability, success}] == [{"capability":"echo","success":true},{"capability":"get-sum","success":true}]' \
-  "after_execution saw the two forwarded calls"
+expect 200 '[.result.steps[] | {capability, success}] == [{"capability":"echo","success":true},{"capability":"get-sum","success":true},{"capability":"echo","success":true}]' \
+  "after_execution saw the three forwarded calls"
 echo "walkthrough passed"

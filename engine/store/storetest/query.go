@@ -120,7 +120,7 @@ func Query(t *testing.T, newStore func(t *testing.T) store.RecordStore) {
 			Status: engine.RecordFailed, Lifecycle: engine.LifecycleFailed, Cause: engine.CausePolicyDenied,
 			Error:  "required after-planning hook \"allowed-operations\" failed",
 			Stages: []engine.Stage{engine.StageAfterPlanning, engine.StageBeforePlanning}, Hooks: []string{"allowed-operations", "tenant-context"},
-			Reasons: []string{engine.ReasonHookError, "no_decision"}, Violations: []string{"capability_not_allowed"}, Guards: []engine.CheckOutcome{},
+			Reasons: []engine.Reason{engine.ReasonHookError, "no_decision"}, Violations: []string{"capability_not_allowed"}, Guards: []engine.CheckOutcome{},
 			Invocations: 2, Rejections: 1, Revision: 3, CreatedAt: now.Add(-3 * time.Minute), UpdatedAt: now.Add(-2 * time.Minute),
 		}
 		if !reflect.DeepEqual(got, want) {
@@ -246,7 +246,7 @@ func listAll(t *testing.T, s store.RecordLister, q store.Query, limit int) []str
 // guard denied, a 422 invalid plan, an open request whose state expired, and a cached
 // answer on another generation.
 func fixture(now time.Time) []*engine.ExecutionRecord {
-	dec := func(p engine.FailurePolicy, a engine.Action, reason string) *engine.DecisionRecord {
+	dec := func(p engine.FailurePolicy, a engine.Action, reason engine.Reason) *engine.DecisionRecord {
 		return &engine.DecisionRecord{FailurePolicy: p, Action: a, Reason: reason}
 	}
 	inv := func(hook string, stage engine.Stage, d *engine.DecisionRecord) engine.Invocation {

@@ -86,7 +86,10 @@ func TestExecutions_BadQueriesNameTheParameter(t *testing.T) {
 	} {
 		code, body := call(t, h, http.MethodGet, "/v1/executions"+query, "")
 		var e struct {
-			Error struct{ Type, Param string }
+			Error struct {
+				Type  ErrorType
+				Param string
+			}
 		}
 		if err := json.Unmarshal(body, &e); code != http.StatusBadRequest || err != nil || e.Error.Type != TypeInvalidQuery || e.Error.Param != param {
 			t.Errorf("GET /v1/executions%s = %d %s, want 400 invalid_query naming %s", query, code, body, param)

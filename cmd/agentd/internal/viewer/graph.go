@@ -115,7 +115,7 @@ func (g *Graph) markViolations(r engine.PlanRejection) {
 		mark(v.StepID, v.Code)
 	}
 	if r.Code != "" {
-		mark(r.StepID, r.Code)
+		mark(r.StepID, string(r.Code))
 	}
 }
 

@@ -98,7 +98,9 @@ func TestViewer_AnswersCarryThePolicy(t *testing.T) {
 	if err := json.Unmarshal(get(t, h, "/ui/settings.json", bearer...).Body.Bytes(), &s); err != nil || s.TraceURL != "https://traces.example/t/{trace_id}" {
 		t.Errorf("settings = %+v, %v", s, err)
 	}
-	var e struct{ Error struct{ Type string } }
+	var e struct {
+		Error struct{ Type server.ErrorType }
+	}
 	if err := json.Unmarshal(get(t, h, "/ui/graphs/nobody", bearer...).Body.Bytes(), &e); err != nil || e.Error.Type != server.TypeNotFound {
 		t.Errorf("graphs of an unknown request: %+v, %v", e, err)
 	}

@@ -232,7 +232,7 @@ func callError(ctx, cctx context.Context, err error, server string, timeout time
 // refusalOf translates a driver error into a refusal.
 func refusalOf(err error) *refusal {
 	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
-		code, reason := r.Reason, r.Cause.Error()
+		code, reason := string(r.Reason), r.Cause.Error()
 		if rej, ok := builtin.AsPlanRejection(r); ok && len(rej.Violations) > 0 {
 			code = rej.Violations[0].Code
 			parts := make([]string, len(rej.Violations))
@@ -244,7 +244,7 @@ func refusalOf(err error) *refusal {
 		return &refusal{Code: code, Reason: fmt.Sprintf("the required after_planning hook %q rejected the call: %s", r.Hook, reason)}
 	}
 	if pe, ok := engine.AsPlanError(err); ok {
-		return &refusal{Code: pe.Code, Reason: pe.Error()}
+		return &refusal{Code: string(pe.Code), Reason: pe.Error()}
 	}
 	if r, ok := engine.AsRefusal(err); ok {
 		reason := r.Error()

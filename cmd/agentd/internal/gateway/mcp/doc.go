@@ -23,9 +23,11 @@
 // to after_execution. A name no upstream offers (names are case-sensitive, and a
 // qualified name exists only for a collision) is refused with unknown_tool and never
 // reaches the driver or an upstream. A session's phases are reviewed one at a time;
-// forwarded calls run concurrently. A rejection by the required review ends the
-// request, as it ends any agentd request: the session then lists no tools and its
-// calls are refused with request_failed.
+// forwarded calls run concurrently. A rejection by the required review refuses that
+// call and is recorded, but does not end the request: the session's request opens with
+// independent phases (engine.Opening.PhasesIndependent), so each call is reviewed on
+// its own. A refusal that does end it (request_failed after a hook panic, a retired or
+// expired generation, a record over its budget) leaves a session that lists no tools.
 //
 // tools/list. The upstreams' tools, each under its own name, or as
 // "<server>__<tool>" when several upstreams offer that name (the first in

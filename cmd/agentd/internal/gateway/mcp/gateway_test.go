@@ -109,10 +109,10 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 	}
 }
 
-// TestGateway_RejectedCallEndsTheSessionsRequest: the review's rejection is in the
-// record, and the request (so the session) takes no more calls, as any agentd request
-// whose plan was rejected.
-func TestGateway_RejectedCallEndsTheSessionsRequest(t *testing.T) {
+// TestGateway_RejectedCallRefusesThatCallOnly: the review's rejection is in the
+// record and refuses that call; the session's request stays open, so the calls before
+// and after it are reviewed and forwarded on their own.
+func TestGateway_RejectedCallRefusesThatCallOnly(t *testing.T) {
 	h := newHarness(t, stdioServer("local", ""))
 	h.waitReady("local")
 	c := h.connect()
@@ -120,29 +120,28 @@ func TestGateway_RejectedCallEndsTheSessionsRequest(t *testing.T) {
 		t.Fatal(text(res))
 	}
 	res := c.call(t, "wipe", nil)
-	if !res.IsError || res.Meta[metaStepID] != "step-2" {
+	if !res.IsError || res.Meta[metaStepID] != "step-2" || refusalCode(res) != "capability_not_allowed" {
 		t.Fatalf("wipe = %+v", res)
 	}
-	after := c.call(t, "echo", map[string]any{"message": "after"})
-	if refusalCode(after) != "request_failed" || !strings.Contains(text(after), "open a new session") {
-		t.Errorf("a call after the rejection = %q, want request_failed", text(after))
+	if after := c.call(t, "echo", map[string]any{"message": "after"}); after.IsError || after.Meta[metaStepID] != "step-3" {
+		t.Fatalf("a call after the rejection = %+v (%q), want it forwarded as step-3", after, text(after))
 	}
-	if tools := c.tools(t); len(tools) != 0 {
-		t.Errorf("tools/list after the rejection = %v, want none", tools)
+	if tools := c.tools(t); !slices.Contains(tools, "echo") || slices.Contains(tools, "wipe") {
+		t.Errorf("tools/list after the rejection = %v, want echo and not wipe", tools)
 	}
-	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 1 })
-	if rec.Status != engine.RecordFailed || len(rec.Phases) != 1 || len(rec.Rejections) != 1 {
-		t.Fatalf("record: status %s, %d phases, %d rejections; want failed, 1, 1", rec.Status, len(rec.Phases), len(rec.Rejections))
+	rec := h.waitRecord(c.requestID(), func(n int) bool { return n == 2 })
+	if rec.Status == engine.RecordFailed || len(rec.Phases) != 2 || len(rec.Rejections) != 1 {
+		t.Fatalf("record: status %s, %d phases, %d rejections; want not failed, 2, 1", rec.Status, len(rec.Phases), len(rec.Rejections))
 	}
 	if r := rec.Rejections[0]; r.Phase != 2 || r.Hook != "allowed-operations" || len(r.Violations) != 1 ||
 		r.Violations[0].Code != "capability_not_allowed" || r.Plan.Steps[0].StepID != "step-2" || r.Plan.Steps[0].Capability() != "wipe" {
 		t.Errorf("the rejection = %+v", r)
 	}
-	if ops := rec.Operations; len(ops) != 1 || ops[0].StepID != "step-1" || ops[0].Outcome != engine.CheckAllow ||
-		ops[0].Finish == nil || ops[0].Finish.Status != engine.RunSucceeded {
-		t.Errorf("operations = %+v, want the echo check with its finish", ops)
+	if ops := rec.Operations; len(ops) != 2 || ops[0].StepID != "step-1" || ops[1].StepID != "step-3" ||
+		ops[1].Outcome != engine.CheckAllow || ops[1].Finish == nil || ops[1].Finish.Status != engine.RunSucceeded {
+		t.Errorf("operations = %+v, want the two echo checks with their finishes", ops)
 	}
-	if calls := h.upstreamCalls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "local echo ") {
+	if calls := h.upstreamCalls(); len(calls) != 2 || !strings.HasPrefix(calls[1], "local echo ") {
 		t.Errorf("the upstream saw %v", calls)
 	}
 }

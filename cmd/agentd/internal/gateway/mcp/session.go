@@ -92,7 +92,7 @@ func sessionOpening(client *mcp.Implementation) engine.Opening {
 	if client != nil {
 		meta["client"] = map[string]any{"name": client.Name, "version": client.Version}
 	}
-	return engine.Opening{Metadata: meta}
+	return engine.Opening{Metadata: meta, PhasesIndependent: true}
 }
 
 // nextStepID is the step id the session's next call gets.
