@@ -235,7 +235,8 @@ func recordEntries(rec *ExecutionRecord) int {
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {
 	return &ExecutionRecord{
-		SchemaVersion: ExecutionRecordVersion, RequestID: s.state.ID, Generation: s.gen.ID, Tenant: TenantOf(s.state.Metadata), Status: RecordRunning, Lifecycle: LifecycleOpen,
+		SchemaVersion: ExecutionRecordVersion, RequestID: s.state.ID, Generation: s.gen.ID, Tenant: TenantOf(s.state.Metadata), Request: s.state.Request,
+		Status: RecordRunning, Lifecycle: LifecycleOpen,
 		PipelineHooks: []Invocation{}, CreatedAt: now, UpdatedAt: now,
 	}
 }

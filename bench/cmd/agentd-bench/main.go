@@ -101,7 +101,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "7"
+	rows     map[string][]report.Row // by section: "1" … "9"
 	extra    []report.Row
 	profiles []profile
 	notes    []string
@@ -154,6 +154,7 @@ func run(c *config) error {
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
 		{"MCP gateway", b.mcpGateway},
+		{"records list", b.records},
 		{"decision log", b.decisionLog},
 	}
 	for _, name := range c.only {
