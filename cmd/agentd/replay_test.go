@@ -11,8 +11,9 @@ import (
 // recordedDay runs a day of traffic on the stock agent: quotes, broker trades of 3,000
 // and 8,000 that are checked and finished, and a trade the allow-list rejects. It
 // returns the records exported with GET /v1/executions/{id} as a JSON list, and the
-// daemon's decision log file.
-func recordedDay(t *testing.T) (records, decisions string) {
+// daemon's decision log file; live, when set, is called with the daemon's URL before
+// it stops.
+func recordedDay(t *testing.T, live func(url string)) (records, decisions string) {
 	t.Helper()
 	decisions = filepath.Join(t.TempDir(), "decisions.log")
 	d := startDaemon(t, filepath.Join(repoRoot(t), "examples", "stock-agent"), "--decision-log-file", decisions, "--log-decisions=false")
@@ -51,6 +52,9 @@ func recordedDay(t *testing.T) (records, decisions string) {
 		}
 		list = append(list, strings.TrimSpace(body))
 	}
+	if live != nil {
+		live(d.url)
+	}
 	d.stop(t)
 	records = filepath.Join(t.TempDir(), "records.json")
 	if err := os.WriteFile(records, []byte("["+strings.Join(list, ",")+"]"), 0o600); err != nil {
@@ -60,11 +64,21 @@ func recordedDay(t *testing.T) (records, decisions string) {
 }
 
 // agentd replay of a recorded day against a stricter candidate lists the newly denied
-// requests and exits 1, from the exported records and from the decision log alike;
-// against the live config itself nothing changes and it exits 0.
+// requests and exits 1, from the daemon's records list, the exported records and the
+// decision log alike; against the live config itself nothing changes and it exits 0.
 func TestReplay_RecordedDayAgainstAStricterCandidate(t *testing.T) {
-	records, decisions := recordedDay(t)
 	strict := stricterExample(t)
+	var fromDaemon string
+	records, decisions := recordedDay(t, func(url string) {
+		code, out, errOut := runCLI(t, "replay", "--config", strict, "--records", url)
+		if code != exitFailed {
+			t.Fatalf("replay of the daemon's records: exit %d, want 1\n%s%s", code, out, errOut)
+		}
+		fromDaemon = out
+	})
+	if !strings.Contains(fromDaemon, "3 newly denied, 0 newly allowed, 0 changed") {
+		t.Errorf("replay of the daemon's records lacks the 3 newly denied decisions:\n%s", fromDaemon)
+	}
 	for name, src := range map[string]string{"records": records, "decision log": decisions} {
 		code, out, errOut := runCLI(t, "replay", "--config", strict, "--records", src)
 		if code != exitFailed {
