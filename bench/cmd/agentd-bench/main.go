@@ -11,6 +11,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +40,8 @@ type config struct {
 	gatewayRequests, gatewayRounds int
 
 	mcpSessions, mcpCalls int
+
+	cheapRequests int
 }
 
 func parseFlags() *config {
@@ -54,6 +58,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.concurrency, "concurrency", 16, "load generator workers (and keep-alive connections)")
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
 	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
+	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
 	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:identical:20000,30:newtext:5000,30:unseen:5000",
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
@@ -78,9 +83,15 @@ func parseFlags() *config {
 	return c
 }
 
+// chartFile is the ratio chart, written beside latest.md.
+const chartFile = "ratios.svg"
+
 func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("agentd-bench: ")
+	if len(os.Args) == 3 && os.Args[1] == "floor" {
+		log.Fatal(serveFloor(os.Args[2]))
+	}
 	c := parseFlags()
 	if err := run(c); err != nil {
 		log.Fatal(err)
@@ -93,8 +104,10 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "7"
+	rows     map[string][]report.Row // by section: "1" … "9"
 	extra    []report.Row
+	bars     []report.Bar                  // the ratios the chart shows
+	stockCPU map[fixture.Variation]float64 // agentd's CPU per request, section 2's 3-step cases
 	profiles []profile
 	notes    []string
 	goals    []string
@@ -125,7 +138,8 @@ func run(c *config) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{}}
+	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{},
+		stockCPU: map[fixture.Variation]float64{}}
 	machine := report.ReadMachine(c.repo)
 	log.Print(machine.Line())
 	loadBefore := report.LoadAverage()
@@ -144,6 +158,7 @@ func run(c *config) error {
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
+		{"HTTP, cheap policy and floor", b.cheapPolicy},
 		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
@@ -162,6 +177,11 @@ func run(c *config) error {
 	md := b.render(machine, time.Since(began))
 	out := filepath.Join(c.results, "latest.md")
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	// Each bar's label starts with its row id: sorted, the chart follows the table.
+	slices.SortStableFunc(b.bars, func(x, y report.Bar) int { return strings.Compare(x.Label, y.Label) })
+	if err := os.WriteFile(filepath.Join(c.results, chartFile), report.Chart("agentd against its peers and the HTTP floor", b.bars), 0o644); err != nil {
 		return err
 	}
 	fmt.Println(report.Table(b.table()))

@@ -11,7 +11,7 @@ import (
 // table returns every row, section by section.
 func (b *bench) table() []report.Row {
 	var rows []report.Row
-	for _, s := range []string{"1", "2", "3", "4", "5", "6", "7"} {
+	for _, s := range []string{"1", "2", "8", "9", "3", "4", "5", "6", "7"} {
 		rows = append(rows, b.rows[s]...)
 	}
 	return rows
@@ -28,6 +28,8 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"interleaved round by round and HTTP runs alternate between the two servers so that noise falls on both " +
 		"sides, and ratios are computed from figures of this run only; repeat runs can still differ by 10–20%%.\n\n")
 
+	p("## Ratios at a glance\n\n![agentd ÷ peer for each comparison with a peer](%s)\n\n"+
+		"[%s](%s): one bar per ratio, from parity (1×); green meets the issue's goal, red misses it, grey has none.\n\n", chartFile, chartFile, chartFile)
 	p("## Results\n\n%s\n", report.Table(b.table()))
 	p("## Goals\n\n")
 	for _, g := range b.goals {
@@ -56,6 +58,12 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"rejects for repeated step ids). Plans vary per request in both servers' bodies alike: a new plan of a known shape, an "+
 		"unseen plan, or the identical plan, as in process.\n",
 		b.concurrency, b.concurrency, b.httpRounds)
+	p("- Cheap policy and HTTP floor (sections 8 and 9): agentd and OPA serve `data.bench.cheap`, an object-lookup allow-list "+
+		"(`not data.x.allowed[step.namespace][step.agent_name][step.metadata.capability]` per step, violations named by step_id) "+
+		"over the same 5,000 entries; the floor is `agentd-bench floor`, a net/http server in a process of its own that reads the "+
+		"after_planning body as agentd does (bounded read, UTF-8 check, strict decoding into the engine's wire types) and writes "+
+		"a fixed allowed answer. The three servers get the same bodies from the same load generator, %s measured requests per "+
+		"run, %d runs each, the order rotating (median reported).\n", report.Count(int64(b.cheapRequests)), b.httpRounds)
 	p("- Load generator, agentd and OPA share the machine's %d cores.\n", m.Cores)
 	for _, n := range b.notes {
 		p("- %s\n", n)

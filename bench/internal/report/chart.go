@@ -67,6 +67,7 @@ func Chart(title string, bars []Bar) []byte {
 	p(`<text x="8" y="20" font-size="15" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
 	p(`<text x="8" y="40" fill="#555">agentd ÷ peer, log scale; bars run from parity (1×); green meets the goal, red misses it, grey has none; dashed tick: the goal; ↑ higher is better, ↓ lower is better</text>` + "\n")
 	bottom := chartTop + chartRow*float64(len(bars))
+	every := math.Ceil((hi - lo) / 8) // at most about 8 axis labels
 	for e := lo; e <= hi; e++ {
 		r := math.Exp2(e)
 		stroke := "#ddd"
@@ -74,7 +75,9 @@ func Chart(title string, bars []Bar) []byte {
 			stroke = "#333"
 		}
 		p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x(r), chartTop-4, x(r), bottom+4, stroke)
-		p(`<text x="%.1f" y="%.1f" text-anchor="middle">%s×</text>`+"\n", x(r), bottom+20, trimRatio(r))
+		if math.Mod(e, every) == 0 {
+			p(`<text x="%.1f" y="%.1f" text-anchor="middle">%.3g×</text>`+"\n", x(r), bottom+20, r)
+		}
 	}
 	for i, b := range bars {
 		y := chartTop + chartRow*float64(i)
@@ -98,13 +101,8 @@ func Chart(title string, bars []Bar) []byte {
 		if b.Goal > 0 {
 			p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="3,2"/>`+"\n", x(b.Goal), y+1, x(b.Goal), y+chartRow-1)
 		}
-		p(`<text x="%.1f" y="%.1f">%.2f×</text>`+"\n", math.Max(x1, x(b.Goal))+6, y+15, b.Ratio)
+		p(`<text x="%.1f" y="%.1f">%.3g×</text>`+"\n", math.Max(x1, x(b.Goal))+6, y+15, b.Ratio)
 	}
 	p("</svg>\n")
 	return []byte(w.String())
-}
-
-// trimRatio renders a power of two as an axis label: 0.25, 0.5, 1, 2, 4 ….
-func trimRatio(r float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", r), "0"), ".")
 }

@@ -35,7 +35,7 @@ func TestChartIsSVGWithOneBarPerRatio(t *testing.T) {
 	if rects["white"] != 1 || rects["#2e7d32"] != 1 || rects["#c62828"] != 1 || rects["#9e9e9e"] != 1 {
 		t.Errorf("bars by colour = %v", rects)
 	}
-	for _, want := range []string{"2.40×", "3.10×", "0.70×", "&lt;known shape&gt;", ">1×<"} {
+	for _, want := range []string{"2.4×", "3.1×", "0.7×", "&lt;known shape&gt;", ">1×<"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("chart lacks %q", want)
 		}
