@@ -69,7 +69,7 @@ bench:
 	$(GO) build -o bench/bin/agentd-bench ./bench/cmd/agentd-bench
 	$(GO) build -o bench/bin/openai-upstream ./examples/openai-gateway/upstream
 	$(GO) tool opa version >/dev/null
-	bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -upstream bench/bin/openai-upstream \
+	AGENTD_TEST_REDIS= scripts/redis.sh with bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -upstream bench/bin/openai-upstream \
 		-opa "$$($(GO) tool -n opa)" -results bench/results
 
 ## lint: gofmt, go vet and staticcheck.

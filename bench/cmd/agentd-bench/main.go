@@ -42,6 +42,7 @@ type config struct {
 	mcpSessions, mcpCalls int
 
 	cheapRequests int
+	redis         string
 }
 
 func parseFlags() *config {
@@ -59,6 +60,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
 	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
 	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
+	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 10; its CPU and every command it receives are counted as agentd's")
 	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:identical:20000,30:newtext:5000,30:unseen:5000",
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
@@ -104,10 +106,11 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "9"
+	rows     map[string][]report.Row // by section: "1" … "10"
 	extra    []report.Row
 	bars     []report.Bar                  // the ratios the chart shows
 	stockCPU map[fixture.Variation]float64 // agentd's CPU per request, section 2's 3-step cases
+	scale    map[fixture.Variation]scaleInputs
 	profiles []profile
 	notes    []string
 	goals    []string
@@ -139,7 +142,7 @@ func run(c *config) error {
 		return err
 	}
 	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{},
-		stockCPU: map[fixture.Variation]float64{}}
+		stockCPU: map[fixture.Variation]float64{}, scale: map[fixture.Variation]scaleInputs{}}
 	machine := report.ReadMachine(c.repo)
 	log.Print(machine.Line())
 	loadBefore := report.LoadAverage()
@@ -159,6 +162,7 @@ func run(c *config) error {
 		{"reload", b.reload},
 		{"HTTP", b.http},
 		{"HTTP, cheap policy and floor", b.cheapPolicy},
+		{"Redis store", b.sharedStore},
 		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},

@@ -11,7 +11,7 @@ import (
 // table returns every row, section by section.
 func (b *bench) table() []report.Row {
 	var rows []report.Row
-	for _, s := range []string{"1", "2", "8", "9", "3", "4", "5", "6", "7"} {
+	for _, s := range []string{"1", "2", "8", "9", "10", "3", "4", "5", "6", "7"} {
 		rows = append(rows, b.rows[s]...)
 	}
 	return rows
@@ -35,6 +35,7 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 	for _, g := range b.goals {
 		p("- %s\n", g)
 	}
+	b.renderScale(p)
 	p("\n## Projection (not agentd code)\n\n")
 	p("What a decision memo hit would cost at least: hashing the generation id and every input path " +
 		"`data.agentd.plan` can read, then one map lookup. Compare with row 1's agentd figure for the same plan.\n\n")

@@ -173,18 +173,24 @@ func (b *bench) startPair(tag, bin string, env []string, p served, opaExtra ...s
 // targets returns the load targets of c on s: agentd's after_planning and OPA's
 // data API, with the same plan, varied alike.
 func (s *servers) targets(tag string, c httpCase) (agentd, opa load.Target, err error) {
-	plan := fixture.Plan(c.steps, fixture.Large)
-	ab, err := fixture.AgentdBody(plan, tag, c.variation)
+	if agentd, err = agentdTarget(s.agentd.Addr, tag, c); err != nil {
+		return load.Target{}, load.Target{}, err
+	}
+	ob, err := fixture.OPABody(fixture.Plan(c.steps, fixture.Large), tag, c.variation)
 	if err != nil {
 		return load.Target{}, load.Target{}, err
 	}
-	ob, err := fixture.OPABody(plan, tag, c.variation)
-	if err != nil {
-		return load.Target{}, load.Target{}, err
-	}
-	agentd = load.Target{URL: "http://" + s.agentd.Addr + "/v1/hooks/after_planning", Body: ab.Append, Want: []byte(`"plan":{"plan_id":"`)}
 	opa = load.Target{URL: "http://" + s.opa.Addr + s.opaPath, Body: ob.Append, Want: []byte(`"allow":true`)}
 	return agentd, opa, nil
+}
+
+// agentdTarget is the after_planning load of c on the agentd serving at addr.
+func agentdTarget(addr, tag string, c httpCase) (load.Target, error) {
+	body, err := fixture.AgentdBody(fixture.Plan(c.steps, fixture.Large), tag, c.variation)
+	if err != nil {
+		return load.Target{}, err
+	}
+	return load.Target{URL: "http://" + addr + "/v1/hooks/after_planning", Body: body.Append, Want: []byte(`"plan":{"plan_id":"`)}, nil
 }
 
 func (b *bench) loadOptions(requests, warmup int) load.Options {
@@ -294,11 +300,17 @@ func (b *bench) alternate(c httpCase, sides []side) ([]sideFigures, error) {
 }
 
 // measure runs a load against srv and returns, besides the result, the server's CPU
-// time per measured request in nanoseconds.
+// time per measured request in nanoseconds. An opts.BeforeMeasure runs too.
 func (b *bench) measure(t load.Target, srv *procs.Server, opts load.Options) (load.Result, float64, error) {
 	var before time.Duration
 	var cpuErr error
-	opts.BeforeMeasure = func() { before, cpuErr = srv.CPUTime() }
+	also := opts.BeforeMeasure
+	opts.BeforeMeasure = func() {
+		if also != nil {
+			also()
+		}
+		before, cpuErr = srv.CPUTime()
+	}
 	res, err := load.Run(b.ctx, t, opts)
 	if err != nil {
 		return res, 0, err
