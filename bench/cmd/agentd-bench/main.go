@@ -70,7 +70,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.mcpSessions, "mcp-sessions", 300, "paired MCP sessions measured (a tenth more warm up)")
 	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
-	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
+	flag.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound on the whole run")
 	flag.Parse()
 	if c.opa == "" {
 		log.Fatal("agentd-bench: -opa is required (make bench passes the pinned `go tool -n opa`)")
