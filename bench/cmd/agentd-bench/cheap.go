@@ -36,7 +36,7 @@ func (b *bench) startFloor() (*procs.Server, error) {
 	}, startTimeout)
 }
 
-// cheapPolicy measures sections 8 and 9: the object-lookup allow-list served by agentd
+// cheapPolicy measures sections 9 and 10: the object-lookup allow-list served by agentd
 // and `opa run --server`, and the HTTP floor beside them, all three driven by the same
 // load with the same bodies, runs rotating between them.
 func (b *bench) cheapPolicy() error {
@@ -63,8 +63,8 @@ func (b *bench) cheapPolicy() error {
 		id := fmt.Sprintf("%c", 'a'+i)
 		what := fmt.Sprintf("HTTP, cheap policy (object lookup, data.x.allowed[ns][agent][capability]): after_planning, 3 steps × 5,000 entries, %v; %d workers, %s req",
 			v, b.concurrency, report.Count(int64(c.requests)))
-		b.peerRows("8", "8"+id, what, v, a, o, "opa run --server")
-		b.bars = append(b.bars, report.Bar{Label: fmt.Sprintf("8%s cheap policy, 3 steps, %s: throughput vs OPA", id, v.Name()),
+		b.peerRows("9", "9"+id, what, v, a, o, "opa run --server")
+		b.bars["9"] = append(b.bars["9"], report.Bar{Label: fmt.Sprintf("9%s cheap policy, 3 steps, %s: throughput vs OPA", id, v.Name()),
 			Ratio: a.Throughput / o.Throughput, Goal: httpGoal(v), HigherIsBetter: true})
 		b.goals = append(b.goals, fmt.Sprintf("Over HTTP, cheap policy, agentd's throughput ≥ %.1f× opa run --server, %v per request: %s (%.2f×).",
 			httpGoal(v), v, metOrNot(a.Throughput/o.Throughput >= httpGoal(v)), a.Throughput/o.Throughput))
@@ -73,7 +73,7 @@ func (b *bench) cheapPolicy() error {
 	return nil
 }
 
-// floorRows adds section 9's rows for one case: agentd's CPU per request on the cheap
+// floorRows adds section 10's rows for one case: agentd's CPU per request on the cheap
 // policy (a) and on the stock policy (section 2, when it ran that case) over the
 // floor's (f), and the throughputs.
 func (b *bench) floorRows(id string, v fixture.Variation, a, f sideFigures) {
@@ -85,21 +85,21 @@ func (b *bench) floorRows(id string, v fixture.Variation, a, f sideFigures) {
 	}
 	what := fmt.Sprintf("HTTP floor (net/http, the same body decoded strictly into the engine's wire types, a fixed allowed answer), 3 steps, %v", v)
 	floorPeer := func(x string) string { return x + " (floor)" }
-	b.rows["9"] = append(b.rows["9"],
-		report.Row{ID: "9" + id + "1", Figure: what + " — server CPU per request, agentd on the cheap policy (row 8" + id + "4)",
+	b.rows["10"] = append(b.rows["10"],
+		report.Row{ID: "10" + id + "1", Figure: what + " — server CPU per request, agentd on the cheap policy (row 9" + id + "4)",
 			Agentd: report.NS(a.cpu), Peer: floorPeer(report.NS(f.cpu)), Ratio: report.Ratio(a.cpu, f.cpu), Goal: g},
-		report.Row{ID: "9" + id + "2", Figure: what + " — throughput, agentd on the cheap policy (row 8" + id + "1)",
+		report.Row{ID: "10" + id + "2", Figure: what + " — throughput, agentd on the cheap policy (row 9" + id + "1)",
 			Agentd: report.Count(int64(a.Throughput)) + " req/s", Peer: floorPeer(report.Count(int64(f.Throughput)) + " req/s"),
 			Ratio: report.Ratio(a.Throughput, f.Throughput), Goal: "none set"},
 	)
-	bar := report.Bar{Label: fmt.Sprintf("9%s1 cheap policy, %s: CPU per request vs the floor", id, v.Name()), Ratio: a.cpu / f.cpu}
+	bar := report.Bar{Label: fmt.Sprintf("10%s1 cheap policy, %s: CPU per request vs the floor", id, v.Name()), Ratio: a.cpu / f.cpu}
 	if v == fixture.NewText {
 		bar.Goal = floorGoal
 	}
-	b.bars = append(b.bars, bar)
+	b.bars["10"] = append(b.bars["10"], bar)
 	if stock, ok := b.stockCPU[v]; ok {
-		b.rows["9"] = append(b.rows["9"], report.Row{ID: "9" + id + "3", Figure: what + " — server CPU per request, agentd on the stock policy (section 2's 3-step case)",
+		b.rows["10"] = append(b.rows["10"], report.Row{ID: "10" + id + "3", Figure: what + " — server CPU per request, agentd on the stock policy (section 2's 3-step case)",
 			Agentd: report.NS(stock), Peer: floorPeer(report.NS(f.cpu)), Ratio: report.Ratio(stock, f.cpu), Goal: "none set"})
-		b.bars = append(b.bars, report.Bar{Label: fmt.Sprintf("9%s3 stock policy, %s: CPU per request vs the floor", id, v.Name()), Ratio: stock / f.cpu})
+		b.bars["10"] = append(b.bars["10"], report.Bar{Label: fmt.Sprintf("10%s3 stock policy, %s: CPU per request vs the floor", id, v.Name()), Ratio: stock / f.cpu})
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +58,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
 	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
 	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
-	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 10; its CPU and every command it receives are counted as agentd's")
+	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 11; its CPU and every command it receives are counted as agentd's")
 	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:identical:20000,30:newtext:5000,30:unseen:5000",
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
@@ -106,9 +104,9 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "10"
+	rows     map[string][]report.Row // by section: "1" … "11"
 	extra    []report.Row
-	bars     []report.Bar                  // the ratios the chart shows
+	bars     map[string][]report.Bar       // the ratios the chart shows, by section
 	stockCPU map[fixture.Variation]float64 // agentd's CPU per request, section 2's 3-step cases
 	scale    map[fixture.Variation]scaleInputs
 	profiles []profile
@@ -141,7 +139,7 @@ func run(c *config) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{},
+	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{}, bars: map[string][]report.Bar{},
 		stockCPU: map[fixture.Variation]float64{}, scale: map[fixture.Variation]scaleInputs{}}
 	machine := report.ReadMachine(c.repo)
 	log.Print(machine.Line())
@@ -167,6 +165,7 @@ func run(c *config) error {
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
 		{"MCP gateway", b.mcpGateway},
+		{"records list", b.records},
 	}
 	for _, s := range steps {
 		t := time.Now()
@@ -183,9 +182,7 @@ func run(c *config) error {
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
 		return err
 	}
-	// Each bar's label starts with its row id: sorted, the chart follows the table.
-	slices.SortStableFunc(b.bars, func(x, y report.Bar) int { return strings.Compare(x.Label, y.Label) })
-	if err := os.WriteFile(filepath.Join(c.results, chartFile), report.Chart("agentd against its peers and the HTTP floor", b.bars), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.results, chartFile), report.Chart("agentd against its peers and the HTTP floor", b.chartBars()), 0o644); err != nil {
 		return err
 	}
 	fmt.Println(report.Table(b.table()))

@@ -8,13 +8,26 @@ import (
 	"github.com/agentd-dev/agentd/bench/internal/report"
 )
 
+// sections are the report's sections in table order: each comparison with OPA or the
+// HTTP floor first.
+var sections = []string{"1", "2", "9", "10", "11", "3", "4", "5", "6", "7", "8"}
+
 // table returns every row, section by section.
 func (b *bench) table() []report.Row {
 	var rows []report.Row
-	for _, s := range []string{"1", "2", "8", "9", "10", "3", "4", "5", "6", "7"} {
+	for _, s := range sections {
 		rows = append(rows, b.rows[s]...)
 	}
 	return rows
+}
+
+// chartBars returns every ratio of the chart, section by section.
+func (b *bench) chartBars() []report.Bar {
+	var bars []report.Bar
+	for _, s := range sections {
+		bars = append(bars, b.bars[s]...)
+	}
+	return bars
 }
 
 func (b *bench) render(m report.Machine, took time.Duration) string {
@@ -59,7 +72,7 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"rejects for repeated step ids). Plans vary per request in both servers' bodies alike: a new plan of a known shape, an "+
 		"unseen plan, or the identical plan, as in process.\n",
 		b.concurrency, b.concurrency, b.httpRounds)
-	p("- Cheap policy and HTTP floor (sections 8 and 9): agentd and OPA serve `data.bench.cheap`, an object-lookup allow-list "+
+	p("- Cheap policy and HTTP floor (sections 9 and 10): agentd and OPA serve `data.bench.cheap`, an object-lookup allow-list "+
 		"(`not data.x.allowed[step.namespace][step.agent_name][step.metadata.capability]` per step, violations named by step_id) "+
 		"over the same 5,000 entries; the floor is `agentd-bench floor`, a net/http server in a process of its own that reads the "+
 		"after_planning body as agentd does (bounded read, UTF-8 check, strict decoding into the engine's wire types) and writes "+

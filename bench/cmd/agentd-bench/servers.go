@@ -229,7 +229,7 @@ func (b *bench) http() error {
 		what := fmt.Sprintf("HTTP: after_planning, %v; %d workers, %s req", c, b.concurrency, report.Count(int64(c.requests)))
 		b.peerRows("2", fmt.Sprintf("2%c", 'a'+i), what, c.variation, a, o, "opa run --server")
 		if c.variation != fixture.Identical {
-			b.bars = append(b.bars, report.Bar{Label: fmt.Sprintf("2%c stock policy, %d steps, %s: throughput vs OPA", 'a'+i, c.steps, c.variation.Name()),
+			b.bars["2"] = append(b.bars["2"], report.Bar{Label: fmt.Sprintf("2%c stock policy, %d steps, %s: throughput vs OPA", 'a'+i, c.steps, c.variation.Name()),
 				Ratio: a.Throughput / o.Throughput, Goal: httpGoal(c.variation), HigherIsBetter: true})
 		}
 	}

@@ -19,12 +19,12 @@ import (
 // (MONITOR slows the server, so CPU is measured in a separate load).
 const countedRequests = 500
 
-// sharedStore measures section 10, the inputs of bench/README.md's Scale section: agentd
+// sharedStore measures section 11, the inputs of bench/README.md's Scale section: agentd
 // on the cheap policy with request state and records in Redis (--store), its CPU and
 // Redis's CPU per request, and the Redis commands (round trips) per request.
 func (b *bench) sharedStore() error {
 	if b.redis == "" {
-		b.notes = append(b.notes, "Section 10 (the Redis store) did not run: no -redis URL (make bench runs it with a private Redis from scripts/redis.sh).")
+		b.notes = append(b.notes, "Section 11 (the Redis store) did not run: no -redis URL (make bench runs it with a private Redis from scripts/redis.sh).")
 		return nil
 	}
 	redisAddr, err := redisstat.Addr(b.redis)
@@ -80,9 +80,9 @@ func (b *bench) sharedStore() error {
 		}
 		log.Printf("Redis store, %v: %v; agentd CPU %s/req, Redis CPU %s/req, %.1f Redis commands/req", c, res, report.NS(cpu), report.NS(redisCPU), commands)
 		b.scale[v] = scaleInputs{agentdCPU: cpu, redisCPU: redisCPU, commands: commands}
-		id := fmt.Sprintf("10%c", 'a'+i)
+		id := fmt.Sprintf("11%c", 'a'+i)
 		what := fmt.Sprintf("Redis store (--store redis://, loopback), cheap policy, 3 steps, %v; %d workers, %s req", v, b.concurrency, report.Count(int64(c.requests)))
-		b.rows["10"] = append(b.rows["10"],
+		b.rows["11"] = append(b.rows["11"],
 			report.Row{ID: id + "1", Figure: what + " — throughput", Agentd: report.Count(int64(res.Throughput)) + " req/s", Peer: "—", Ratio: "—", Goal: "none set"},
 			report.Row{ID: id + "2", Figure: what + " — agentd CPU per request", Agentd: report.NS(cpu), Peer: "—", Ratio: "—", Goal: "none set"},
 			report.Row{ID: id + "3", Figure: what + " — Redis server CPU per request (INFO cpu)", Agentd: report.NS(redisCPU), Peer: "—", Ratio: "—", Goal: "none set"},
@@ -116,12 +116,12 @@ func (s scaleInputs) sizing(rate float64) (replicas, shards int) {
 	return replicas, shards
 }
 
-// renderScale writes the Scale section of latest.md from section 10's figures.
+// renderScale writes the Scale section of latest.md from section 11's figures.
 func (b *bench) renderScale(p func(string, ...any)) {
 	if len(b.scale) == 0 {
 		return
 	}
-	p("\n## Scale on paper\n\nFrom section 10's figures (the Redis store on loopback): replicas of %d cores and Redis shards "+
+	p("\n## Scale on paper\n\nFrom section 11's figures (the Redis store on loopback): replicas of %d cores and Redis shards "+
 		"(one thread each) kept at or below %.0f%% CPU. Each Redis command is one round trip; those on the request's path add a "+
 		"network round trip each to its latency (on loopback next to nothing; across a data-centre network about 0.1–0.5 ms each). agentd's Redis store speaks to one Redis server, not a cluster: the shard counts are what a "+
 		"sharded store would need, and one Redis thread bounds the whole deployment at the rate in the last column.\n\n", replicaCores, 100*headroom)

@@ -38,7 +38,8 @@ import (
 // answers are not scripted here; the tests of the package serving them check those.
 var mountedRoutes = []string{
 	"POST /v1/chat/completions", "/v1/chat/completions", "GET /v1/models", "GET /v1/models/{model}", // gateway/openai
-	"/mcp", // gateway/mcp
+	"/mcp",                                                                        // gateway/mcp
+	"GET /ui/", "GET /ui/public/", "GET /ui/settings.json", "GET /ui/graphs/{id}", // viewer
 }
 
 // isMounted reports whether a documented path is served by one of mountedRoutes.
@@ -108,6 +109,24 @@ func (d *apiDoc) template(path string) string {
 	return ""
 }
 
+// checkQuery fails when query has a parameter the operation does not document.
+func (d *apiDoc) checkQuery(t *testing.T, name, method, tmpl, query string) {
+	t.Helper()
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatalf("%s: query %q: %v", name, query, err)
+	}
+	params, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)["parameters"].([]any)
+	for param := range values {
+		if !slices.ContainsFunc(params, func(p any) bool {
+			m, _ := p.(map[string]any)
+			return m["in"] == "query" && m["name"] == param
+		}) {
+			t.Errorf("%s: query parameter %q is not documented for %s %s", name, param, method, tmpl)
+		}
+	}
+}
+
 // samePath compares two paths segment by segment. A {param} segment of a matches any
 // non-empty segment of b; with bothTemplates, a {param} matches only a {param}.
 func samePath(a, b string, bothTemplates bool) bool {
@@ -152,7 +171,8 @@ func (d *apiDoc) response(t *testing.T, method, tmpl string, status int) (*jsons
 		loc = ref
 		resp = d.component(t, ref)
 	}
-	if _, ok := resp["content"].(map[string]any)["application/json"]; !ok {
+	content, _ := resp["content"].(map[string]any)
+	if _, ok := content["application/json"]; !ok {
 		return nil, true
 	}
 	return d.schema(t, loc+"/content/application~1json/schema"), true
@@ -257,6 +277,7 @@ type apiCall struct {
 	method, path string
 	body         string
 	token        string
+	header       map[string]string
 	bad          bool
 	// slow: the body stops arriving (the read deadline passes) after body.
 	slow bool
@@ -306,6 +327,9 @@ func (downRecords) Put(context.Context, *engine.ExecutionRecord) error {
 func (downRecords) Get(context.Context, string) (*engine.ExecutionRecord, error) {
 	return nil, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 }
+func (downRecords) List(context.Context, store.Query) (store.Page, error) {
+	return store.Page{}, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+}
 
 const (
 	testToken         = "s3cret"
@@ -349,7 +373,7 @@ func stockHandler(t *testing.T) http.Handler {
 }
 
 // pipelineHandler serves one generation of Go hooks on the given stores.
-func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records engine.RecordStore) http.Handler {
+func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records store.RecordStore) http.Handler {
 	t.Helper()
 	svc, err := New(Config{Registry: registry, States: states, Records: records})
 	if err != nil {
@@ -409,13 +433,20 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
+		for k, v := range c.header {
+			req.Header.Set(k, v)
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != c.want {
 			t.Errorf("%s: %s %s answered %d, want %d: %s", c.name, c.method, c.path, rec.Code, c.want, rec.Body)
 			return
 		}
-		tmpl := doc.template(c.path)
+		path, query, _ := strings.Cut(c.path, "?")
+		tmpl := doc.template(path)
+		if tmpl != "" {
+			doc.checkQuery(t, c.name, c.method, tmpl, query)
+		}
 		if tmpl == "" {
 			t.Errorf("%s: %s is not a documented path", c.name, c.path)
 			return
@@ -432,6 +463,9 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 			return
 		}
 		covered[c.method+" "+tmpl+" "+fmt.Sprint(rec.Code)] = true
+		if rec.Code == http.StatusNoContent {
+			return
+		}
 		if schema == nil {
 			if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 				t.Errorf("%s: Content-Type %q, want text/plain", c.name, ct)
@@ -450,6 +484,9 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		return apiCall{name: name, method: http.MethodGet, path: path, token: testToken, want: want}
 	}
 	bad := func(c apiCall) apiCall { c.bad = true; return c }
+	session := func(name, body string, want int) apiCall {
+		return apiCall{name: name, method: http.MethodPost, path: "/v1/session", body: body, header: map[string]string{"Content-Type": "application/json"}, want: want}
+	}
 	noToken := func(c apiCall) apiCall { c.token = ""; return c }
 	by := func(token string, c apiCall) apiCall { c.token = token; return c }
 	slow := func(c apiCall) apiCall { c.slow = true; return c }
@@ -493,7 +530,17 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("failed request after_synthesis", as, `{"request_id":"r3","response":"Bought."}`, 409),
 		post("failed request check", oc, `{"call":{"operation":"turn","request_id":"r3"}}`, 409),
 		post("failed request finish", of, `{"request_id":"r3","step_id":"step-1","status":"succeeded"}`, 409),
+		get("list", "/v1/executions?status=succeeded&limit=10", 200),
+		get("list by violation", "/v1/executions?stage=after_planning&violation=capability_not_allowed", 200),
+		get("list with a bad filter", "/v1/executions?status=done", 400),
 		get("record", "/v1/executions/r1", 200),
+		session("log in", `{"token":"`+testToken+`"}`, 204),
+		session("log in with a wrong token", `{"token":"guess"}`, 401),
+		bad(session("log in without a token", `{}`, 400)),
+		bad(session("oversized log in", huge, 413)),
+		bad(apiCall{name: "log in by a form", method: http.MethodPost, path: "/v1/session", body: "token=" + testToken,
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, want: 400}),
+		{name: "log out", method: http.MethodDelete, path: "/v1/session", want: 204},
 		get("rejected record", "/v1/executions/r3", 200),
 		get("no record", "/v1/executions/nobody", 404),
 		get("status", "/v1/status", 200),
@@ -524,6 +571,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		noToken(post("no token after_synthesis", as, `{"request_id":"r","response":"x"}`, 401)),
 		noToken(post("no token check", oc, `{"call":{"operation":"turn","request_id":"r"}}`, 401)),
 		noToken(post("no token finish", of, `{"request_id":"r","step_id":"step-1","status":"succeeded"}`, 401)),
+		noToken(get("no token list", "/v1/executions", 401)),
 		noToken(get("no token record", "/v1/executions/r1", 401)),
 		noToken(get("no token status", "/v1/status", 401)),
 		noToken(get("no token openapi", "/v1/openapi.json", 401)),
@@ -603,6 +651,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("store down finish", of, `{"request_id":"d","step_id":"step-1","status":"succeeded"}`, 503),
 		post("store down effect", ef, `{"request_id":"d","effect_id":"audit","status":"succeeded"}`, 503),
 		{name: "store down record", method: http.MethodGet, path: "/v1/executions/d", want: 503},
+		{name: "store down list", method: http.MethodGet, path: "/v1/executions", want: 503},
 	} {
 		run(down, c)
 	}
