@@ -1,7 +1,11 @@
 // Command agentd-bench is the driver of `make bench`: in one run it measures agentd
-// against raw OPA, `opa run --server` and raw cel-go, measures reload latency and
-// memory, writes CPU and allocation profiles, prints the markdown table and writes the
-// report to <results>/latest.md. See bench/README.md for what each row means.
+// against raw OPA, `opa run --server`, raw cel-go and an HTTP floor, measures reload
+// latency, memory and the Redis store's cost, writes CPU and allocation profiles,
+// prints the markdown table and writes the report to <results>/latest.md with the
+// ratio chart beside it. See bench/README.md for what each row means.
+//
+// `agentd-bench floor ADDR` serves the HTTP floor on ADDR; the driver starts itself so
+// to measure it.
 package main
 
 import (
