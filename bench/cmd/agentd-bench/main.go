@@ -45,6 +45,10 @@ type config struct {
 
 	cheapRequests int
 	redis         string
+
+	// setFlags are the flags given other values than their defaults, as -name=value,
+	// bar the paths of the binaries and the results.
+	setFlags []string
 }
 
 func parseFlags() *config {
@@ -81,6 +85,12 @@ func parseFlags() *config {
 	if c.httpCases, err = parseHTTPCases(*cases); err != nil {
 		log.Fatal(err)
 	}
+	paths := map[string]bool{"repo": true, "agentd": true, "opa": true, "go": true, "upstream": true, "results": true, "redis": true}
+	flag.Visit(func(f *flag.Flag) {
+		if !paths[f.Name] && f.Value.String() != f.DefValue {
+			c.setFlags = append(c.setFlags, "-"+f.Name+"="+f.Value.String())
+		}
+	})
 	if err := flag.Set("test.benchtime", c.benchtime.String()); err != nil {
 		log.Fatal(err)
 	}

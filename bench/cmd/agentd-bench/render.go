@@ -37,6 +37,9 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 	p("Written by `make bench` (bench/cmd/agentd-bench) on %s; every figure below comes from this one run, "+
 		"which took %v (driver wall time, builds not included).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
 	p("%s\n\n%s\n\n", m.Line(), m.CommitLine())
+	if len(b.setFlags) > 0 {
+		p("Flags changed from their defaults: `%s`.\n\n", strings.Join(b.setFlags, " "))
+	}
 	p("The machine is shared and noisy: other work may have run beside the benchmark. In-process pairs are " +
 		"interleaved round by round and HTTP runs alternate between the two servers so that noise falls on both " +
 		"sides, and ratios are computed from figures of this run only; repeat runs can still differ by 10–20%%.\n\n")
