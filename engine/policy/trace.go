@@ -1,0 +1,42 @@
+package policy
+
+import (
+	"context"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// tracerKey is the context key of the tracer every evaluation under a context reports
+// to.
+type tracerKey struct{}
+
+// tracerFor returns the OPA query tracer of one evaluation of a query, or nil.
+type tracerFor func(q *Query) topdown.QueryTracer
+
+// WithQueryTracer returns a context under which every evaluation of every Query reports
+// its trace events to t (OPA's cover.Cover, for example). A traced evaluation is the
+// evaluation itself: callers that memoize decisions must not answer from their memo
+// under such a context (see Traced).
+func WithQueryTracer(ctx context.Context, t topdown.QueryTracer) context.Context {
+	return context.WithValue(ctx, tracerKey{}, tracerFor(func(*Query) topdown.QueryTracer { return t }))
+}
+
+// Traced reports whether evaluations under ctx are traced (WithQueryTracer or
+// Explainer.Context). A decision memo must then evaluate instead of answering.
+func Traced(ctx context.Context) bool {
+	_, ok := ctx.Value(tracerKey{}).(tracerFor)
+	return ok
+}
+
+// evalOptions are the options of one evaluation of q with input under ctx: the input,
+// and the tracer ctx asks for.
+func (q *Query) evalOptions(ctx context.Context, input rego.EvalOption) []rego.EvalOption {
+	opts := []rego.EvalOption{input}
+	if f, ok := ctx.Value(tracerKey{}).(tracerFor); ok {
+		if t := f(q); t != nil {
+			opts = append(opts, rego.EvalQueryTracer(t))
+		}
+	}
+	return opts
+}
