@@ -138,4 +138,3 @@ func lineOf(tb testing.TB, file, prefix string) int {
 	tb.Fatalf("%s: no line starts with %q", file, prefix)
 	return 0
 }
-
