@@ -38,6 +38,7 @@ var commands = []command{
 	{"check", "compile a config directory and print its summary", runCheck},
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},
+	{"probe", "attack the required plan policy with mutated plans", runProbe},
 	{"version", "print the version of agentd, OPA and CEL", runVersion},
 }
 
