@@ -15,6 +15,8 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -61,6 +63,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stage := fs.String("stage", "", "before_planning, after_planning, after_execution, after_synthesis, operation or finish")
 	input := fs.String("input", "", "file with the call's API request body (JSON); - for stdin")
 	script := fs.String("script", "", "file with a JSON list of {\"call\": STAGE, \"body\": {...}}, run in order on one store; - for stdin")
+	explain := fs.Bool("explain", false, "explain every after_planning call (?explain=true): the answer names, for each violation, the deny rule (file:line) and the values it read; a summary goes to stderr")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -82,8 +85,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 			return exitFailed
 		}
-		status, answer := callHandler(ctx, h, http.MethodPost, route, body)
+		status, answer := callHandler(ctx, h, http.MethodPost, explained(route, *explain), body)
 		printJSON(stdout, answer)
+		if *explain {
+			printExplanation(stderr, answer)
+		}
 		return exitOf(status)
 	}
 	calls, err := readScript(*script)
@@ -91,7 +97,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 		return exitFailed
 	}
-	out, code := runScript(ctx, h, calls)
+	out, code := runScript(ctx, h, calls, *explain)
 	var data bytes.Buffer
 	enc := json.NewEncoder(&data)
 	enc.SetEscapeHTML(false)
@@ -136,13 +142,14 @@ func readScript(path string) ([]scriptCall, error) {
 	return calls, nil
 }
 
-// runScript runs calls in order and collects the records of the requests they name.
-func runScript(ctx context.Context, h http.Handler, calls []scriptCall) (scriptOutput, int) {
+// runScript runs calls in order and collects the records of the requests they name;
+// with explain, every after_planning call is explained.
+func runScript(ctx context.Context, h http.Handler, calls []scriptCall, explain bool) (scriptOutput, int) {
 	out := scriptOutput{Answers: []scriptAnswer{}, Records: map[string]json.RawMessage{}}
 	code := exitOK
 	var ids []string
 	for _, c := range calls {
-		status, body := callHandler(ctx, h, http.MethodPost, evalRoutes[c.Call], c.Body)
+		status, body := callHandler(ctx, h, http.MethodPost, explained(evalRoutes[c.Call], explain), c.Body)
 		out.Answers = append(out.Answers, scriptAnswer{Call: c.Call, Status: status, Body: body})
 		if exitOf(status) != exitOK {
 			code = exitFailed
@@ -179,6 +186,45 @@ func callHandler(ctx context.Context, h http.Handler, method, route string, body
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, method, route, bytes.NewReader(body)))
 	return rec.Code, bytes.TrimSpace(rec.Body.Bytes())
+}
+
+// explained adds ?explain=true to the after_planning route when explain is set.
+func explained(route string, explain bool) string {
+	if explain && route == evalRoutes[string(engine.StageAfterPlanning)] {
+		return route + "?explain=true"
+	}
+	return route
+}
+
+// printExplanation writes one line per violation of an explained after_planning
+// answer (the deny rule and where it is written), or the rules consulted when nothing
+// was denied.
+func printExplanation(w io.Writer, answer []byte) {
+	var a struct {
+		Explanation []*policy.Explanation `json:"explanation"`
+		Error       struct {
+			Explanation []*policy.Explanation `json:"explanation"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(answer, &a)
+	for _, x := range append(a.Explanation, a.Error.Explanation...) {
+		if len(x.Violations) == 0 {
+			produced := 0
+			for _, r := range x.Consulted {
+				if r.Produced {
+					produced++
+				}
+			}
+			fmt.Fprintf(w, "explain %s: no violation; %d rule(s) consulted, %d produced a value\n", x.Query, len(x.Consulted), produced)
+		}
+		for _, v := range x.Violations {
+			step := ""
+			if v.Violation.StepID != "" {
+				step = " (step " + v.Violation.StepID + ")"
+			}
+			fmt.Fprintf(w, "explain %s: %s%s produced by %s at %s\n", x.Query, v.Violation.Code, step, v.Source.Rule, v.Source.Location)
+		}
+	}
 }
 
 func exitOf(status int) int {

@@ -125,7 +125,7 @@ func explain(q *Query, events []*topdown.Event) *Explanation {
 			if !q.isDenyRule(rule) || rule.Head.Key == nil {
 				continue
 			}
-			src, ok := violationSource(rule, e)
+			src, ok := violationSource(q.compiler, rule, e)
 			if key := fmt.Sprint(src.Violation); ok && !seen[key] {
 				seen[key] = true
 				x.Violations = append(x.Violations, src)
@@ -166,7 +166,7 @@ func ruleAt(rule *ast.Rule) RuleAt {
 
 // violationSource decodes the entry a deny rule's Exit event produced: its head key
 // with the event's bindings plugged in.
-func violationSource(rule *ast.Rule, e *topdown.Event) (ViolationSource, bool) {
+func violationSource(c *ast.Compiler, rule *ast.Rule, e *topdown.Event) (ViolationSource, bool) {
 	key := plug(rule.Head.Key.Value, e.Locals)
 	if !ast.IsConstant(key) {
 		return ViolationSource{}, false
@@ -190,39 +190,63 @@ func violationSource(rule *ast.Rule, e *topdown.Event) (ViolationSource, bool) {
 		}
 		return false
 	})
-	src.Reads = inputReads(rule, e)
+	src.Reads = inputReads(c, rule, e)
 	return src, true
 }
 
-// inputReads lists the input references in rule's body, with the event's bindings
-// plugged in, and their values in the evaluation's input.
-func inputReads(rule *ast.Rule, e *topdown.Event) []InputRead {
+// inputReads lists the input references in the body of rule and of every rule and
+// function it depends on, with the event's bindings plugged in (into rule's own), and
+// their values in the evaluation's input.
+func inputReads(c *ast.Compiler, rule *ast.Rule, e *topdown.Event) []InputRead {
 	var input ast.Value
 	if t := e.Input(); t != nil {
 		input = t.Value
 	}
 	out := []InputRead{}
 	seen := map[string]bool{}
-	ast.WalkRefs(rule.Body, func(r ast.Ref) bool {
-		if !r.HasPrefix(ast.InputRootRef) {
+	for _, r := range dependencies(c, rule) {
+		ast.WalkRefs(r.Body, func(ref ast.Ref) bool {
+			if !ref.HasPrefix(ast.InputRootRef) {
+				return false
+			}
+			if r == rule {
+				ref = plug(ref, e.Locals).(ast.Ref)
+			}
+			name := ref.String()
+			if seen[name] {
+				return false
+			}
+			seen[name] = true
+			read := InputRead{Ref: name}
+			if input != nil && ref.IsGround() {
+				if v, err := input.Find(ref[1:]); err == nil {
+					read.Defined = true
+					read.Value, _ = ast.JSON(v)
+				}
+			}
+			out = append(out, read)
 			return false
-		}
-		r = plug(r, e.Locals).(ast.Ref)
-		name := r.String()
-		if seen[name] {
-			return false
-		}
-		seen[name] = true
-		read := InputRead{Ref: name}
-		if input != nil && r.IsGround() {
-			if v, err := input.Find(r[1:]); err == nil {
-				read.Defined = true
-				read.Value, _ = ast.JSON(v)
+		})
+	}
+	return out
+}
+
+// dependencies returns rule and every rule it depends on, directly or not, rule first
+// and the others in breadth-first order.
+func dependencies(c *ast.Compiler, rule *ast.Rule) []*ast.Rule {
+	out := []*ast.Rule{rule}
+	seen := map[*ast.Rule]bool{rule: true}
+	for i := 0; i < len(out); i++ {
+		var next []*ast.Rule
+		for d := range c.Graph.Dependencies(out[i]) {
+			if r, ok := d.(*ast.Rule); ok && !seen[r] {
+				seen[r] = true
+				next = append(next, r)
 			}
 		}
-		out = append(out, read)
-		return false
-	})
+		slices.SortFunc(next, func(a, b *ast.Rule) int { return a.Location.Compare(b.Location) })
+		out = append(out, next...)
+	}
 	return out
 }
 

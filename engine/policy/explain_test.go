@@ -43,6 +43,9 @@ func TestExplain_ViolationNamesTheDenyRule(t *testing.T) {
 	if step, ok := v.Bindings["step"].(map[string]any); !ok || step["step_id"] != "step-2" {
 		t.Errorf("bindings[step] = %v", v.Bindings["step"])
 	}
+	if len(v.Reads) != 1 || v.Reads[0].Ref != "input.plan.steps" || !v.Reads[0].Defined {
+		t.Errorf("reads = %+v, want input.plan.steps (read through the _steps helper)", v.Reads)
+	}
 }
 
 // TestExplain_AllowedPlanListsConsultedRules: an allowed plan has no violations, and

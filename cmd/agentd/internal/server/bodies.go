@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/policy"
 )
 
 // Request and response bodies of the stage API (JSON, snake_case).
@@ -47,15 +48,20 @@ type AfterPlanningRequest struct {
 	Plan      *engine.RoutingPlan `json:"plan"`
 	Request   *string             `json:"request,omitempty"`
 	Metadata  map[string]any      `json:"metadata,omitempty"`
+	// Explain asks for the explanation of every Rego evaluation of the call (the
+	// ?explain=true query parameter; it is not part of the body).
+	Explain bool `json:"-"`
 }
 
-// AfterPlanningResponse carries the accepted plan.
+// AfterPlanningResponse carries the accepted plan, and with ?explain=true the
+// explanation of each Rego evaluation.
 type AfterPlanningResponse struct {
-	DecisionID  string              `json:"decision_id"`
-	RequestID   string              `json:"request_id"`
-	Generation  string              `json:"generation"`
-	Plan        *engine.RoutingPlan `json:"plan"`
-	Invocations []engine.Invocation `json:"invocations"`
+	DecisionID  string                `json:"decision_id"`
+	RequestID   string                `json:"request_id"`
+	Generation  string                `json:"generation"`
+	Plan        *engine.RoutingPlan   `json:"plan"`
+	Invocations []engine.Invocation   `json:"invocations"`
+	Explanation []*policy.Explanation `json:"explanation,omitempty"`
 }
 
 // AfterExecutionRequest reports the combined execution result.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -78,7 +79,16 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		route(role, http.MethodPost, path, endpoint(h))
 	}
 	post(RoleOrchestrator, "/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
-	post(RoleOrchestrator, "/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
+	post(RoleOrchestrator, "/v1/hooks/after_planning", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		explain, e := queryBool(r, "explain")
+		if e != nil {
+			return nil, 0, e
+		}
+		return stage(opts, func(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
+			req.Explain = explain
+			return s.AfterPlanning(ctx, req)
+		})(ctx, r)
+	})
 	post(RoleOrchestrator, "/v1/hooks/after_execution", stage(opts, s.AfterExecution))
 	post(RoleOrchestrator, "/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
 	post(RoleOrchestrator, "/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
@@ -157,6 +167,20 @@ func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Res
 		resp, e := fn(ctx, &req)
 		return resp, http.StatusOK, e
 	}
+}
+
+// queryBool reads a boolean query parameter: absent is false; true, false, 1 and 0 are
+// accepted, anything else is a 400.
+func queryBool(r *http.Request, name string) (bool, *APIError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, apiError(http.StatusBadRequest, TypeInvalidField, "query parameter %s must be true or false, not %q", name, v).with("field", name)
+	}
+	return b, nil
 }
 
 // endpoint renders a JSON handler's answer or error.

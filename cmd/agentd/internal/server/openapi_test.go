@@ -412,7 +412,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 			t.Errorf("%s: %s %s answered %d, want %d: %s", c.name, c.method, c.path, rec.Code, c.want, rec.Body)
 			return
 		}
-		tmpl := doc.template(c.path)
+		tmpl := doc.template(strings.Split(c.path, "?")[0])
 		if tmpl == "" {
 			t.Errorf("%s: %s is not a documented path", c.name, c.path)
 			return
@@ -483,6 +483,9 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("after_synthesis", as, `{"request_id":"r1","response":"ACME trades at 182.50 USD; ask ops@example.com"}`, 200),
 		post("cache hit", bp, `{"request_id":"r2","request":"What is ACME trading at?","metadata":{"tenant":"acme"},"cache_vary":{"tenant":"acme"}}`, 200),
 		post("rejected plan", ap, `{"request_id":"r3","request":"Buy ACME","plan":`+tradePlan+`}`, 403),
+		post("explained allowed plan", ap+"?explain=true", `{"request_id":"r5","request":"ACME?","plan":`+quotePlan+`}`, 200),
+		post("explained rejected plan", ap+"?explain=true", `{"request_id":"r6","request":"Buy ACME","plan":`+tradePlan+`}`, 403),
+		post("explain that is not a boolean", ap+"?explain=maybe", `{"request_id":"r7","request":"ACME?","plan":`+quotePlan+`}`, 400),
 		post("failed request reopened", bp, `{"request_id":"r3","request":"Buy ACME"}`, 409),
 		post("failed request after_planning", ap, `{"request_id":"r3","plan":`+quotePlan+`}`, 409),
 		post("failed request after_execution", ae, `{"request_id":"r3","result":`+result+`}`, 409),
