@@ -39,6 +39,7 @@ var commands = []command{
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},
 	{"probe", "attack the required plan policy with mutated plans", runProbe},
+	{"opa", "run OPA's own command line (opa test, eval, check, fmt) at the pinned version", runOPA},
 	{"version", "print the version of agentd, OPA and CEL", runVersion},
 }
 

@@ -60,7 +60,8 @@ type Report struct {
 	Truncated bool            `json:"truncated"`
 	Mutations []MutationStats `json:"mutations"`
 	Findings  []Finding       `json:"findings"`
-	// cases are one reviewed case per mutation that reached the policy, for Cases.
+	// cases are, per mutation whose plans reached the policy, one the policy rejected
+	// (else one accepted that is no finding), for Cases.
 	cases []reviewed
 }
 
@@ -174,6 +175,7 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		stats[m.Name] = &MutationStats{Name: m.Name, Doc: m.Doc, Verdicts: map[Verdict]int{}}
 	}
 	seen := map[string]bool{}
+	example := map[string]reviewed{}
 	var found []reviewed
 	for i := range candidates {
 		if ctx.Err() != nil {
@@ -190,13 +192,11 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		st := stats[c.Mutation]
 		st.Reviewed++
 		st.Verdicts[o.verdict]++
-		if o.verdict == Accepted || o.verdict == RejectedStage {
-			if !seen["case "+c.Mutation] {
-				seen["case "+c.Mutation] = true
-				r.cases = append(r.cases, reviewed{*c, o})
-			}
-		}
 		id := p.escaped(o)
+		if prev, ok := example[c.Mutation]; o.verdict == RejectedStage && (!ok || prev.o.verdict != RejectedStage) ||
+			o.verdict == Accepted && id == "" && !ok {
+			example[c.Mutation] = reviewed{*c, o}
+		}
 		if id == "" || seen[c.Mutation+" "+id] {
 			continue
 		}
@@ -206,6 +206,9 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	}
 	for _, m := range mutations {
 		r.Mutations = append(r.Mutations, *stats[m.Name])
+		if e, ok := example[m.Name]; ok {
+			r.cases = append(r.cases, e)
+		}
 	}
 	for _, f := range found {
 		r.Findings = append(r.Findings, p.finding(context.WithoutCancel(ctx), f.c))

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -113,8 +114,38 @@ func (r *Report) Cases() []byte {
 	}
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	_ = enc.Encode(map[string]any{"apiVersion": "agentd.dev/v1", "kind": "HookTests", "tests": cases})
+	for i := range cases {
+		cases[i].Given = yamlNumbers(wire(cases[i].Given)).(map[string]any)
+		cases[i].Expect = yamlNumbers(wire(cases[i].Expect)).(map[string]any)
+	}
+	_ = enc.Encode(struct {
+		APIVersion string     `yaml:"apiVersion"`
+		Kind       string     `yaml:"kind"`
+		Tests      []testCase `yaml:"tests"`
+	}{"agentd.dev/v1", "HookTests", cases})
 	return b.Bytes()
+}
+
+// yamlNumbers replaces the json.Numbers of a JSON value by int64 or float64, which YAML
+// writes as numbers.
+func yamlNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = yamlNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = yamlNumbers(e)
+		}
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
 }
 
 func phaseOf(c Case) any {

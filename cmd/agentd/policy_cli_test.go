@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// failOpenConfig is a config directory whose hand-written deny-list fails open: a step
+// without a capability makes the rule's body undefined, so nothing is denied.
+func failOpenConfig(t *testing.T) string {
+	dir := t.TempDir()
+	writeFile(t, dir, "hooks/plan.yaml", `apiVersion: agentd.dev/v1
+kind: HookSet
+metadata: {name: deny-list}
+catalog:
+  - namespace: demo-tools
+    agent: stock-service
+    capabilities: [{name: stock_quote}, {name: execute_trade}]
+hooks:
+  - name: review
+    stage: after_planning
+    required: true
+    steps:
+      - rego: {query: data.review}
+`)
+	writeFile(t, dir, "policies/review.rego", `package review
+
+deny contains msg if {
+	some step in input.plan.steps
+	step.metadata.capability == "execute_trade"
+	msg := sprintf("step %s may not trade", [step.step_id])
+}
+`)
+	return dir
+}
+
+// snapshot hashes every file under dir with its mode and modification time.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data := []byte{}
+		if !d.IsDir() {
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(&b, "%s %v %d %x\n", p, info.Mode(), info.ModTime().UnixNano(), sha256.Sum256(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestCLI_ProbeFindsFailOpenDenyListThenPassesAfterTheFix(t *testing.T) {
+	dir := failOpenConfig(t)
+	before := snapshot(t, dir)
+	code, out, errOut := runCLI(t, "probe", dir)
+	if code != exitFailed {
+		t.Fatalf("probe exit %d, want 1:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		`FINDING capability (step 1: metadata.capability missing): demo-tools/stock-service/<no capability> allowed; ` +
+			`plan: {"plan_id":"probe","steps":[{"agent_name":"stock-service","metadata":{},"namespace":"demo-tools","step_id":"step-1"}]}`,
+		"should have been caught by: data.review.deny (policies/review.rego:3) stopped at policies/review.rego:5",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("probe output lacks %q:\n%s", want, out)
+		}
+	}
+	cases := filepath.Join(t.TempDir(), "probe.yaml")
+	if code, _, errOut := runCLI(t, "probe", "--json", "--cases", cases, dir); code != exitFailed {
+		t.Errorf("probe --json exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "probe", "--cases", filepath.Join(dir, "tests", "probe.yaml"), dir); code != exitUsage || !strings.Contains(errOut, "never writes into the config directory") {
+		t.Errorf("probe --cases inside the directory: exit %d: %s", code, errOut)
+	}
+	if after := snapshot(t, dir); after != before {
+		t.Errorf("probe changed the config directory:\nbefore:\n%safter:\n%s", before, after)
+	}
+
+	// The probe's cases fail on the broken policy: they are the regression tests.
+	if err := os.Rename(cases, filepath.Join(dir, "tests", "probe.yaml")); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cases, filepath.Join(dir, "tests", "probe.yaml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errOut := runCLI(t, "test", dir); code != exitFailed || !strings.Contains(out, "FAIL tests/probe.yaml") {
+		t.Errorf("test with the probe's cases on the broken policy: exit %d:\n%s%s", code, out, errOut)
+	}
+
+	writeFile(t, dir, "policies/review.rego", `package review
+
+deny contains msg if {
+	some step in input.plan.steps
+	step.metadata.capability == "execute_trade"
+	msg := sprintf("step %s may not trade", [step.step_id])
+}
+
+deny contains msg if {
+	some step in input.plan.steps
+	not has_capability(step)
+	msg := sprintf("step %s has no capability", [step.step_id])
+}
+
+has_capability(step) if is_string(step.metadata.capability)
+`)
+	if code, out, errOut := runCLI(t, "probe", dir); code != exitOK || !strings.Contains(out, "0 finding(s)") {
+		t.Errorf("probe after the fix: exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, "test", dir); code != exitOK {
+		t.Errorf("test with the probe's cases after the fix: exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+func TestCLI_ProbeBadInputExits2(t *testing.T) {
+	noRequired := t.TempDir()
+	writeFile(t, noRequired, "hooks/a.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: a}\nhooks:\n"+
+		"  - name: greet\n    stage: before_planning\n    steps:\n      - enrich: {key: rag_context, value: \"'hi'\"}\n")
+	broken := t.TempDir()
+	writeFile(t, broken, "hooks/a.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nhooks: {}\n")
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no required hook":  {[]string{"probe", noRequired}, "no required after_planning hook"},
+		"config errors":     {[]string{"probe", broken}, "error(s)"},
+		"no directory":      {[]string{"probe"}, "usage: agentd probe"},
+		"two directories":   {[]string{"probe", noRequired, broken}, "usage: agentd probe"},
+		"unknown flag":      {[]string{"probe", "--nope", noRequired}, "flag provided but not defined"},
+		"missing directory": {[]string{"probe", filepath.Join(noRequired, "nope")}, "does not exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := snapshot(t, noRequired)
+			code, out, errOut := runCLI(t, tc.args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want 2 with %q:\n%s%s", code, tc.want, out, errOut)
+			}
+			if snapshot(t, noRequired) != before {
+				t.Error("probe wrote into the config directory")
+			}
+		})
+	}
+}
+
+func TestCLI_ProbeShippedExamples(t *testing.T) {
+	for _, example := range []string{"stock-agent", "retrieval-agent", "openai-gateway"} {
+		code, out, errOut := runCLI(t, "probe", filepath.Join(repoRoot(t), "examples", example))
+		if code != exitOK {
+			t.Errorf("probe %s: exit %d:\n%s%s", example, code, out, errOut)
+		}
+	}
+}
+
+func TestCLI_EvalExplainNamesTheDenyRule(t *testing.T) {
+	dir := failOpenConfig(t)
+	writeFile(t, dir, "requests/trade.json", `{"request_id": "r1", "request": "buy", "plan": {"plan_id": "p", "steps": [
+  {"step_id": "step-1", "agent_name": "stock-service", "namespace": "demo-tools", "metadata": {"capability": "execute_trade"}}]}}`)
+	code, out, errOut := runCLI(t, "eval", "--explain", "--config", dir, "--stage", "after_planning", "--input", filepath.Join(dir, "requests", "trade.json"))
+	if code != exitFailed {
+		t.Fatalf("eval exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{`"location": "policies/review.rego:3"`, `"rule": "data.review.deny"`, `"capability": "execute_trade"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("eval --explain answer lacks %q:\n%s", want, out)
+		}
+	}
+	if want := "explain data.review: denied produced by data.review.deny at policies/review.rego:3"; !strings.Contains(errOut, want) {
+		t.Errorf("eval --explain summary lacks %q:\n%s", want, errOut)
+	}
+}
+
+// TestCLI_OPARunsTheStockCLIInAUsersDirectory: `agentd opa test policies/ data/` in a
+// directory outside this repository runs OPA's own test command.
+func TestCLI_OPARunsTheStockCLIInAUsersDirectory(t *testing.T) {
+	dir := copyExample(t, "stock-agent")
+	cmd := exec.Command(binary, "opa", "test", "policies/", "data/")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || !strings.Contains(stdout.String(), "PASS: ") {
+		t.Fatalf("agentd opa test: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	writeFile(t, dir, "policies/broken_test.rego", "package broken_test\n\ntest_fails if false\n")
+	cmd = exec.Command(binary, "opa", "test", "policies/")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "FAIL: ") {
+		t.Errorf("agentd opa test with a failing test: %v (want OPA's exit 2)\n%s", err, out)
+	}
+	if code, out, _ := runCLI(t, "opa", "version"); code != exitOK || !strings.Contains(out, "Version: 1.22.3") {
+		t.Errorf("agentd opa version: exit %d: %s", code, out)
+	}
+}
