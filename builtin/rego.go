@@ -26,6 +26,8 @@ func init() {
 		Params: []Param{
 			{Name: "query", Type: text(), Required: true, Doc: "a data reference such as `data.agentd.plan`"},
 			{Name: "memo", Type: boolean(), Default: true, Doc: "memoize decisions of deterministic policies, keyed by the input paths they can observe"},
+			{Name: "mode", Type: enum(string(engine.RuleEnforce), string(engine.RuleWarn), string(engine.RuleAudit)), Default: string(engine.RuleEnforce),
+				Doc: "`enforce` rejects the plan on a denial; `warn` and `audit` record what the policy would deny (would_deny) and let the plan through unchanged, and `warn` returns it as a warning"},
 		},
 		Compile: func(p *Params) Action {
 			n := p.values["query"]
@@ -34,7 +36,10 @@ func init() {
 			if q == nil {
 				return nil
 			}
-			return newRegoPlan(q, n.Value, p.Hook(), memo, p.Services().Logger)
+			a := newRegoPlan(q, n.Value, p.Hook(), memo, p.Services().Logger)
+			a.mode = engine.RuleMode(p.Enum("mode"))
+			return a
+
 		},
 	})
 }
@@ -119,6 +124,8 @@ type regoPlan struct {
 	auditEvery uint64
 	hits       atomic.Uint64
 	logger     *slog.Logger
+	// mode is enforce, or warn or audit: a denial or failure is then a finding.
+	mode engine.RuleMode
 }
 
 // newRegoPlan returns the action for query q (named name) in hook, with a memo when
@@ -136,21 +143,33 @@ func newRegoPlan(q *policy.Query, name, hook string, memo bool, logger *slog.Log
 	return a
 }
 
-// Describe says whether and on what the action memoizes its decisions.
+// Describe says whether and on what the action memoizes its decisions, and its mode
+// when it does not enforce.
 func (a *regoPlan) Describe() string {
-	if m := a.memo.Load(); m != nil {
-		return "rego " + a.name + ": decisions memoized on " + strings.Join(m.KeyPaths(), ", ")
+	mode := ""
+	if !a.mode.Enforcing() {
+		mode = " [mode " + string(a.mode) + ": records what it would deny, changes nothing]"
 	}
-	return "rego " + a.name + ": decisions not memoized (" + a.noMemo + ")"
+	if m := a.memo.Load(); m != nil {
+		return "rego " + a.name + mode + ": decisions memoized on " + strings.Join(m.KeyPaths(), ", ")
+	}
+	return "rego " + a.name + mode + ": decisions not memoized (" + a.noMemo + ")"
 }
 
 func (a *regoPlan) Run(ctx context.Context, s *State) error {
 	d, err := a.decide(ctx, s)
+	if err == nil && !d.Allowed() {
+		err = &PlanRejection{Query: a.name, Violations: d.Deny}
+	}
+	if err != nil && !a.mode.Enforcing() {
+		return engine.ReportFinding(ctx, engine.Finding{Mode: a.mode, Rule: "rego " + a.name, Reason: err.Error(),
+			Cause: engine.CauseOf(err), Violations: engine.ViolationsOf(err)})
+	}
 	if err != nil {
 		return err
 	}
-	if !d.Allowed() {
-		return &PlanRejection{Query: a.name, Violations: d.Deny}
+	if d.Plan != nil && !a.mode.Enforcing() {
+		return nil // a rule that only records rewrites nothing
 	}
 	if d.Plan != nil {
 		if s.Plan, err = engine.ClonePlan(d.Plan); err != nil {

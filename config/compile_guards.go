@@ -9,6 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 	"github.com/agentd-dev/agentd/engine/expr"
 	"github.com/agentd-dev/agentd/engine/op"
@@ -102,7 +103,34 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 	if len(l.errs) > before || check == nil {
 		return nil, info
 	}
+	if mode := ruleMode(get(n, "mode")); !mode.Enforcing() {
+		info.Mode, check = mode, recordOnly(mode, name, check)
+	}
 	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check}, info
+}
+
+// ruleMode reads a mode key (the schema checked its value); absent is enforce.
+func ruleMode(n *yaml.Node) engine.RuleMode {
+	if n == nil {
+		return engine.RuleEnforce
+	}
+	return engine.RuleMode(n.Value)
+}
+
+// recordOnly runs a guard in warn or audit mode: what it would deny, or a failure of
+// it, is reported as a finding and the call is allowed.
+func recordOnly(mode engine.RuleMode, name string, check op.GuardFunc) op.GuardFunc {
+	return func(ctx context.Context, call op.Call) error {
+		err := check(ctx, call)
+		if err == nil {
+			return nil
+		}
+		f := engine.Finding{Mode: mode, Rule: "guard " + name, Cause: engine.CauseGuardError, Reason: err.Error()}
+		if d, ok := op.AsDenial(err); ok {
+			f.Code, f.Reason, f.Cause = d.Code, d.Reason, engine.CauseGuardDenied
+		}
+		return engine.ReportFinding(ctx, f)
+	}
 }
 
 // ruleDenial validates the code and reason of rule n and returns them as a denial, nil

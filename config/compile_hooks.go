@@ -97,6 +97,13 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 		h.when = c.Expr(w, field+".when", expr.Scope(stage), expr.Bool)
 		info.When = w.Value
 	}
+	if h.mode = ruleMode(get(n, "mode")); !h.mode.Enforcing() {
+		info.Mode = h.mode
+		if required && !l.settings.allowAuditRequired {
+			l.errs = append(l.errs, d.src.Errorf(diag.KindRequiredHook, get(n, "mode"), field+".mode",
+				"the required hook may run in %s mode only when settings.allow_audit_required is true: in %s mode it never rejects a plan", h.mode, h.mode))
+		}
+	}
 	if t := get(n, "timeout"); t != nil {
 		dur, err := time.ParseDuration(t.Value)
 		if err != nil || dur <= 0 {

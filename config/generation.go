@@ -39,8 +39,10 @@ type HookInfo struct {
 	Name     string       `json:"name"`
 	Stage    engine.Stage `json:"stage"`
 	Required bool         `json:"required,omitempty"`
-	When     string       `json:"when,omitempty"`
-	Steps    []string     `json:"steps"`
+	// Mode is the hook's mode when it does not enforce.
+	Mode  engine.RuleMode `json:"mode,omitempty"`
+	When  string          `json:"when,omitempty"`
+	Steps []string        `json:"steps"`
 	// Notes are the steps' own descriptions (builtin.Describer), such as what a rego
 	// step's decision memo is keyed on.
 	Notes []string `json:"notes,omitempty"`
@@ -52,10 +54,12 @@ type HookInfo struct {
 type GuardInfo struct {
 	Name      string       `json:"name"`
 	Operation op.Operation `json:"operation"`
-	Code      string       `json:"code,omitempty"`
-	Kind      string       `json:"kind"`
-	File      string       `json:"file"`
-	Line      int          `json:"line"`
+	// Mode is the rule's mode when it does not enforce.
+	Mode engine.RuleMode `json:"mode,omitempty"`
+	Code string          `json:"code,omitempty"`
+	Kind string          `json:"kind"`
+	File string          `json:"file"`
+	Line int             `json:"line"`
 }
 
 // StageHooks returns the hooks of stage in run order.

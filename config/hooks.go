@@ -21,9 +21,13 @@ type hook struct {
 	steps   []builtin.Action
 	// readsPlanOnly is set when no step mutates the plan in place.
 	readsPlanOnly bool
+	mode          engine.RuleMode
 }
 
 func (h *hook) Name() string { return h.name }
+
+// RuleMode implements engine.Moded.
+func (h *hook) RuleMode() engine.RuleMode { return h.mode }
 
 // run runs the steps in order on s until one fails or decides. A false condition
 // returns engine.ErrSkipped; a hook over its timeout fails with an error naming it.

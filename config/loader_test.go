@@ -505,3 +505,48 @@ func TestLoad_CELCostLimitInEveryYAMLIntegerForm(t *testing.T) {
 		mustLoad(t, dir)
 	}
 }
+
+// A required hook may run in warn or audit mode only when the config says so; guards
+// in audit mode allow what they would deny and report it.
+func TestLoad_RuleModes(t *testing.T) {
+	required := hookSet("review", `catalog:
+  - {namespace: ns, agent: a, capabilities: [{name: c}]}
+hooks:
+  - name: review
+    stage: after_planning
+    required: true
+    mode: audit
+    steps:
+      - plan.set_metadata: {key: k, value: "1"}
+`)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"hooks/a.yaml": required})
+	errs := loadFails(t, dir)
+	if len(errs) != 1 || errs[0].Kind != diag.KindRequiredHook || !strings.Contains(errs[0].Message, "allow_audit_required") {
+		t.Fatalf("errors = %v, want one required_hook error naming allow_audit_required", errs)
+	}
+	writeFiles(t, dir, map[string]string{"hooks/b.yaml": hookSet("settings", "settings: {allow_audit_required: true}\n")})
+	gen := mustLoad(t, dir)
+	if gen.Hooks[0].Mode != engine.RuleAudit {
+		t.Fatalf("hook mode = %q", gen.Hooks[0].Mode)
+	}
+
+	dir = t.TempDir()
+	writeFiles(t, dir, map[string]string{"hooks/g.yaml": hookSet("guards", `guards:
+  policy_revision: r1
+  rules:
+    - name: big
+      operation: tool_call
+      mode: audit
+      deny_if: "call.parameters.amount > 10"
+      code: too_big
+      reason: too big
+`)})
+	gen = mustLoad(t, dir)
+	if gen.Guards[0].Mode != engine.RuleAudit {
+		t.Fatalf("guard mode = %q", gen.Guards[0].Mode)
+	}
+	if err := toolCall(t, gen, "ns", "c", map[string]any{"amount": 100}); err != nil {
+		t.Fatalf("a guard in audit mode denied: %v", err)
+	}
+}

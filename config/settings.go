@@ -21,6 +21,8 @@ type settings struct {
 	// allowBoundaryRemoval lets a reload drop the required hook, guard rules or
 	// binding strength the live generation has.
 	allowBoundaryRemoval bool
+	// allowAuditRequired lets the required hook run in warn or audit mode.
+	allowAuditRequired bool
 }
 
 func (l *loader) readSettings() {
@@ -82,13 +84,17 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 		default:
 			l.settings.planLimits.MaxReferences = int(n)
 		}
-	case "allow_boundary_removal":
+	case "allow_boundary_removal", "allow_audit_required":
 		var b bool
 		if v.Tag != "!!bool" || v.Decode(&b) != nil {
-			bad("allow_boundary_removal must be true or false, got %q", v.Value)
+			bad("%s must be true or false, got %q", key, v.Value)
 			return
 		}
-		l.settings.allowBoundaryRemoval = b
+		if key == "allow_boundary_removal" {
+			l.settings.allowBoundaryRemoval = b
+		} else {
+			l.settings.allowAuditRequired = b
+		}
 	case "plan_binding":
 		switch mode := engine.BindingMode(v.Value); mode {
 		case engine.BindingStrict, engine.BindingIdentity, engine.BindingOff:

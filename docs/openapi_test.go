@@ -87,6 +87,7 @@ var enumFamilies = []struct {
 	{schema: "CheckOutcome", dir: "../engine", prefix: "Check"},
 	{schema: "RunStatus", dir: "../engine", prefix: "Run"},
 	{schema: "Cause", dir: "../engine", prefix: "Cause"},
+	{schema: "RuleMode", dir: "../engine", prefix: "Rule"},
 	{schema: "Operation", dir: "../engine/op", typ: "Operation"},
 	{schema: "ErrorType", dir: "../cmd/agentd/internal/server", prefix: "Type"},
 }

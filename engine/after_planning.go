@@ -48,7 +48,12 @@ func AsRequiredAfterPlanningError(err error) (*RequiredAfterPlanningError, bool)
 // plan leaves the previous plan in place (fail open). Any such failure of the required
 // hook returns a *RequiredAfterPlanningError and no plan (fail closed): the caller must
 // run no step of the phase and persist nothing as accepted. A hook panic is recorded
-// and re-raised with its original value. The contract is docs/semantics.md §4.
+// and re-raised with its original value.
+//
+// A hook in warn or audit mode (the required one only where the config allows it) runs
+// on a copy; a rejection is recorded as a finding instead of failing the phase, and an
+// accepted rewrite is dropped: the next hook gets the plan this one got
+// (docs/semantics.md §6.9). The contract is docs/semantics.md §4.
 func (p *Pipeline) AfterPlanning(ctx context.Context, pctx *PipelineContext, plan *RoutingPlan, prior []RoutingStep, trail *Trail) (*RoutingPlan, error) {
 	if plan == nil {
 		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)
@@ -74,7 +79,13 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 		policy = FailClosed
 	}
 	inv := p.begin(ctx, e.entry, StageAfterPlanning, seq, phase, trail)
+	enforcing := e.mode.Enforcing()
 	reject := func(status InvocationStatus, reason string, cause error) (*RoutingPlan, error) {
+		if !enforcing { // recorded as a finding; the phase goes on with the plan it had
+			inv.find(findingOf(e.mode, e.name, reason, cause))
+			inv.finish(status, decide(policy, ActionContinue, reason), cause, nil)
+			return current, nil
+		}
 		if !e.required {
 			p.logger.WarnContext(ctx, "after_planning hook result rejected; keeping previous plan", "hook", e.name, "reason", reason, "error", cause)
 			inv.finish(status, decide(FailOpen, ActionContinue, reason), cause, nil)
@@ -85,7 +96,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 	}
 
 	candidate := current
-	if !e.readOnly {
+	if !e.readOnly || !enforcing {
 		var err error
 		if candidate, err = ClonePlan(current); err != nil {
 			return reject(InvocationSkipped, ReasonCloneFailed, err)
@@ -107,6 +118,9 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 		}
 	}
 	inv.finish(InvocationSucceeded, decide(policy, ActionContinue, ReasonAccepted), nil, nil)
+	if !enforcing { // a hook in warn or audit mode rewrites nothing
+		return current, nil
+	}
 	return next, nil
 }
 

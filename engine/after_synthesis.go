@@ -11,6 +11,8 @@ import (
 // success is recorded as completed. A hook panic is recorded and re-raised with its
 // original value (docs/semantics.md §5.2).
 //
+// A hook in warn or audit mode runs, but its rewrite is dropped (docs/semantics.md §6.9).
+//
 // Streaming caveat: when the caller has already streamed the synthesized text to its
 // client, the rewrite only changes the stored final response; it cannot withdraw text
 // already delivered. Content that must never be shown belongs in before_planning.
@@ -29,7 +31,9 @@ func (p *Pipeline) AfterSynthesis(ctx context.Context, pctx *PipelineContext, re
 			inv.finish(InvocationFailed, decide(FailOpen, ActionContinue, ReasonHookError), err, nil)
 			continue
 		}
-		response = next
+		if e.mode.Enforcing() { // a hook in warn or audit mode rewrites nothing
+			response = next
+		}
 		inv.finish(InvocationSucceeded, decide(FailOpen, ActionContinue, ReasonCompleted), nil, nil)
 	}
 	return response

@@ -52,6 +52,10 @@ type Response struct {
 // exactly (a key on one side only is a mismatch). The first accepted decision wins and
 // is returned; (nil, nil) means planning should proceed. A hook panic is recorded and
 // re-raised with its original value. The contract is docs/semantics.md §3.
+//
+// A hook in warn or audit mode runs on a copy of the enrichments: its changes are
+// dropped and a short circuit it decides (or a broken contract) is recorded as a
+// finding, never taken (docs/semantics.md §6.9).
 func (p *Pipeline) BeforePlanning(ctx context.Context, pctx *PipelineContext, gate Gate, trail *Trail) (*ShortCircuitOutcome, error) {
 	PromoteMetadata(pctx)
 	if pctx.Enrichments == nil {
@@ -90,7 +94,11 @@ func (p *Pipeline) runBefore(ctx context.Context, e *beforeEntry, seq int, pctx 
 		}
 	}()
 
-	decision, hookErr := p.callBefore(inv.ctx, e, pctx, gate)
+	run := pctx
+	if !e.mode.Enforcing() { // what the hook does is recorded, not applied
+		run = &PipelineContext{Request: pctx.Request, Metadata: pctx.Metadata, Enrichments: copyEnrichments(pctx.Enrichments)}
+	}
+	decision, hookErr := p.callBefore(inv.ctx, e, run, gate)
 	if errors.Is(hookErr, ErrSkipped) {
 		inv.finish(InvocationSkipped, decide(FailOpen, ActionContinue, ReasonSkipped), nil, effects())
 		return nil, nil
@@ -105,6 +113,13 @@ func (p *Pipeline) runBefore(ctx context.Context, e *beforeEntry, seq int, pctx 
 		return nil, nil
 	}
 	rec, accepted, contract := judge(decision, gate)
+	if !e.mode.Enforcing() {
+		if accepted || contract {
+			inv.find(Finding{Mode: e.mode, Rule: "hook " + e.name, Code: string(rec.Action), Reason: rec.Reason, Cause: causeFor(rec.Reason, nil)})
+		}
+		inv.finish(InvocationSucceeded, rec, nil, effects())
+		return nil, nil
+	}
 	p.tel.shortCircuit(ctx, inv.span, rec.Reason, decision.Kind, accepted)
 	if contract {
 		cerr := &ContractError{Hook: e.name, Reason: rec.Reason}

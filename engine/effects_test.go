@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	memstore "github.com/agentd-dev/agentd/engine/store"
 	"reflect"
 	"strings"
 	"sync"
@@ -455,5 +456,46 @@ func TestInvocation_MissingDecisionOmittedOnReencode(t *testing.T) {
 	var roundTrip engine.Invocation
 	if err := json.Unmarshal(raw, &roundTrip); err != nil || !reflect.DeepEqual(roundTrip, inv) {
 		t.Fatalf("round trip = %+v, %v; want %+v", roundTrip, err, inv)
+	}
+}
+
+// A pending effect completes by id from outside the hook's process, once: an effect
+// nobody announced cannot be created, and a terminal one takes no update.
+func TestEffects_CompletedByIDOnce(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.NewMemory(memstore.MemoryOptions{})
+	p := mustNew(t, []engine.Hook{&synthesisHook{name: "writer", fn: func(ctx context.Context, _ *engine.PipelineContext, r string) (string, error) {
+		return r, engine.ReportEffect(ctx, pending("audit-write"))
+	}}})
+	d := newDriver(t, p, nil, store)
+	s, err := d.Open(ctx, "r", engine.Opening{Text: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AfterSynthesis(ctx, "answer"); err != nil {
+		t.Fatal(err)
+	}
+	done := terminal("audit-write", engine.EffectSucceeded, `{"rows":1}`)
+	if err := d.CompleteEffect(ctx, "r", done); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := store.Get(ctx, "r")
+	if got := rec.PipelineHooks[0].Effects[0]; got.Status != engine.EffectSucceeded || string(got.Data) != `{"rows":1}` {
+		t.Fatalf("effect = %+v", got)
+	}
+	for name, tc := range map[string]struct {
+		id   string
+		e    engine.Effect
+		code engine.EffectUpdateCode
+	}{
+		"terminal once":   {"r", terminal("audit-write", engine.EffectFailed, `{}`), engine.UpdateTerminalEffect},
+		"never announced": {"r", terminal("other", engine.EffectSucceeded, `{}`), engine.UpdateUnknownEffect},
+		"no such request": {"nobody", done, engine.UpdateUnknownEffect},
+		"invalid data":    {"r", terminal("audit-write", engine.EffectSucceeded, `{bad`), engine.UpdateInvalidEffect},
+	} {
+		var ee *engine.EffectError
+		if err := d.CompleteEffect(ctx, tc.id, tc.e); !errors.As(err, &ee) || ee.Code != tc.code {
+			t.Errorf("%s: err = %v, want %s", name, err, tc.code)
+		}
 	}
 }

@@ -26,13 +26,17 @@ func (p *Pipeline) begin(ctx context.Context, e entry, stage Stage, seq, planPha
 	inv := invocation{tel: p.tel, trail: trail, started: time.Now()}
 	ctx, inv.span = p.tel.start(ctx, e)
 	if trail != nil {
-		inv.index = trail.open(Invocation{
+		rec := Invocation{
 			HookName:  e.name,
 			Phase:     stage,
 			Sequence:  seq,
 			PlanPhase: planPhase,
 			StartedAt: inv.started.UTC(),
-		})
+		}
+		if !e.mode.Enforcing() {
+			rec.Mode = e.mode
+		}
+		inv.index = trail.open(rec)
 		ctx = withEffectSink(ctx, trail, inv.index)
 	}
 	inv.ctx = ctx
@@ -78,4 +82,11 @@ func causeFor(reason string, err error) Cause {
 		return CauseContractError
 	}
 	return CauseOf(err)
+}
+
+// find records a finding on the invocation (when recording).
+func (inv *invocation) find(f Finding) {
+	if inv.trail != nil {
+		inv.trail.find(inv.index, f)
+	}
 }

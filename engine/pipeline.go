@@ -98,6 +98,7 @@ type Pipeline struct {
 type entry struct {
 	name string
 	span string
+	mode RuleMode
 }
 
 type beforeEntry struct {
@@ -175,8 +176,9 @@ func (p *Pipeline) index(hooks []Hook) error {
 }
 
 func (p *Pipeline) add(h Hook, name string) {
+	mode := modeOf(h)
 	span := func(s Stage) entry {
-		return entry{name: name, span: "pipeline.hook." + string(s) + "." + name}
+		return entry{name: name, span: "pipeline.hook." + string(s) + "." + name, mode: mode}
 	}
 	d, isDecision := h.(BeforePlanningDecisionHook)
 	l, isLegacy := h.(BeforePlanningHook)

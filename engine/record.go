@@ -139,7 +139,9 @@ type OperationRecord struct {
 	LivePolicyRevision string        `json:"live_policy_revision,omitempty"`
 	StartedAt          time.Time     `json:"started_at"`
 	Duration           time.Duration `json:"duration"`
-	Finish             *FinishRecord `json:"finish,omitempty"`
+	// WouldDeny lists what guards in warn or audit mode would have denied.
+	WouldDeny []Finding     `json:"would_deny,omitempty"`
+	Finish    *FinishRecord `json:"finish,omitempty"`
 }
 
 // FinishRecord is how a checked operation ended, as its caller reported it.
@@ -211,6 +213,9 @@ func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 	if rec.Operations != nil {
 		out.Operations = make([]OperationRecord, len(rec.Operations))
 		for i, o := range rec.Operations {
+			if o.WouldDeny != nil {
+				o.WouldDeny = cloneFindings(o.WouldDeny)
+			}
 			if o.GuardIndex != nil {
 				n := *o.GuardIndex
 				o.GuardIndex = &n

@@ -98,6 +98,15 @@ func (c *stageCall) recorded() []Invocation {
 	return c.invocations
 }
 
+// warnings are the call's findings made in warn mode.
+func (c *stageCall) warnings() []Finding {
+	var out []Finding
+	for _, inv := range c.recorded() {
+		out = append(out, Warnings(inv.WouldDeny)...)
+	}
+	return out
+}
+
 // done reports the finished call to the observer.
 func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
 	s.d.observer.Staged(context.WithoutCancel(c.ctx), &StageReport{
@@ -125,7 +134,9 @@ func (s *Session) run(c *stageCall, fn func() error) error {
 
 // BeforePlanningResult is the outcome of before_planning.
 type BeforePlanningResult struct {
-	DecisionID  string
+	DecisionID string
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []Finding
 	Enrichments map[string]any
 	// ShortCircuit is the accepted short circuit; nil means planning goes on.
 	ShortCircuit *ShortCircuitOutcome
@@ -152,7 +163,7 @@ func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, er
 		if err := s.commit(c, ch); err != nil {
 			return err
 		}
-		out = &BeforePlanningResult{DecisionID: c.id, Enrichments: c.pctx.Enrichments, ShortCircuit: sc, Invocations: c.recorded()}
+		out = &BeforePlanningResult{DecisionID: c.id, Warnings: c.warnings(), Enrichments: c.pctx.Enrichments, ShortCircuit: sc, Invocations: c.recorded()}
 		s.done(c, outcome, nil)
 		return nil
 	})
@@ -161,7 +172,9 @@ func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, er
 
 // PlanResult is the outcome of one after_planning phase.
 type PlanResult struct {
-	DecisionID  string
+	DecisionID string
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []Finding
 	Plan        *RoutingPlan
 	Invocations []Invocation
 	// Replayed is set when the call re-sent the last phase's plan and was answered
@@ -229,7 +242,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 			return err
 		}
 		c.accepted = accepted
-		out = &PlanResult{DecisionID: c.id, Plan: accepted, Invocations: c.recorded()}
+		out = &PlanResult{DecisionID: c.id, Warnings: c.warnings(), Plan: accepted, Invocations: c.recorded()}
 		s.done(c, OutcomeAccepted, nil)
 		return nil
 	})
@@ -288,7 +301,9 @@ func (s *Session) replayPhase(ctx context.Context) *PlanResult {
 
 // StageResult is the outcome of after_execution.
 type StageResult struct {
-	DecisionID  string
+	DecisionID string
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []Finding
 	Invocations []Invocation
 }
 
@@ -306,7 +321,7 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 		if err := s.commit(c, resultsReported(result)); err != nil {
 			return err
 		}
-		out = &StageResult{DecisionID: c.id, Invocations: c.recorded()}
+		out = &StageResult{DecisionID: c.id, Warnings: c.warnings(), Invocations: c.recorded()}
 		s.done(c, OutcomeCompleted, nil)
 		return nil
 	})
@@ -315,7 +330,9 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 
 // SynthesisResult is the outcome of after_synthesis.
 type SynthesisResult struct {
-	DecisionID  string
+	DecisionID string
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []Finding
 	Response    string
 	Invocations []Invocation
 }
@@ -330,7 +347,7 @@ func (s *Session) AfterSynthesis(ctx context.Context, response string) (*Synthes
 		if err := s.commit(c, completed(final, SourceAfterSynthesis)); err != nil {
 			return err
 		}
-		out = &SynthesisResult{DecisionID: c.id, Response: final, Invocations: c.recorded()}
+		out = &SynthesisResult{DecisionID: c.id, Warnings: c.warnings(), Response: final, Invocations: c.recorded()}
 		c.response = final
 		s.done(c, OutcomeCompleted, nil)
 		return nil

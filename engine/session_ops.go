@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +14,8 @@ import (
 type CheckResult struct {
 	DecisionID string
 	Allowed    bool
+	// Warnings are what guards in warn mode would have denied.
+	Warnings []Finding
 	// Denial is set when plan binding or a guard denied the call.
 	Denial         *op.Denial
 	Generation     string
@@ -57,7 +60,11 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 	}
 	end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(verdict), Err: verdict})
 	report.Outcome, report.Err = CheckOutcomeOf(verdict), verdict
-	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
+	var warnings []Finding
+	if report.Record != nil {
+		warnings = Warnings(report.Record.WouldDeny)
+	}
+	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Warnings: warnings, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
 	if den, ok := op.AsDenial(verdict); ok {
 		result.Denial = den
 		return result, nil
@@ -153,6 +160,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 		}
 		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
+	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
 	if verdict == nil {
 		if live := s.d.gens.Live(); live != nil && live.ID != s.gen.ID {
@@ -163,6 +171,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 		}
 	}
 	describe(&rec, verdict)
+	rec.WouldDeny = findings.list()
 	if verdict == nil && bound {
 		if err := s.claim(ctx, mode, &call); err != nil {
 			var den *op.Denial
@@ -355,4 +364,94 @@ func (s *Session) finish(ctx context.Context, f Finish) error {
 			}
 		}
 	})
+}
+
+// EffectError reports an effect update the driver cannot take.
+type EffectError struct {
+	Code   EffectUpdateCode
+	Detail string
+}
+
+// EffectUpdateCode is why an effect update was not taken.
+type EffectUpdateCode string
+
+// Effect update codes.
+const (
+	// UpdateUnknownEffect: no invocation of the request announced the effect.
+	UpdateUnknownEffect EffectUpdateCode = "unknown_effect"
+	// UpdateTerminalEffect: the effect already has its terminal status.
+	UpdateTerminalEffect EffectUpdateCode = "effect_terminal"
+	// UpdateInvalidEffect: the update is not a valid effect (status, data).
+	UpdateInvalidEffect EffectUpdateCode = "invalid_effect"
+)
+
+func (e *EffectError) Error() string { return string(e.Code) + ": " + e.Detail }
+
+// CompleteEffect updates a pending effect a hook of request id announced, from outside
+// the process that ran the hook (an audit writer reporting over HTTP, say), by effect
+// id: the latest invocation that announced it gets the new effect, whose status may
+// be pending again or terminal. A terminal effect takes no update (terminal once), an
+// effect nobody announced cannot be created this way, and data must be valid JSON;
+// each is an *EffectError. Started time and name are kept when the update leaves them
+// empty.
+func (d *Driver) CompleteEffect(ctx context.Context, id string, e Effect) error {
+	if err := validateEffect(e); err != nil {
+		return &EffectError{Code: UpdateInvalidEffect, Detail: err.Error()}
+	}
+	st, err := d.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	gen := d.gens.Live()
+	if st != nil {
+		if gen = d.gens.Lookup(st.Generation); gen == nil {
+			gen = d.gens.Live()
+		}
+		if err := CheckTenant(ctx, id, TenantOf(st.Metadata)); err != nil {
+			return err
+		}
+	}
+	if gen == nil {
+		return &RefusalError{Code: RefusedNotReady, RequestID: id}
+	}
+	s := d.newSession(gen, d.openState(id, gen, Opening{}), false)
+	var problem *EffectError
+	e.Data = append(json.RawMessage(nil), e.Data...)
+	err = s.rewriteRecord(ctx, false, func(rec *ExecutionRecord) bool {
+		if err := CheckTenant(ctx, id, rec.Tenant); err != nil {
+			problem = &EffectError{Code: UpdateUnknownEffect, Detail: fmt.Sprintf("request %q has no effect %q", id, e.EffectID)}
+			return false
+		}
+		for i := len(rec.PipelineHooks) - 1; i >= 0; i-- {
+			effects := rec.PipelineHooks[i].Effects
+			for j := range effects {
+				if effects[j].EffectID != e.EffectID {
+					continue
+				}
+				if effects[j].Status.Terminal() {
+					problem = &EffectError{Code: UpdateTerminalEffect, Detail: fmt.Sprintf("effect %q is %s already", e.EffectID, effects[j].Status)}
+					return false
+				}
+				if e.Name == "" {
+					e.Name = effects[j].Name
+				}
+				if e.StartedAt.IsZero() {
+					e.StartedAt = effects[j].StartedAt
+				}
+				effects[j], problem = e, nil
+				return true
+			}
+		}
+		problem = &EffectError{Code: UpdateUnknownEffect, Detail: fmt.Sprintf("request %q has no effect %q", id, e.EffectID)}
+		return false
+	})
+	switch {
+	case errors.Is(err, ErrRecordNotFound):
+		return &EffectError{Code: UpdateUnknownEffect, Detail: fmt.Sprintf("request %q has no record", id)}
+	case err != nil:
+		return err
+	case problem != nil:
+		return problem
+	}
+	return nil
 }

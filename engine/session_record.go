@@ -170,21 +170,33 @@ func (s *Session) reload(ctx context.Context) error {
 // writes a record, so every write is revision-gated. It is safe for concurrent use
 // (late effect updates arrive from other goroutines).
 func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)) error {
+	return s.rewriteRecord(ctx, true, func(rec *ExecutionRecord) bool { fn(rec); return true })
+}
+
+// rewriteRecord is writeRecord for a change that may decline: fn returns false to
+// write nothing. With create false, a request without a record is ErrRecordNotFound.
+func (s *Session) rewriteRecord(ctx context.Context, create bool, fn func(rec *ExecutionRecord) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.d.now().UTC()
 	if s.d.records == nil {
 		if s.local == nil || s.fresh {
+			if !create {
+				return fmt.Errorf("%w: %q", ErrRecordNotFound, s.state.ID)
+			}
 			s.local, s.fresh = s.newRecord(now), false
 		}
-		fn(s.local)
-		s.local.Revision++
-		s.local.UpdatedAt = now
+		if fn(s.local) {
+			s.local.Revision++
+			s.local.UpdatedAt = now
+		}
 		return nil
 	}
 	for range maxWriteRetries {
 		rec, err := s.d.records.Get(ctx, s.state.ID)
 		switch {
+		case errors.Is(err, ErrRecordNotFound) && !create:
+			return err
 		case errors.Is(err, ErrRecordNotFound):
 			rec = s.newRecord(now)
 		case err != nil:
@@ -194,7 +206,9 @@ func (s *Session) writeRecord(ctx context.Context, fn func(rec *ExecutionRecord)
 			rec = s.newRecord(now)
 			rec.Revision = revision
 		}
-		fn(rec)
+		if !fn(rec) {
+			return nil
+		}
 		if n := recordEntries(rec); n > s.d.maxEntries {
 			return storeFailure(s.state.ID, fmt.Errorf("%w: the execution record would hold %d entries, over the limit of %d", ErrTooLarge, n, s.d.maxEntries))
 		}

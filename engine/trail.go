@@ -169,7 +169,17 @@ func (t *Trail) report(i int, e Effect) (late func(), err error) {
 	return nil, nil
 }
 
+// find appends a finding to invocation i.
+func (t *Trail) find(i int, f Finding) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.invocations[i].WouldDeny = append(t.invocations[i].WouldDeny, f)
+}
+
 func copyInvocation(inv Invocation) Invocation {
+	if inv.WouldDeny != nil {
+		inv.WouldDeny = cloneFindings(inv.WouldDeny)
+	}
 	if inv.Effects != nil {
 		effects := make([]Effect, len(inv.Effects))
 		for i, e := range inv.Effects {
@@ -183,4 +193,13 @@ func copyInvocation(inv Invocation) Invocation {
 		inv.Decision = &d
 	}
 	return inv
+}
+
+func cloneFindings(fs []Finding) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		f.Violations = cloneSlice(f.Violations)
+		out[i] = f
+	}
+	return out
 }

@@ -247,4 +247,9 @@ type Invocation struct {
 	Decision  *DecisionRecord  `json:"decision,omitempty"`
 	// DecisionID names the stage call that ran the hook.
 	DecisionID string `json:"decision_id,omitempty"`
+	// Mode is the hook's mode when it does not enforce: its verdict was recorded, not
+	// applied. WouldDeny lists what it, or a step of it in warn or audit mode, would
+	// have denied.
+	Mode      RuleMode  `json:"mode,omitempty"`
+	WouldDeny []Finding `json:"would_deny,omitempty"`
 }

@@ -81,6 +81,9 @@ func printSummary(w io.Writer, gen *config.Generation) {
 			if h.When != "" {
 				notes = append(notes, "when "+strings.TrimSpace(h.When))
 			}
+			if !h.Mode.Enforcing() {
+				notes = append(notes, "mode "+string(h.Mode)+": records what it would deny, changes nothing")
+			}
 			note := ""
 			if len(notes) > 0 {
 				note = " (" + strings.Join(notes, "; ") + ")"
@@ -114,7 +117,11 @@ func printSummary(w io.Writer, gen *config.Generation) {
 		if g.Code != "" {
 			code = " code " + g.Code
 		}
-		fmt.Fprintf(w, "  %d. %s on %s (%s)%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, g.File, g.Line)
+		mode := ""
+		if !g.Mode.Enforcing() {
+			mode = " mode " + string(g.Mode) + " (records what it would deny, allows)"
+		}
+		fmt.Fprintf(w, "  %d. %s on %s (%s)%s%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, mode, g.File, g.Line)
 	}
 }
 

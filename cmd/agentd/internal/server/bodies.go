@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
@@ -32,7 +33,9 @@ type ShortCircuitBody struct {
 
 // BeforePlanningResponse is the outcome of before_planning.
 type BeforePlanningResponse struct {
-	DecisionID   string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings     []engine.Finding    `json:"warnings,omitempty"`
 	RequestID    string              `json:"request_id"`
 	Generation   string              `json:"generation"`
 	Enrichments  map[string]any      `json:"enrichments"`
@@ -56,7 +59,9 @@ type AfterPlanningRequest struct {
 // AfterPlanningResponse carries the accepted plan, and with ?explain=true the
 // explanation of each Rego evaluation.
 type AfterPlanningResponse struct {
-	DecisionID  string                `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []engine.Finding      `json:"warnings,omitempty"`
 	RequestID   string                `json:"request_id"`
 	Generation  string                `json:"generation"`
 	Plan        *engine.RoutingPlan   `json:"plan"`
@@ -72,7 +77,9 @@ type AfterExecutionRequest struct {
 
 // AfterExecutionResponse lists the after_execution invocations.
 type AfterExecutionResponse struct {
-	DecisionID  string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []engine.Finding    `json:"warnings,omitempty"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Invocations []engine.Invocation `json:"invocations"`
@@ -86,7 +93,9 @@ type AfterSynthesisRequest struct {
 
 // AfterSynthesisResponse carries the final response.
 type AfterSynthesisResponse struct {
-	DecisionID  string              `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what rules in warn mode would have denied.
+	Warnings    []engine.Finding    `json:"warnings,omitempty"`
 	RequestID   string              `json:"request_id"`
 	Generation  string              `json:"generation"`
 	Response    string              `json:"response"`
@@ -102,7 +111,9 @@ type OperationCheckRequest struct {
 // OperationCheckResponse is the answer of plan binding and the guards; Denial is set
 // when not allowed.
 type OperationCheckResponse struct {
-	DecisionID     string             `json:"decision_id"`
+	DecisionID string `json:"decision_id"`
+	// Warnings are what guards in warn mode would have denied.
+	Warnings       []engine.Finding   `json:"warnings,omitempty"`
 	Allowed        bool               `json:"allowed"`
 	Denial         *op.Denial         `json:"denial,omitempty"`
 	PolicyRevision string             `json:"policy_revision,omitempty"`
@@ -128,4 +139,23 @@ type OperationFinishResponse struct {
 	RequestID string           `json:"request_id"`
 	StepID    string           `json:"step_id"`
 	Status    engine.RunStatus `json:"status"`
+}
+
+// EffectUpdateRequest completes (or updates) a pending effect a hook announced.
+type EffectUpdateRequest struct {
+	RequestID string              `json:"request_id"`
+	EffectID  string              `json:"effect_id"`
+	Status    engine.EffectStatus `json:"status"`
+	Name      string              `json:"name,omitempty"`
+	Summary   string              `json:"summary,omitempty"`
+	Data      json.RawMessage     `json:"data,omitempty"`
+	Error     string              `json:"error,omitempty"`
+	Duration  time.Duration       `json:"duration,omitempty"`
+}
+
+// EffectUpdateResponse acknowledges an effect update.
+type EffectUpdateResponse struct {
+	RequestID string              `json:"request_id"`
+	EffectID  string              `json:"effect_id"`
+	Status    engine.EffectStatus `json:"status"`
 }

@@ -107,6 +107,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		return resp, http.StatusOK, nil
 	})
 	post(RoleOrchestrator, "/v1/operations/finish", stage(opts, s.FinishOperation))
+	post(RoleOrchestrator, "/v1/effects", stage(opts, s.UpdateEffect))
 	route(RoleViewer, http.MethodGet, "/v1/executions/{id}", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e

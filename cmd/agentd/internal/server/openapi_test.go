@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -281,11 +282,12 @@ func (faultyHook) AfterPlanning(_ context.Context, _ *engine.PipelineContext, pl
 	}
 	return plan, nil
 }
-func (faultyHook) AfterExecution(_ context.Context, _ *engine.PipelineContext, r *engine.ExecutionResult) error {
+func (faultyHook) AfterExecution(ctx context.Context, _ *engine.PipelineContext, r *engine.ExecutionResult) error {
 	if r.PlanID == "panic" {
 		panic("kaboom")
 	}
-	return nil
+	// An audit write submitted now and completed later, over POST /v1/effects.
+	return engine.ReportEffect(ctx, engine.Effect{EffectID: "audit-write", Name: "audit write", Status: engine.EffectPending, StartedAt: time.Now()})
 }
 func (faultyHook) AfterSynthesis(_ context.Context, _ *engine.PipelineContext, response string) (string, error) {
 	if response == "panic" {
@@ -457,6 +459,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		as = "/v1/hooks/after_synthesis"
 		oc = "/v1/operations/check"
 		of = "/v1/operations/finish"
+		ef = "/v1/effects"
 	)
 	huge := `{"request_id":"r","request":"` + strings.Repeat("x", testMaxBody) + `"}`
 
@@ -551,6 +554,12 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		slow(post("stalled after_synthesis", as, `{"request_id":`, 408)),
 		slow(post("stalled check", oc, `{"call":`, 408)),
 		slow(post("stalled finish", of, `{"request_id":`, 408)),
+		bad(post("oversized effect", ef, huge, 413)),
+		noToken(post("no token effect", ef, `{"request_id":"r1","effect_id":"audit","status":"succeeded"}`, 401)),
+		by(viewerToken, post("viewer effect", ef, `{"request_id":"r1","effect_id":"audit","status":"succeeded"}`, 403)),
+		by(globexToken, post("other tenant's effect", ef, `{"request_id":"r1","effect_id":"audit","status":"succeeded"}`, 403)),
+		slow(post("stalled effect", ef, `{"request_id":`, 408)),
+		post("effect already terminal", ef, `{"request_id":"r1","effect_id":"audit","status":"failed","error":"late"}`, 409),
 	} {
 		run(stock, c)
 	}
@@ -562,6 +571,13 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("after_planning panic", ap, `{"request_id":"f3","plan":{"plan_id":"panic","terminal":true}}`, 500),
 		post("after_execution panic", ae, `{"request_id":"f4","result":{"plan_id":"panic","steps":[],"success":true,"total_duration":0,"phase_count":1}}`, 500),
 		post("after_synthesis panic", as, `{"request_id":"f5","response":"panic"}`, 500),
+		post("pending effect announced", ae, `{"request_id":"f6","result":{"plan_id":"p","steps":[],"success":true,"total_duration":0,"phase_count":0}}`, 200),
+		post("effect completed", ef, `{"request_id":"f6","effect_id":"audit-write","status":"succeeded","summary":"written","data":{"rows":1},"duration":2000000}`, 200),
+		post("effect completed twice", ef, `{"request_id":"f6","effect_id":"audit-write","status":"failed"}`, 409),
+		post("effect never announced", ef, `{"request_id":"f6","effect_id":"nope","status":"succeeded"}`, 404),
+		post("effect of no request", ef, `{"request_id":"nobody","effect_id":"audit-write","status":"succeeded"}`, 404),
+		bad(post("effect with an unknown status", ef, `{"request_id":"f6","effect_id":"audit-write","status":"done"}`, 400)),
+		bad(post("effect with no status", ef, `{"request_id":"f6","effect_id":"audit-write"}`, 400)),
 	} {
 		run(faulty, c)
 	}
@@ -587,6 +603,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("store down after_synthesis", as, `{"request_id":"d","response":"x"}`, 503),
 		post("store down check", oc, `{"call":{"operation":"turn","request_id":"d"}}`, 503),
 		post("store down finish", of, `{"request_id":"d","step_id":"step-1","status":"succeeded"}`, 503),
+		post("store down effect", ef, `{"request_id":"d","effect_id":"audit","status":"succeeded"}`, 503),
 		{name: "store down record", method: http.MethodGet, path: "/v1/executions/d", want: 503},
 	} {
 		run(down, c)

@@ -30,7 +30,7 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 		return nil, decided(ctx, driverError(err))
 	}
 	resp := &BeforePlanningResponse{
-		DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
+		DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
 		Rendered: engine.RenderEnrichments(out.Enrichments), Invocations: out.Invocations,
 	}
 	if sc := out.ShortCircuit; sc != nil {
@@ -70,7 +70,7 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	resp := &AfterPlanningResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}
+	resp := &AfterPlanningResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}
 	if explainer != nil {
 		resp.Explanation = explainer.Explanations()
 	}
@@ -126,7 +126,7 @@ func (s *Service) AfterExecution(ctx context.Context, req *AfterExecutionRequest
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterExecutionResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
+	return &AfterExecutionResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
 }
 
 // AfterSynthesis runs the chained after_synthesis hooks and completes the request.
@@ -142,7 +142,7 @@ func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterSynthesisResponse{DecisionID: out.DecisionID, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
+	return &AfterSynthesisResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
 }
 
 // CheckOperation asks the guards about one call. A denial or a guard error (fail
@@ -166,7 +166,7 @@ func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest
 	if err != nil {
 		return nil, driverError(err)
 	}
-	return &OperationCheckResponse{DecisionID: out.DecisionID, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
+	return &OperationCheckResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
 }
 
 // FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).
@@ -193,4 +193,33 @@ func (s *Service) FinishOperation(ctx context.Context, req *OperationFinishReque
 		return nil, driverError(err)
 	}
 	return &OperationFinishResponse{RequestID: req.RequestID, StepID: req.StepID, Status: req.Status}, nil
+}
+
+// UpdateEffect completes or updates a pending effect by id (see
+// engine.Driver.CompleteEffect).
+func (s *Service) UpdateEffect(ctx context.Context, req *EffectUpdateRequest) (*EffectUpdateResponse, *APIError) {
+	switch {
+	case req.RequestID == "":
+		return nil, missing("request_id")
+	case req.EffectID == "":
+		return nil, missing("effect_id")
+	case req.Status == "":
+		return nil, missing("status")
+	}
+	err := s.driver.CompleteEffect(ctx, req.RequestID, engine.Effect{
+		EffectID: req.EffectID, Name: req.Name, Status: req.Status, Summary: req.Summary,
+		Data: req.Data, Error: req.Error, Duration: req.Duration,
+	})
+	var ee *engine.EffectError
+	switch {
+	case errors.As(err, &ee) && ee.Code == engine.UpdateInvalidEffect:
+		return nil, apiError(http.StatusBadRequest, TypeInvalidEffect, "%v", ee.Detail)
+	case errors.As(err, &ee) && ee.Code == engine.UpdateTerminalEffect:
+		return nil, apiError(http.StatusConflict, TypeEffectTerminal, "%v", ee.Detail)
+	case errors.As(err, &ee):
+		return nil, apiError(http.StatusNotFound, TypeUnknownEffect, "%v", ee.Detail)
+	case err != nil:
+		return nil, driverError(err)
+	}
+	return &EffectUpdateResponse{RequestID: req.RequestID, EffectID: req.EffectID, Status: req.Status}, nil
 }

@@ -19,6 +19,7 @@ type telemetry struct {
 	duration    metric.Float64Histogram
 	invocations metric.Int64Counter
 	operations  metric.Int64Counter
+	findings    metric.Int64Counter
 	sets        attrSets
 }
 
@@ -81,6 +82,9 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	if t.invocations, err = m.Int64Counter("agentd.hook.invocations", metric.WithDescription("hook invocations by stage, status and decision reason")); err != nil {
 		return nil, err
 	}
+	if t.findings, err = m.Int64Counter("agentd.rule.findings", metric.WithDescription("what rules in warn or audit mode would have denied, by mode and where (hook or operation)")); err != nil {
+		return nil, err
+	}
 	if t.operations, err = m.Int64Counter("agentd.operation.checks", metric.WithDescription("operation guard checks by operation and outcome")); err != nil {
 		return nil, err
 	}
@@ -95,6 +99,27 @@ func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
 		operation = "unknown"
 	}
 	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}))
+	if r.Record != nil {
+		s.countFindings(ctx, "operation", r.Record.WouldDeny)
+	}
+	if !s.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("decision_id", r.DecisionID), slog.String("request_id", r.Call.RequestID),
+		slog.String("generation", r.Generation), slog.String("operation", operation),
+		slog.String("outcome", string(r.Outcome)), slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000),
+	}
+	if rec := r.Record; rec != nil {
+		attrs = append(attrs, slog.String("step_id", rec.StepID), slog.String("policy_revision", rec.PolicyRevision))
+		if rec.Code != "" {
+			attrs = append(attrs, slog.String("code", rec.Code), slog.String("guard", rec.Guard))
+		}
+		if n := len(rec.WouldDeny); n > 0 {
+			attrs = append(attrs, slog.Int("would_deny", n))
+		}
+	}
+	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "operation check", attrs...)
 }
 
 // Staged implements engine.Observer: metrics, and one decision log line.
@@ -109,6 +134,7 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	s.tel.calls.Add(ctx, 1, sets.get(calls))
 	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
 	for _, inv := range r.Invocations {
+		s.countFindings(ctx, "hook", inv.WouldDeny)
 		reason := ""
 		if inv.Decision != nil {
 			reason = inv.Decision.Reason
@@ -126,6 +152,9 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	if cause != "" {
 		attrs = append(attrs, slog.String("cause", string(cause)))
 	}
+	if n := findingsOf(r.Invocations); n > 0 {
+		attrs = append(attrs, slog.Int("would_deny", n))
+	}
 	if s.cfg.LogPayloads {
 		attrs = append(attrs, slog.String("request", r.Request), slog.Any("metadata", r.Metadata))
 		if r.Response != "" {
@@ -133,6 +162,22 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 		}
 	}
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "stage decision", attrs...)
+}
+
+// findingsOf counts the findings of invocations.
+func findingsOf(invs []engine.Invocation) int {
+	n := 0
+	for _, inv := range invs {
+		n += len(inv.WouldDeny)
+	}
+	return n
+}
+
+// countFindings counts findings by mode; where is hook or operation.
+func (s *Service) countFindings(ctx context.Context, where string, fs []engine.Finding) {
+	for _, f := range fs {
+		s.tel.findings.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "mode", v1: string(f.Mode), k2: "where", v2: where}))
+	}
 }
 
 // Refused implements engine.Observer: a stage call answered with an error before or
