@@ -59,6 +59,9 @@ func (c *Context) Query(n *yaml.Node, field string) *policy.Query {
 		c.add(c.Source.Errorf(diag.KindUndefinedQuery, n, field, "%s", policyMessage(err)))
 		return nil
 	}
+	if c.Queries != nil {
+		*c.Queries = append(*c.Queries, q.String())
+	}
 	return q
 }
 

@@ -19,7 +19,7 @@ type cmdFlags struct {
 func newFlags(name, synopsis, doc string, stderr io.Writer) *cmdFlags {
 	f := &cmdFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), synopsis: synopsis, doc: doc}
 	f.SetOutput(stderr)
-	f.Usage = func() { f.printUsage(f.Output()) }
+	f.Usage = func() {} // parse prints the usage where it belongs
 	return f
 }
 
@@ -49,6 +49,7 @@ func (f *cmdFlags) parse(args []string, stdout io.Writer, minArgs, maxArgs int) 
 			return nil, exitOK, false
 		}
 		if err != nil {
+			f.printUsage(f.Output())
 			return nil, exitUsage, false
 		}
 		rest = f.Args()
@@ -60,7 +61,7 @@ func (f *cmdFlags) parse(args []string, stdout io.Writer, minArgs, maxArgs int) 
 	}
 	if len(pos) < minArgs || maxArgs >= 0 && len(pos) > maxArgs {
 		fmt.Fprintf(f.Output(), "agentd %s: wrong number of arguments\n", f.Name())
-		f.Usage()
+		f.printUsage(f.Output())
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true

@@ -211,3 +211,54 @@ func TestCLI_OPARunsTheStockCLIInAUsersDirectory(t *testing.T) {
 		t.Errorf("agentd opa version: exit %d: %s", code, out)
 	}
 }
+
+// TestCLI_CheckWarnsOnWhatLetsPlansThrough: each kind of warning, printed with its
+// position; --strict turns warnings into exit 1.
+func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
+	required := "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: a}\nhooks:\n" +
+		"  - name: review\n    stage: after_planning\n    required: true\n    steps:\n      - rego: {query: data.review}\n"
+	tests := map[string]struct {
+		files map[string]string
+		want  string
+	}{
+		"no_required_hook": {map[string]string{"hooks/a.yaml": "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: a}\nhooks:\n" +
+			"  - name: greet\n    stage: before_planning\n    steps:\n      - enrich: {key: rag_context, value: \"'hi'\"}\n"},
+			"warning: no_required_hook: "},
+		"unknown_folder": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if false\n",
+			"policy/r.rego": "package review\n"}, "warning: policy/: unknown_folder: agentd does not read policy/: did you mean policies/?"},
+		"unprovided_data": {map[string]string{"hooks/a.yaml": required, "data/allowlist.json": `{"allowlist": {"demo-tools": ["stock_quote"]}}`,
+			"policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tsome step in input.plan.steps\n\tnot step.namespace in object.keys(data.review.allowlist)\n}\n"},
+			"warning: policies/r.rego:5: unprovided_data: data.review.allowlist"},
+		"no_deny": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\nallow := true\n"},
+			"warning: no_deny: query data.review names a package without a deny rule"},
+		"undefined_read": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n" +
+			"\tsome step in input.plan.steps\n\tstep.metadata.capability == \"execute_trade\"\n}\n"},
+			"warning: policies/r.rego:3: undefined_read: this deny rule reads a member a plan or request may lack"},
+		"rego_strict": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tx := 1\n\tinput.plan.steps == []\n}\n"},
+			"warning: policies/r.rego:4: rego_strict: "},
+	}
+	for kind, tc := range tests {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tc.files {
+				writeFile(t, dir, name, content)
+			}
+			code, out, errOut := runCLI(t, "check", dir)
+			if code != exitOK || !strings.Contains(out, tc.want) {
+				t.Errorf("check: exit %d, want 0 with %q:\n%s%s", code, tc.want, out, errOut)
+			}
+			if code, _, _ := runCLI(t, "check", "--strict", dir); code != exitFailed {
+				t.Errorf("check --strict: exit %d, want 1", code)
+			}
+		})
+	}
+	for _, example := range []string{"stock-agent", "retrieval-agent", "openai-gateway"} {
+		code, out, errOut := runCLI(t, "check", "--strict", filepath.Join(repoRoot(t), "examples", example))
+		if code != exitOK || strings.Contains(out, "warning") {
+			t.Errorf("check --strict %s: exit %d:\n%s%s", example, code, out, errOut)
+		}
+		if !strings.Contains(out, "data: data/") {
+			t.Errorf("check %s prints no data mounts:\n%s", example, out)
+		}
+	}
+}

@@ -237,6 +237,7 @@ type StatusBody struct {
 	Generation     string                             `json:"generation,omitempty"`
 	LoadedAt       string                             `json:"loaded_at,omitempty"`
 	Files          []string                           `json:"files"`
+	DataMounts     []config.DataMount                 `json:"data_mounts"`
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
@@ -248,12 +249,13 @@ type StatusBody struct {
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() StatusBody {
-	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	g := s.cfg.Registry.Current()
 	if g == nil {
 		return body
 	}
 	body.Generation, body.LoadedAt, body.Files, body.PolicyRevision = g.ID, g.LoadedAt.Format("2006-01-02T15:04:05.000Z07:00"), g.Files, g.PolicyRevision
+	body.DataMounts = append(body.DataMounts, g.DataMounts...)
 	for _, st := range engine.Stages {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
