@@ -120,7 +120,6 @@ func (p *Params) index() bool {
 	return ok
 }
 
-
 // Hook is the name of the hook being compiled.
 func (p *Params) Hook() string { return p.ctx.Hook }
 

@@ -23,9 +23,9 @@ type Generation struct {
 	Queries []string
 	// DataMounts say where each data document is mounted, in file order.
 	DataMounts []DataMount
-	Hooks    []HookInfo
-	Guards   []GuardInfo
-	Gateways Gateways
+	Hooks      []HookInfo
+	Guards     []GuardInfo
+	Gateways   Gateways
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool
