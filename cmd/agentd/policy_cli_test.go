@@ -262,3 +262,18 @@ func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
 		}
 	}
 }
+
+func TestCLI_TestCoverageAndMinCoverage(t *testing.T) {
+	example := filepath.Join(repoRoot(t), "examples", "retrieval-agent")
+	code, out, errOut := runCLI(t, "test", "--coverage", example)
+	if code != exitOK || !strings.Contains(out, "coverage policies/retrieval/plan/plan.rego: ") || !strings.Contains(out, "coverage: ") {
+		t.Errorf("test --coverage: exit %d:\n%s%s", code, out, errOut)
+	}
+	dir := failOpenConfig(t)
+	if code, out, errOut := runCLI(t, "test", "--min-coverage", "50", dir); code != exitFailed || !strings.Contains(errOut, "below --min-coverage 50.0%") {
+		t.Errorf("test --min-coverage 50 on untested policies: exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := runCLI(t, "test", "--min-coverage", "0", dir); code != exitOK {
+		t.Errorf("test --min-coverage 0: exit %d", code)
+	}
+}

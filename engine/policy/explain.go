@@ -30,10 +30,11 @@ type tracedEval struct {
 // NewExplainer returns an empty Explainer.
 func NewExplainer() *Explainer { return &Explainer{} }
 
-// Context returns ctx with x recording every evaluation under it. Such evaluations are
-// traced (see Traced): a decision memo must evaluate rather than answer.
+// Context returns ctx with x recording every evaluation under it, beside the tracers
+// ctx already has. Such evaluations are traced (see Traced): a decision memo must
+// evaluate rather than answer.
 func (x *Explainer) Context(ctx context.Context) context.Context {
-	return context.WithValue(ctx, tracerKey{}, tracerFor(func(q *Query) topdown.QueryTracer {
+	return withTracer(ctx, tracerFor(func(q *Query) topdown.QueryTracer {
 		e := &tracedEval{q: q, buf: topdown.NewBufferTracer()}
 		x.mu.Lock()
 		x.evals = append(x.evals, e)

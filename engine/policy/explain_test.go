@@ -141,3 +141,22 @@ func lineOf(tb testing.TB, file, prefix string) int {
 	tb.Fatalf("%s: no line starts with %q", file, prefix)
 	return 0
 }
+
+// TestTracer_ExplainerAndCoverageTogether: an Explainer under a coverage context
+// records the evaluation, and the coverage tracer still sees it.
+func TestTracer_ExplainerAndCoverageTogether(t *testing.T) {
+	b := libraryBundle(t, Options{})
+	q := mustPrepare(t, b, "data.agentd.plan")
+	cov := cover.New()
+	x := NewExplainer()
+	ctx := x.Context(WithQueryTracer(context.Background(), cov))
+	if _, err := q.PlanDecision(ctx, planInput(t, plan(step("step-1", "execute_trade")))); err != nil {
+		t.Fatal(err)
+	}
+	if e := x.Explanations(); len(e) != 1 || len(e[0].Violations) != 1 {
+		t.Errorf("explanations = %+v", e)
+	}
+	if fr := cov.Report(b.compiler.Modules).Files["agentd/plan/plan.rego"]; fr == nil || fr.CoveredLines == 0 {
+		t.Error("the coverage tracer saw nothing")
+	}
+}
