@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -51,24 +50,6 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
-}
-
-// loadDirArg parses the single DIR argument of command and compiles it. On failure it
-// prints the usage or every config error and returns a nil generation with the exit
-// code.
-func loadDirArg(command string, args []string, stderr io.Writer) (string, *config.Generation, int) {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "usage: agentd %s DIR\n", command) }
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			fs.Usage()
-		}
-		return "", nil, exitUsage
-	}
-	dir := fs.Arg(0)
-	gen, code := loadDir(dir, stderr)
-	return dir, gen, code
 }
 
 // loadDir compiles dir; on failure it prints every config error and returns a nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,27 +50,39 @@ type scriptOutput struct {
 	Records map[string]json.RawMessage `json:"records"`
 }
 
+const evalDoc = `
+Compile a config directory and run, in process and exactly as the HTTP API would, one
+stage call (--stage with --input: the answer body is printed) or a script of calls on
+one store (--script: a JSON list of {"call": STAGE, "body": {...}}; every answer and
+the execution record of every request named are printed). With --explain, every
+after_planning call is explained (?explain=true): the answer names, for each
+violation, the deny rule (file:line) that produced it, its variables and the input it
+read, or the rules consulted for an allowed plan; a one-line summary per violation
+goes to stderr.
+
+Exit 0: every answer is 2xx; 1: otherwise (rejections, denials, invalid input); 2:
+usage.`
+
 // runEval compiles the config and runs, in process and exactly as the HTTP API would,
 // one stage call (--stage with --input: the answer body is printed) or a script of
 // calls on one store (--script: a JSON list of {call, body}; every answer and the
 // record of every request named is printed). Exit 0 when every answer is 2xx, 1
 // otherwise (rejections, denials and invalid input included), 2 for usage errors.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("eval", "agentd eval --config DIR (--stage STAGE --input FILE | --script FILE) [--explain]", evalDoc, stderr)
 	dir := fs.String("config", "", "config directory (required)")
 	stage := fs.String("stage", "", "before_planning, after_planning, after_execution, after_synthesis, operation or finish")
 	input := fs.String("input", "", "file with the call's API request body (JSON); - for stdin")
 	script := fs.String("script", "", "file with a JSON list of {\"call\": STAGE, \"body\": {...}}, run in order on one store; - for stdin")
 	explain := fs.Bool("explain", false, "explain every after_planning call (?explain=true): the answer names, for each violation, the deny rule (file:line) and the values it read; a summary goes to stderr")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
+		return code
 	}
 	route, ok := evalRoutes[*stage]
 	single := ok && *input != "" && *script == ""
-	if *dir == "" || fs.NArg() > 0 || !single && (*script == "" || *stage != "" || *input != "") {
-		fmt.Fprintln(stderr, "usage: agentd eval --config DIR (--stage STAGE --input FILE | --script FILE)")
-		fs.PrintDefaults()
+	if *dir == "" || !single && (*script == "" || *stage != "" || *input != "") {
+		fmt.Fprintln(stderr, "agentd eval: give --config and either --stage with --input or --script")
+		fs.printUsage(stderr)
 		return exitUsage
 	}
 	svc, err := evalService(*dir, stderr)

@@ -14,7 +14,8 @@ import (
 // opa eval`, `agentd opa check --strict`, `agentd opa fmt` behave as the stock `opa`.
 func runOPA(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := opacmd.Command(&cobra.Command{
-		Use:           "agentd opa",
+		Use:           "opa",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "agentd opa"},
 		Short:         "Open Policy Agent (OPA), as linked into agentd",
 		Long:          "OPA's own command line, from OPA's Go packages at the version agentd is built with (see agentd version).",
 		SilenceUsage:  true,
