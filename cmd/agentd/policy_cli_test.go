@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
 )
 
 // failOpenConfig is a config directory whose hand-written deny-list fails open: a step
@@ -276,4 +280,104 @@ func TestCLI_TestCoverageAndMinCoverage(t *testing.T) {
 	if code, _, _ := runCLI(t, "test", "--min-coverage", "0", dir); code != exitOK {
 		t.Errorf("test --min-coverage 0: exit %d", code)
 	}
+}
+
+// TestCLI_EveryCommandHasHelp: `agentd CMD --help` and `agentd help CMD` describe the
+// command on stdout and exit 0.
+func TestCLI_EveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "--help"}, {"help", c.name}, {c.name, "-h"}} {
+			code, out, errOut := runCLI(t, args...)
+			want := "usage: agentd " + c.name
+			if c.name == "opa" {
+				want = "agentd opa [command]"
+			}
+			if code != exitOK || !strings.Contains(out, want) {
+				t.Errorf("agentd %v: exit %d, want 0 with %q on stdout:\n%s%s", args, code, want, out, errOut)
+			}
+		}
+	}
+	if code, _, errOut := runCLI(t, "chek", "dir"); code != exitUsage || !strings.Contains(errOut, `did you mean "check"?`) {
+		t.Errorf("agentd chek: exit %d: %s", code, errOut)
+	}
+}
+
+// TestCLI_InitWritesAConfigThatPassesCheckTestAndProbe: the starter config passes
+// check --strict, test (with full coverage), probe and opa test, and init never
+// overwrites.
+func TestCLI_InitWritesAConfigThatPassesCheckTestAndProbe(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "starter")
+	if code, out, errOut := runCLI(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"check", "--strict", dir}, {"test", "--min-coverage", "100", dir}, {"probe", dir}} {
+		if code, out, errOut := runCLI(t, args...); code != exitOK {
+			t.Errorf("agentd %v: exit %d:\n%s%s", args, code, out, errOut)
+		}
+	}
+	cmd := exec.Command(binary, "opa", "test", "policies/", "data/")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("agentd opa test in the starter: %v\n%s", err, out)
+	}
+	before := snapshot(t, dir)
+	if code, _, errOut := runCLI(t, "init", dir); code != exitUsage || !strings.Contains(errOut, "not empty") {
+		t.Errorf("init into a non-empty directory: exit %d: %s", code, errOut)
+	}
+	if snapshot(t, dir) != before {
+		t.Error("a second init changed the directory")
+	}
+}
+
+// TestCLI_SchemaWritesSchemasEditorsResolveLocally: the written schemas compile with a
+// loader that reads only local files (their references resolve next to them), and
+// the starter's files validate against them.
+func TestCLI_SchemaWritesSchemasEditorsResolveLocally(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "schemas")
+	if code, out, errOut := runCLI(t, "schema", dir); code != exitOK || !strings.Contains(out, "hookset.schema.json") {
+		t.Fatalf("schema: exit %d:\n%s%s", code, out, errOut)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(jsonschema.FileLoader{})
+	compiled := map[string]*jsonschema.Schema{}
+	for _, name := range []string{"hookset.schema.json", "hooktests.schema.json", "routing_plan.schema.json"} {
+		s, err := c.Compile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("compile %s from files alone: %v", name, err)
+		}
+		compiled[name] = s
+	}
+	for file, schema := range map[string]string{
+		"starter/hooks/20-plan.yaml":     "hookset.schema.json",
+		"starter/tests/pipeline.yaml":    "hooktests.schema.json",
+		"starter/hooks/30-response.yaml": "hookset.schema.json",
+	} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "$schema=../schemas/"+schema) {
+			t.Errorf("%s does not point at ../schemas/%s", file, schema)
+		}
+		if err := compiled[schema].Validate(jsonRoundTrip(t, doc)); err != nil {
+			t.Errorf("%s against the written %s: %v", file, schema, err)
+		}
+	}
+}
+
+func jsonRoundTrip(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
