@@ -10,9 +10,10 @@ EXAMPLE ?= examples/stock-agent
 # when a Fuzz function of the repository is missing here.
 FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/ref:FuzzScan:80000 \
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 \
-	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy:FuzzPlanMemo_KeysSound:4000 \
-	./engine/policy:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000 \
-	./cmd/agentd/internal/gateway/openai:FuzzChatRequest:6000 ./cmd/agentd/internal/gateway/openai:FuzzUpstreamReply:10000
+	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy/reads:FuzzPlanMemo_KeysSound:4000 \
+	./engine/policy/reads:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000 \
+	./cmd/agentd/internal/gateway/openai:FuzzChatRequest:6000 ./cmd/agentd/internal/gateway/openai:FuzzUpstreamReply:10000 \
+	./cmd/agentd/internal/gateway/mcp:FuzzVetLine:3000
 FUZZTIME ?= 10s
 
 .PHONY: build run generate test test-race test-go test-policies fuzz bench lint fmt

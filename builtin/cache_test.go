@@ -46,7 +46,7 @@ func TestCacheStore_ThenLookup(t *testing.T) {
 		// shares the cache.
 		otherGeneration bool
 		lookup          cacheRequest
-		wantReason      string
+		wantReason      engine.Reason
 		wantHit         bool
 	}{
 		{

@@ -144,7 +144,7 @@ func runSynthesis(t testing.TB, gen *config.Generation, ctx context.Context, tex
 
 // wantInvocation checks an invocation's hook, status and decision reason, and that its
 // error contains errPart ("" means no error).
-func wantInvocation(t testing.TB, inv engine.Invocation, hook string, status engine.InvocationStatus, reason, errPart string) {
+func wantInvocation(t testing.TB, inv engine.Invocation, hook string, status engine.InvocationStatus, reason engine.Reason, errPart string) {
 	t.Helper()
 	if inv.HookName != hook || inv.Status != status {
 		t.Errorf("invocation = %s/%s, want %s/%s (error %q)", inv.HookName, inv.Status, hook, status, inv.Error)
@@ -209,7 +209,7 @@ func stepIDs(p *engine.RoutingPlan) []string {
 
 // wantLoadErrors checks that err is a diag.List whose kinds are exactly kinds, and
 // returns it.
-func wantLoadErrors(t testing.TB, err error, kinds ...string) diag.List {
+func wantLoadErrors(t testing.TB, err error, kinds ...diag.Kind) diag.List {
 	t.Helper()
 	list, ok := diag.AsList(err)
 	if !ok {

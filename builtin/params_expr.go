@@ -10,14 +10,6 @@ import (
 	"github.com/agentd-dev/agentd/engine/expr"
 )
 
-// celKinds maps expr error kinds to diag kinds.
-var celKinds = map[string]string{
-	expr.ErrKindSyntax:             diag.KindCELSyntax,
-	expr.ErrKindTypeCheck:          diag.KindCELTypeCheck,
-	expr.ErrKindUndeclaredVariable: diag.KindCELUndeclaredVariable,
-	expr.ErrKindCostLimit:          diag.KindCELCostLimit,
-}
-
 // Expr compiles the CEL expression in scalar n for scope, expecting kind, and reports a
 // failure at the exact position inside the file. It returns nil on failure.
 func (c *Context) Expr(n *yaml.Node, field string, scope expr.Scope, kind expr.Kind) *expr.Program {
@@ -29,16 +21,12 @@ func (c *Context) Expr(n *yaml.Node, field string, scope expr.Scope, kind expr.K
 	if err == nil {
 		return prg
 	}
-	var xe *expr.Error
+	var xe *diag.Error
 	if !errors.As(err, &xe) {
 		c.add(c.Source.Errorf(diag.KindCELTypeCheck, n, field, "%v", err))
 		return nil
 	}
-	k, ok := celKinds[xe.Kind]
-	if !ok {
-		k = diag.KindCELTypeCheck
-	}
-	c.add(c.Source.ErrorAt(k, c.Source.SnippetPos(n, xe.Line, xe.Column), field, xe.Message))
+	c.add(c.Source.ErrorAt(xe.Kind, c.Source.SnippetPos(n, xe.Line, xe.Column), field, xe.Message))
 	return nil
 }
 

@@ -34,7 +34,7 @@ func TestPlanRemoveSteps_Where(t *testing.T) {
 		where      string
 		phase      int
 		wantIDs    []string
-		wantReason string
+		wantReason engine.Reason
 		wantErr    string
 	}{
 		{
@@ -217,7 +217,9 @@ func TestPlanSetMetadata_Values(t *testing.T) {
 // previous plan in place.
 func TestPlanSetMetadata_Rejected(t *testing.T) {
 	tests := []struct {
-		name, params, reason, errPart string
+		name, params string
+		reason       engine.Reason
+		errPart      string
 	}{
 		{"capability the agent lacks", `{key: capability, value: "'launch_rocket'"}`, engine.ReasonInvalidPlan, "launch_rocket"},
 		{"where fails", `{where: "step.nope == 1", key: k, value: "1"}`, engine.ReasonHookError, "plan.set_metadata where: "},

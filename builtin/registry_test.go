@@ -10,6 +10,7 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // Every action is allowed exactly in its stages: a step in another stage is a load
@@ -68,7 +69,7 @@ func TestRegistry_StagesEnforced(t *testing.T) {
 func TestRegistry_ParamErrors(t *testing.T) {
 	tests := []struct {
 		name, stage, step string
-		kind              string
+		kind              diag.Kind
 		// at is the text of the step line the error points at; off moves the
 		// expected column from its first byte.
 		at  string

@@ -66,7 +66,7 @@ func (c *Context) Query(n *yaml.Node, field string) *policy.Query {
 }
 
 func policyMessage(err error) string {
-	var pe *policy.Error
+	var pe *diag.Error
 	if errors.As(err, &pe) {
 		return pe.Message
 	}
@@ -154,7 +154,7 @@ func (a *regoPlan) Describe() string {
 		mode = " [mode " + string(a.mode) + ": records what it would deny, changes nothing]"
 	}
 	if m := a.memo.Load(); m != nil {
-		return "rego " + a.name + mode + ": decisions memoized on " + strings.Join(m.KeyPaths(), ", ")
+		return "rego " + a.name + mode + ": decisions memoized on " + strings.Join(m.Reads().KeyPaths(), ", ")
 	}
 	return "rego " + a.name + mode + ": decisions not memoized (" + a.noMemo + ")"
 }

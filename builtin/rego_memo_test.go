@@ -77,7 +77,7 @@ func randomPlan(r *rand.Rand) *engine.RoutingPlan {
 // exactly what unmemoized evaluation decides.
 func TestRegoMemo_MatchesUnmemoizedEvaluation(t *testing.T) {
 	q := libraryQuery(t)
-	if !q.Memoizable() {
+	if q.NewPlanMemo(16) == nil {
 		t.Fatal("the stock allow-list should be memoizable")
 	}
 	memoized := newRegoPlan(q, "data.agentd.plan", "review", true, slog.New(slog.DiscardHandler))
@@ -145,7 +145,7 @@ func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase i
 func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {
 	clock := policy.Module{File: "clock.rego", Source: []byte("package agentd.clock\n\nnow := time.now_ns()\n")}
 	q := libraryQuery(t, clock)
-	if q.Memoizable() || q.NewPlanMemo(16) != nil {
+	if q.NewPlanMemo(16) != nil {
 		t.Fatal("a bundle calling time.now_ns must not be memoized")
 	}
 	a := newRegoPlan(q, "data.agentd.plan", "review", true, nil)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -37,17 +36,14 @@ func (s *Source) Pos(n *yaml.Node) diag.Pos {
 }
 
 // SnippetPos maps a position inside the text of scalar n (an embedded CEL expression;
-// line and col as CEL reports them, col counting characters) to the file, accounting
+// 1-based line and byte column, as expr reports them) to the file, accounting
 // for quotes and block scalars. A position past the end of the text maps to just after
 // its last character. Inside a quoted scalar whose escapes span lines the file line
 // cannot be recovered, so such positions map to the scalar's start.
 func (s *Source) SnippetPos(n *yaml.Node, line, col int) diag.Pos {
 	lines := strings.Split(strings.TrimRight(n.Value, "\n"), "\n")
 	if line > len(lines) {
-		line, col = len(lines), utf8.RuneCountInString(lines[len(lines)-1])+1
-	}
-	if line >= 1 && col >= 1 {
-		col = diag.ByteColumn([]byte(lines[line-1]), col)
+		line, col = len(lines), len(lines[len(lines)-1])+1
 	}
 	p := s.Pos(n)
 	switch n.Style {
@@ -65,11 +61,11 @@ func (s *Source) SnippetPos(n *yaml.Node, line, col int) diag.Pos {
 }
 
 // Errorf returns a diag error of kind at n's position.
-func (s *Source) Errorf(kind string, n *yaml.Node, field, format string, args ...any) *diag.Error {
+func (s *Source) Errorf(kind diag.Kind, n *yaml.Node, field, format string, args ...any) *diag.Error {
 	return s.ErrorAt(kind, s.Pos(n), field, fmt.Sprintf(format, args...))
 }
 
 // ErrorAt returns a diag error of kind at p.
-func (s *Source) ErrorAt(kind string, p diag.Pos, field, msg string) *diag.Error {
+func (s *Source) ErrorAt(kind diag.Kind, p diag.Pos, field, msg string) *diag.Error {
 	return &diag.Error{Kind: kind, File: s.Name, Line: p.Line, Column: p.Column, Field: field, Message: msg}
 }

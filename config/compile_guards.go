@@ -54,6 +54,9 @@ func (l *loader) compileGuards() (*op.Runner, []GuardInfo, string) {
 			sites = append(sites, guardSite{d, n})
 		}
 	}
+	var observers []ObserverInfo
+	set.Arounds, observers = l.compileObservers()
+	l.observers = observers
 	if failed {
 		// The problems are reported; compiling what is left would only add follow-on
 		// errors (a revision without guards).
@@ -198,7 +201,7 @@ func celGuard(prg *expr.Program, d op.Denial) op.GuardFunc {
 // error (fail closed).
 func regoGuard(q *policy.Query, fallback *op.Denial) op.GuardFunc {
 	return func(ctx context.Context, call op.Call) error {
-		input, err := policy.CallInput(callMap(call), call.Request, call.Metadata, nil)
+		input, err := policy.CallInput(&call, call.Request, call.Metadata, nil)
 		if err != nil {
 			return err
 		}
@@ -226,30 +229,4 @@ func regoGuard(q *policy.Query, fallback *op.Denial) op.GuardFunc {
 
 func guardVars(call *op.Call) *expr.Vars {
 	return &expr.Vars{Request: call.Request, Metadata: call.Metadata, Call: call}
-}
-
-// callMap is the call as Rego input, with its JSON field names.
-func callMap(c op.Call) map[string]any {
-	m := map[string]any{"operation": string(c.Operation), "request_id": c.RequestID}
-	put := func(k, v string) {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	put("step_id", c.StepID)
-	put("namespace", c.Namespace)
-	put("agent_name", c.AgentName)
-	put("capability", c.Capability)
-	put("model", c.Model)
-	put("request", c.Request)
-	if c.Parameters != nil {
-		m["parameters"] = c.Parameters
-	}
-	if c.Metadata != nil {
-		m["metadata"] = c.Metadata
-	}
-	if c.Phase != 0 {
-		m["phase"] = c.Phase
-	}
-	return m
 }

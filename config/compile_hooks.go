@@ -130,14 +130,10 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 	return h, info
 }
 
-// compileCatalog merges the catalog entries of every document.
-func (l *loader) compileCatalog() *engine.Catalog {
-	type site struct {
-		d document
-		n *yaml.Node
-	}
-	var agents []engine.CatalogAgent
-	var sites []site
+// compileCatalog merges the catalog entries of every document and then the agents
+// the gateways declare (extra).
+func (l *loader) compileCatalog(extra []catalogSite) *engine.Catalog {
+	var sites []catalogSite
 	for _, d := range l.docs {
 		for _, n := range d.list("catalog") {
 			var a engine.CatalogAgent
@@ -145,12 +141,16 @@ func (l *loader) compileCatalog() *engine.Catalog {
 				l.errs = append(l.errs, d.src.Errorf(diag.KindCatalog, n, "catalog", "%v", err))
 				continue
 			}
-			agents = append(agents, a)
-			sites = append(sites, site{d, n})
+			sites = append(sites, catalogSite{agent: a, d: d, n: n})
 		}
 	}
-	if len(agents) == 0 {
+	sites = append(sites, extra...)
+	if len(sites) == 0 {
 		return nil
+	}
+	agents := make([]engine.CatalogAgent, len(sites))
+	for i, s := range sites {
+		agents[i] = s.agent
 	}
 	c, err := engine.NewCatalog(agents)
 	var ce *engine.CatalogError
@@ -164,9 +164,14 @@ func (l *loader) compileCatalog() *engine.Catalog {
 	return c
 }
 
-// catalogNode returns the node of catalog entry n that ce is about: the agent of a
+// catalogNode returns the node of catalog entry n (or of a gateway server, whose agent
+// is its name and whose capabilities are its tools) that ce is about: the agent of a
 // duplicate agent, the second of two equal capability names or return fields, else n.
 func catalogNode(n *yaml.Node, ce *engine.CatalogError) *yaml.Node {
+	agent, caps := get(n, "agent"), get(n, "capabilities")
+	if agent == nil {
+		agent, caps = get(n, "name"), get(n, "tools")
+	}
 	second := func(list *yaml.Node, value func(*yaml.Node) *yaml.Node) *yaml.Node {
 		seen := false
 		for _, item := range contentOf(list) {
@@ -181,12 +186,12 @@ func catalogNode(n *yaml.Node, ce *engine.CatalogError) *yaml.Node {
 	}
 	var at *yaml.Node
 	switch ce.Reason {
-	case "duplicate_agent":
-		at = get(n, "agent")
-	case "duplicate_capability":
-		at = second(get(n, "capabilities"), func(c *yaml.Node) *yaml.Node { return get(c, "name") })
-	case "duplicate_return_field":
-		for _, c := range contentOf(get(n, "capabilities")) {
+	case engine.CatalogDuplicateAgent:
+		at = agent
+	case engine.CatalogDuplicateCapability:
+		at = second(caps, func(c *yaml.Node) *yaml.Node { return get(c, "name") })
+	case engine.CatalogDuplicateReturnField:
+		for _, c := range contentOf(caps) {
 			if at = second(get(c, "returns"), func(r *yaml.Node) *yaml.Node { return r }); at != nil {
 				break
 			}

@@ -20,7 +20,7 @@ const corpusDir = "testdata/invalid"
 
 // corpusSize is the number of cases in the corpus. The corpus only grows: a new case
 // raises it, and a case removed (or a directory lost) fails TestLoad_InvalidCorpus.
-const corpusSize = 73
+const corpusSize = 79
 
 // corpusCases returns the names of the case directories, sorted.
 func corpusCases(t testing.TB) []string {
@@ -69,8 +69,8 @@ func comparePositions(a, b *diag.Error) int {
 }
 
 // wantKind returns the kind of a want.txt line.
-func wantKind(line string) string {
-	return line[strings.LastIndexByte(line, ' ')+1:]
+func wantKind(line string) diag.Kind {
+	return diag.Kind(line[strings.LastIndexByte(line, ' ')+1:])
 }
 
 // TestLoad_InvalidCorpus loads every case and checks that the errors are exactly those
@@ -109,7 +109,7 @@ func TestLoad_InvalidCorpus(t *testing.T) {
 // TestLoad_InvalidCorpusCoversEveryKind keys the corpus on kind: every kind a load can
 // report has a case, and every case expects only known kinds.
 func TestLoad_InvalidCorpusCoversEveryKind(t *testing.T) {
-	byKind := map[string][]string{}
+	byKind := map[diag.Kind][]string{}
 	for _, name := range corpusCases(t) {
 		for _, line := range readWant(t, filepath.Join(corpusDir, name)) {
 			kind := wantKind(line)

@@ -1,6 +1,7 @@
 // Package config loads a config directory into one immutable, compiled generation: the
 // declarative hooks (YAML pipelines of built-in actions with CEL and Rego), the agent
-// catalog and the operation guards.
+// catalog, the operation guards and the protocol gateways' settings (an MCP gateway's
+// upstream servers are catalog agents too; see MCPServer).
 //
 // A config directory holds hooks/*.yaml (one HookSet document each, concatenated in
 // lexical file order: file order, then document order, is registration order),

@@ -101,7 +101,7 @@ func (l *loader) compileOpenAIGateway(catalog *engine.Catalog) *OpenAIGateway {
 
 func (l *loader) openAIGateway(d document, n *yaml.Node, catalog *engine.Catalog) *OpenAIGateway {
 	const field = "gateways.openai"
-	bad := func(kind string, at *yaml.Node, sub, format string, args ...any) {
+	bad := func(kind diag.Kind, at *yaml.Node, sub, format string, args ...any) {
 		l.errs = append(l.errs, d.src.Errorf(kind, at, joinField(field, sub), format, args...))
 	}
 	gw := &OpenAIGateway{

@@ -25,7 +25,9 @@ type Generation struct {
 	DataMounts []DataMount
 	Hooks      []HookInfo
 	Guards     []GuardInfo
-	Gateways   Gateways
+	// Observers are the declarative operation observers, in order.
+	Observers []ObserverInfo
+	Gateways  Gateways
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool
@@ -36,6 +38,7 @@ type Generation struct {
 // configured.
 type Gateways struct {
 	OpenAI *OpenAIGateway
+	MCP    *MCPGateway
 }
 
 // DataMount is where a data file's document is mounted: data/agentd/allowlist.json is

@@ -19,7 +19,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the expected.golden files of testdata/invalid (never want.txt)")
 
 // diagKinds is every kind a load may report.
-var diagKinds = []string{
+var diagKinds = []diag.Kind{
 	diag.KindYAMLSyntax, diag.KindSchema, diag.KindUnknownKey, diag.KindDuplicateKey,
 	diag.KindDuplicateHook, diag.KindInvalidValue, diag.KindUnknownAction, diag.KindInvalidParams,
 	diag.KindCELSyntax, diag.KindCELTypeCheck, diag.KindCELUndeclaredVariable, diag.KindCELCostLimit,
@@ -28,7 +28,7 @@ var diagKinds = []string{
 	diag.KindGuard, diag.KindGateway, diag.KindIO, diag.KindTooManyErrors,
 }
 
-func isDiagKind(kind string) bool {
+func isDiagKind(kind diag.Kind) bool {
 	for _, k := range diagKinds {
 		if k == kind {
 			return true

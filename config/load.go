@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -65,6 +64,7 @@ type loader struct {
 	regoFailed bool
 	queries    []string
 	mounts     []DataMount
+	observers  []ObserverInfo
 }
 
 // Load reads and compiles the config directory dir into a Generation. On any problem it
@@ -94,7 +94,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 	}
 	l.cel = cel
 	l.compilePolicies(cf)
-	catalog := l.compileCatalog()
+	mcp, mcpAgents := l.compileMCPGateway(dir)
+	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
 	openai := l.compileOpenAIGateway(catalog)
@@ -113,8 +114,8 @@ func Load(dir string, opts Options) (*Generation, error) {
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
 		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
-		DataMounts: l.mounts, Hooks: infos, Guards: guards,
-		Gateways: Gateways{OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
+		Gateways: Gateways{MCP: mcp, OpenAI: openai}, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 
@@ -134,26 +135,11 @@ func (l *loader) compilePolicies(cf configFiles) {
 		return
 	}
 	l.regoFailed = true
-	var perrs policy.Errors
-	if !errors.As(err, &perrs) {
-		if err != nil {
-			l.errs = append(l.errs, &diag.Error{Kind: diag.KindRegoCompile, Message: err.Error()})
-		}
-		return
+	if list, ok := diag.AsList(err); ok {
+		l.errs = append(l.errs, list...)
+	} else if err != nil {
+		l.errs = append(l.errs, &diag.Error{Kind: diag.KindRegoCompile, Message: err.Error()})
 	}
-	for _, e := range perrs {
-		kind := e.Kind
-		if k, ok := policyKinds[kind]; ok {
-			kind = k
-		}
-		l.errs = append(l.errs, &diag.Error{Kind: kind, File: e.File, Line: e.Line, Column: e.Column, Message: e.Message})
-	}
-}
-
-// policyKinds maps the policy error kinds that have no diag kind of the same name.
-var policyKinds = map[string]string{
-	policy.KindDataInvalid:  diag.KindDataSyntax,
-	policy.KindInvalidQuery: diag.KindUndefinedQuery,
 }
 
 // context returns the action compile context of one hook.

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -316,7 +317,7 @@ func TestLoad_MissingConfigDirectory(t *testing.T) {
 				}
 			}
 			list := loadFails(t, dir)
-			if kinds := list.Kinds(); !slices.Contains(kinds, diag.KindIO) || slices.ContainsFunc(kinds, func(k string) bool { return k != diag.KindIO }) {
+			if kinds := list.Kinds(); !slices.Contains(kinds, diag.KindIO) || slices.ContainsFunc(kinds, func(k diag.Kind) bool { return k != diag.KindIO }) {
 				t.Errorf("kinds = %v, want only %s:\n%v", kinds, diag.KindIO, list)
 			}
 		})
@@ -353,7 +354,7 @@ guards:
       rego: {query: data.agentd.guard_test}
 `)})
 	list := loadFails(t, dir)
-	if got := list.Kinds(); !slices.Equal(got, []string{diag.KindUndefinedQuery}) {
+	if got := list.Kinds(); !slices.Equal(got, []diag.Kind{diag.KindUndefinedQuery}) {
 		t.Errorf("querying the test package: kinds = %v, want [%s]:\n%v", got, diag.KindUndefinedQuery, list)
 	}
 }
@@ -478,7 +479,7 @@ guards:
       reason: the request is too long
 `)})
 	list := loadFails(t, dir)
-	if got := list.Kinds(); !slices.Equal(got, []string{diag.KindCELTypeCheck}) {
+	if got := list.Kinds(); !slices.Equal(got, []diag.Kind{diag.KindCELTypeCheck}) {
 		t.Errorf("kinds = %v, want [%s]:\n%v", got, diag.KindCELTypeCheck, list)
 	}
 }
@@ -548,5 +549,39 @@ hooks:
 	}
 	if err := toolCall(t, gen, "ns", "c", map[string]any{"amount": 100}); err != nil {
 		t.Fatalf("a guard in audit mode denied: %v", err)
+	}
+}
+
+// A declarative observer writes a log line when a matching operation begins and when it
+// finishes, with the outcome; a call its condition does not match writes nothing.
+func TestLoad_DeclarativeObserversLog(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"hooks/o.yaml": hookSet("observers", `observers:
+  - name: trade-log
+    operation: tool_call
+    when: "call.capability == 'execute_trade'"
+    log: {message: "'trade ' + call.step_id", level: warn}
+`)})
+	var logs strings.Builder
+	gen, err := config.Load(dir, config.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, capability := range []string{"stock_quote", "execute_trade"} {
+		call := op.Call{Operation: op.ToolCall, RequestID: "r", StepID: "step-1", AgentName: "a", Namespace: "ns", Capability: capability}
+		_, finish, err := gen.Runner.Start(context.Background(), call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		finish(op.Result{Call: call, Outcome: op.Completed})
+	}
+	got := logs.String()
+	if strings.Count(got, `"msg":"trade step-1"`) != 2 || !strings.Contains(got, `"at":"begin"`) ||
+		!strings.Contains(got, `"at":"finish","operation":"tool_call","request_id":"r","step_id":"step-1","outcome":"completed"`) ||
+		!strings.Contains(got, `"level":"WARN"`) {
+		t.Fatalf("observer logs:\n%s", got)
+	}
+	if len(gen.Observers) != 1 || gen.Observers[0].Name != "trade-log" {
+		t.Fatalf("observers = %+v", gen.Observers)
 	}
 }

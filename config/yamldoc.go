@@ -209,8 +209,12 @@ func isStepKey(path []string) bool {
 	return len(path) == 5 && path[0] == "hooks" && path[2] == "steps"
 }
 
-// child returns the value under seg of a mapping (and its key node) or a sequence.
+// child returns the value under seg of a mapping (and its key node) or a sequence;
+// nothing for a nil node.
 func child(n *yaml.Node, seg string) (value, key *yaml.Node) {
+	if n == nil {
+		return nil, nil
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {

@@ -14,7 +14,7 @@ var ErrNoPlan = errors.New("after-planning hook returned no plan")
 // clone_failed); Cause is the underlying error and is reachable with errors.As/Is.
 type RequiredAfterPlanningError struct {
 	Hook   string
-	Reason string
+	Reason Reason
 	Cause  error
 	// Plan is the candidate the required hook reviewed (and rejected).
 	Plan *RoutingPlan
@@ -80,7 +80,7 @@ func (p *Pipeline) runAfter(ctx context.Context, e *afterEntry, seq, phase int, 
 	}
 	inv := p.begin(ctx, e.entry, StageAfterPlanning, seq, phase, trail)
 	enforcing := e.mode.Enforcing()
-	reject := func(status InvocationStatus, reason string, cause error) (*RoutingPlan, error) {
+	reject := func(status InvocationStatus, reason Reason, cause error) (*RoutingPlan, error) {
 		if !enforcing { // recorded as a finding; the phase goes on with the plan it had
 			inv.find(findingOf(e.mode, e.name, reason, cause))
 			inv.finish(status, decide(policy, ActionContinue, reason), cause, nil)

@@ -147,7 +147,7 @@ func TestAfterPlanning_OptionalNilIsInvalidType(t *testing.T) {
 }
 
 func TestAfterPlanning_OptionalInvalidPlanKeepsPrevious(t *testing.T) {
-	cases := map[string]func(p *engine.RoutingPlan){
+	cases := map[engine.PlanCode]func(p *engine.RoutingPlan){
 		engine.PlanCodeEmptyPlan:                 func(p *engine.RoutingPlan) { p.Steps, p.Terminal = nil, new(bool) },
 		engine.PlanCodeUnknownAgent:              func(p *engine.RoutingPlan) { p.Steps[0].AgentName = "bank" },
 		engine.PlanCodeUnknownCapability:         func(p *engine.RoutingPlan) { p.Steps[0].Metadata["capability"] = "transfer" },
@@ -159,7 +159,7 @@ func TestAfterPlanning_OptionalInvalidPlanKeepsPrevious(t *testing.T) {
 		engine.PlanCodeInvalidImplicitDependency: func(p *engine.RoutingPlan) { p.Steps[1].ImplicitDeps = []string{"step-1"} },
 	}
 	for code, mutate := range cases {
-		t.Run(code, func(t *testing.T) {
+		t.Run(string(code), func(t *testing.T) {
 			var candidate *engine.RoutingPlan
 			hook := &planHook{name: "mutator", fn: func(_ context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
 				mutate(plan)
@@ -208,7 +208,7 @@ func TestAfterPlanning_Chaining(t *testing.T) {
 
 func TestAfterPlanning_RequiredRejectionFailsClosed(t *testing.T) {
 	hookErr := errors.New("plan touches a forbidden account")
-	cases := map[string]struct {
+	cases := map[engine.Reason]struct {
 		plan  *engine.RoutingPlan
 		hook  *requiredHook
 		cause func(t *testing.T, err error)
@@ -249,7 +249,7 @@ func TestAfterPlanning_RequiredRejectionFailsClosed(t *testing.T) {
 		},
 	}
 	for reason, tc := range cases {
-		t.Run(reason, func(t *testing.T) {
+		t.Run(string(reason), func(t *testing.T) {
 			got, invs, err := runAfter(t, []engine.Hook{&planHook{name: "optional"}, tc.hook}, tc.plan)
 			if got != nil {
 				t.Fatalf("a rejected required hook returned a plan")

@@ -12,7 +12,7 @@ import (
 // request: serving or silently ignoring such a decision could bypass cache checks.
 type ContractError struct {
 	Hook   string
-	Reason string
+	Reason Reason
 }
 
 // DecisionCause is CauseContractError.
@@ -26,7 +26,7 @@ func (e *ContractError) Error() string {
 type ShortCircuitOutcome struct {
 	Hook         string           `json:"hook"`
 	Kind         ShortCircuitKind `json:"kind"`
-	Reason       string           `json:"reason"`
+	Reason       Reason           `json:"reason"`
 	ShortCircuit ShortCircuit     `json:"short_circuit"`
 	// CachedAgainst is a copy of the decision's variation map (cache decisions only).
 	CachedAgainst map[string]string `json:"cached_against,omitempty"`
@@ -115,7 +115,7 @@ func (p *Pipeline) runBefore(ctx context.Context, e *beforeEntry, seq int, pctx 
 	rec, accepted, contract := judge(decision, gate)
 	if !e.mode.Enforcing() {
 		if accepted || contract {
-			inv.find(Finding{Mode: e.mode, Rule: "hook " + e.name, Code: string(rec.Action), Reason: rec.Reason, Cause: causeFor(rec.Reason, nil)})
+			inv.find(Finding{Mode: e.mode, Rule: "hook " + e.name, Code: string(rec.Action), Reason: string(rec.Reason), Cause: causeFor(rec.Reason, nil)})
 		}
 		inv.finish(InvocationSucceeded, rec, nil, effects())
 		return nil, nil

@@ -120,7 +120,7 @@ func TestBeforePlanning_NilDecisionIsNoDecision(t *testing.T) {
 
 // checkContractError asserts a before_planning contract failure by hook "bad" at
 // sequence 2 with reason, and that the hook after it did not run.
-func checkContractError(t *testing.T, d *engine.ShortCircuitDecision, reason string) {
+func checkContractError(t *testing.T, d *engine.ShortCircuitDecision, reason engine.Reason) {
 	t.Helper()
 	later := &legacyHook{name: "later"}
 	p := mustNew(t, []engine.Hook{&legacyHook{name: "first"}, decide("bad", d), later})

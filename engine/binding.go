@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/ref"
@@ -276,28 +277,38 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// stepObject is a step as guards see it beside the call: its JSON form, the members
-// encoding/json renders (metadata shared, not copied; guards get copies of the call).
-func stepObject(s *RoutingStep) map[string]any {
-	m := make(map[string]any, 7)
-	m["step_id"], m["agent_name"], m["namespace"], m["instruction"] = s.StepID, s.AgentName, s.Namespace, s.Instruction
-	if len(s.DependsOn) > 0 {
-		m["depends_on"] = stringList(s.DependsOn)
-	}
-	if len(s.ImplicitDeps) > 0 {
-		m["implicit_deps"] = stringList(s.ImplicitDeps)
-	}
-	if len(s.Metadata) > 0 {
-		m["metadata"] = normalize(s.Metadata)
-	}
-	return m
-}
+// stepObject is a step as guards see it beside the call: its JSON form as
+// encoding/json decodes it (metadata shared when it already has that form; guards get
+// copies of the call).
+func stepObject(s *RoutingStep) map[string]any { return decodedOf(ViewOf(s)).(map[string]any) }
 
-// stringList is a string list as JSON decodes it.
-func stringList(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
+// decodedOf is the value v views as encoding/json decodes its encoding.
+func decodedOf(v View) any {
+	switch v.Kind() {
+	case ViewBool:
+		return v.Bool()
+	case ViewInt:
+		return float64(v.Int())
+	case ViewString:
+		return v.Str()
+	case ViewTime:
+		return v.Time().Format(time.RFC3339Nano)
+	case ViewValue:
+		return normalize(v.Value())
+	case ViewArray:
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = decodedOf(v.Index(i))
+		}
+		return out
+	case ViewObject:
+		m := make(map[string]any, v.Len())
+		for i := range v.NumField() {
+			if name, f, ok := v.Field(i); ok {
+				m[name] = decodedOf(f)
+			}
+		}
+		return m
 	}
-	return out
+	return nil
 }

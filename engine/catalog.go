@@ -39,19 +39,31 @@ type catalogEntry struct {
 	caps  map[string]int // capability name -> index into that agent's Capabilities
 }
 
+// CatalogReason names what is wrong with a catalog entry; the values are stable codes.
+type CatalogReason string
+
+// Catalog error reasons.
+const (
+	CatalogEmptyNamespace       CatalogReason = "empty_namespace"
+	CatalogEmptyAgent           CatalogReason = "empty_agent"
+	CatalogDuplicateAgent       CatalogReason = "duplicate_agent"
+	CatalogEmptyCapability      CatalogReason = "empty_capability"
+	CatalogDuplicateCapability  CatalogReason = "duplicate_capability"
+	CatalogEmptyReturnField     CatalogReason = "empty_return_field"
+	CatalogDuplicateReturnField CatalogReason = "duplicate_return_field"
+)
+
 // CatalogError reports an invalid NewCatalog input. Index is the zero-based position of
-// the offending agent in the input; Reason is a stable code: empty_namespace,
-// empty_agent, duplicate_agent, empty_capability, duplicate_capability,
-// empty_return_field or duplicate_return_field. Name is the offending capability or
-// return field (or namespace/agent for duplicate_agent), empty when not applicable.
+// the offending agent in the input. Name is the offending capability or return field
+// (or namespace/agent for CatalogDuplicateAgent), empty when not applicable.
 type CatalogError struct {
 	Index  int
-	Reason string
+	Reason CatalogReason
 	Name   string
 }
 
 func (e *CatalogError) Error() string {
-	msg := "invalid catalog: agent " + strconv.Itoa(e.Index) + ": " + e.Reason
+	msg := "invalid catalog: agent " + strconv.Itoa(e.Index) + ": " + string(e.Reason)
 	if e.Name != "" {
 		msg += " " + strconv.Quote(e.Name)
 	}
@@ -74,7 +86,7 @@ func NewCatalog(agents []CatalogAgent) (*Catalog, error) {
 		}
 		key := catalogKey{a.Namespace, a.Agent}
 		if _, dup := c.index[key]; dup {
-			return nil, &CatalogError{Index: i, Reason: "duplicate_agent", Name: a.Namespace + "/" + a.Agent}
+			return nil, &CatalogError{Index: i, Reason: CatalogDuplicateAgent, Name: a.Namespace + "/" + a.Agent}
 		}
 		caps := make(map[string]int, len(a.Capabilities))
 		for j, cp := range a.Capabilities {
@@ -89,25 +101,25 @@ func NewCatalog(agents []CatalogAgent) (*Catalog, error) {
 func checkCatalogAgent(i int, a CatalogAgent) error {
 	switch {
 	case a.Namespace == "":
-		return &CatalogError{Index: i, Reason: "empty_namespace"}
+		return &CatalogError{Index: i, Reason: CatalogEmptyNamespace}
 	case a.Agent == "":
-		return &CatalogError{Index: i, Reason: "empty_agent"}
+		return &CatalogError{Index: i, Reason: CatalogEmptyAgent}
 	}
 	seen := make(map[string]bool, len(a.Capabilities))
 	for _, cp := range a.Capabilities {
 		if cp.Name == "" {
-			return &CatalogError{Index: i, Reason: "empty_capability"}
+			return &CatalogError{Index: i, Reason: CatalogEmptyCapability}
 		}
 		if seen[cp.Name] {
-			return &CatalogError{Index: i, Reason: "duplicate_capability", Name: cp.Name}
+			return &CatalogError{Index: i, Reason: CatalogDuplicateCapability, Name: cp.Name}
 		}
 		seen[cp.Name] = true
 		for j, f := range cp.Returns {
 			if f == "" {
-				return &CatalogError{Index: i, Reason: "empty_return_field", Name: cp.Name}
+				return &CatalogError{Index: i, Reason: CatalogEmptyReturnField, Name: cp.Name}
 			}
 			if slices.Contains(cp.Returns[:j], f) {
-				return &CatalogError{Index: i, Reason: "duplicate_return_field", Name: f}
+				return &CatalogError{Index: i, Reason: CatalogDuplicateReturnField, Name: f}
 			}
 		}
 	}

@@ -13,22 +13,22 @@ func TestCatalog_NewCatalogRejectsInvalidInput(t *testing.T) {
 		name   string
 		agents []CatalogAgent
 		index  int
-		reason string
+		reason CatalogReason
 		field  string
 	}{
-		{"empty namespace", []CatalogAgent{{Agent: "a"}}, 0, "empty_namespace", ""},
-		{"empty agent", []CatalogAgent{{Namespace: "ns", Agent: "a"}, {Namespace: "ns"}}, 1, "empty_agent", ""},
+		{"empty namespace", []CatalogAgent{{Agent: "a"}}, 0, CatalogEmptyNamespace, ""},
+		{"empty agent", []CatalogAgent{{Namespace: "ns", Agent: "a"}, {Namespace: "ns"}}, 1, CatalogEmptyAgent, ""},
 		{"duplicate agent", []CatalogAgent{{Namespace: "ns", Agent: "a"}, {Namespace: "other", Agent: "a"}, {Namespace: "ns", Agent: "a"}},
-			2, "duplicate_agent", "ns/a"},
-		{"empty capability", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{quote, {}}}}, 0, "empty_capability", ""},
+			2, CatalogDuplicateAgent, "ns/a"},
+		{"empty capability", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{quote, {}}}}, 0, CatalogEmptyCapability, ""},
 		{"duplicate capability", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{quote, {Name: "x"}, quote}}},
-			0, "duplicate_capability", "stock_quote"},
+			0, CatalogDuplicateCapability, "stock_quote"},
 		{"empty return field", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p", ""}}}}},
-			0, "empty_return_field", "q"},
+			0, CatalogEmptyReturnField, "q"},
 		{"duplicate return field", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{Name: "q", Returns: []string{"p", "c", "p"}}}}},
-			0, "duplicate_return_field", "p"},
+			0, CatalogDuplicateReturnField, "p"},
 		{"first problem in input order", []CatalogAgent{{Namespace: "ns", Agent: "a", Capabilities: []Capability{{}}}, {Agent: "b"}},
-			0, "empty_capability", ""},
+			0, CatalogEmptyCapability, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,38 +35,74 @@ func ClonePlan(plan *RoutingPlan) (*RoutingPlan, error) {
 		return nil, nil
 	}
 	out := *plan
-	out.Terminal = clonePtr(plan.Terminal)
-	if plan.NeedsUserInput != nil {
-		n := *plan.NeedsUserInput
-		n.MissingFields = cloneSlice(n.MissingFields)
-		out.NeedsUserInput = &n
-	}
-	if plan.Steps != nil {
-		out.Steps = make([]RoutingStep, len(plan.Steps))
-		for i := range plan.Steps {
-			s, err := cloneStep(&plan.Steps[i], i)
-			if err != nil {
-				return nil, err
-			}
-			out.Steps[i] = s
-		}
+	if err := deepCopy(&out); err != nil {
+		return nil, err
 	}
 	return &out, nil
 }
 
-func cloneStep(s *RoutingStep, i int) (RoutingStep, error) {
-	out := *s
-	out.DependsOn = cloneSlice(s.DependsOn)
-	out.ImplicitDeps = cloneSlice(s.ImplicitDeps)
-	if s.Metadata != nil {
-		m, err := cloneValue(s.Metadata, 0)
-		if err != nil {
-			err.Path = fmt.Sprintf("steps[%d].metadata", i) + err.Path
-			return RoutingStep{}, err
-		}
-		out.Metadata = m.(map[string]any)
+// deepCopy replaces every reference *p holds with a deep copy, so that *p, a shallow
+// copy of a wire value, shares no mutable memory with the original. What it copies is
+// what the value's View shows: pointers, slices and the JSON-shaped values (through
+// CloneValue); fields encoding/json skips are not copied.
+func deepCopy[T any](p *T) error {
+	if err := copyReferences(reflect.ValueOf(p).Elem(), shapeOf(reflect.TypeFor[T]())); err != nil {
+		err.Path = strings.TrimPrefix(err.Path, ".")
+		return err
 	}
-	return out, nil
+	return nil
+}
+
+// copyReferences replaces the references of v, an addressable value described by s.
+// It builds the error path on the way out, so success allocates no strings.
+func copyReferences(v reflect.Value, s *shape) *CloneError {
+	switch {
+	case s.store == storePointer:
+		if v.IsNil() {
+			return nil
+		}
+		c := reflect.New(s.elem.typ)
+		c.Elem().Set(v.Elem())
+		if err := copyReferences(c.Elem(), s.elem); err != nil {
+			return err
+		}
+		v.Set(c)
+	case s.kind == ViewValue:
+		c, err := cloneValue(v.Interface(), 0)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			v.SetZero()
+		} else {
+			v.Set(reflect.ValueOf(c))
+		}
+	case s.kind == ViewArray:
+		if v.IsNil() {
+			return nil
+		}
+		if ss, ok := v.Addr().Interface().(*[]string); ok {
+			*ss = slices.Clone(*ss)
+			return nil
+		}
+		c := reflect.MakeSlice(s.typ, v.Len(), v.Len())
+		reflect.Copy(c, v)
+		for i := range c.Len() {
+			if err := copyReferences(c.Index(i), s.elem); err != nil {
+				err.Path = "[" + strconv.Itoa(i) + "]" + err.Path
+				return err
+			}
+		}
+		v.Set(c)
+	case s.kind == ViewObject:
+		for _, f := range s.fields {
+			if err := copyReferences(v.Field(f.index), f.shape); err != nil {
+				err.Path = "." + f.name + err.Path
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CloneValue deep-copies a JSON-shaped value.
@@ -111,26 +152,11 @@ func cloneValue(v any, depth int) (any, *CloneError) {
 		}
 		return out, nil
 	case []string:
-		return cloneSlice(t), nil
+		return slices.Clone(t), nil
 	case map[string]string:
-		return cloneStrings(t), nil
+		return maps.Clone(t), nil
 	case json.RawMessage:
 		return append(json.RawMessage(nil), t...), nil
 	}
 	return nil, &CloneError{Type: fmt.Sprintf("%T", v)}
-}
-
-func cloneSlice[T any](s []T) []T {
-	if s == nil {
-		return nil
-	}
-	return append([]T(nil), s...)
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

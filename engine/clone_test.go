@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 )
 
 // richPlan exercises every field ClonePlan must copy deeply.
@@ -105,5 +107,85 @@ func TestCloneValue_JSONShapes(t *testing.T) {
 	}
 	if _, err := engine.CloneValue(struct{}{}); err == nil {
 		t.Fatalf("CloneValue accepted a struct")
+	}
+}
+
+// references records, by address, every map, non-empty slice and pointer target
+// reachable from v: the mutable memory a deep copy must not share. A time's location is
+// immutable.
+func references(v reflect.Value, path string, out map[uintptr]string) {
+	if v.Type() == reflect.TypeFor[time.Time]() {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			out[v.Pointer()] = path
+			references(v.Elem(), path, out)
+		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			references(v.Elem(), path, out)
+		}
+	case reflect.Map:
+		if !v.IsNil() {
+			out[v.Pointer()] = path
+			for it := v.MapRange(); it.Next(); {
+				references(it.Value(), path+"."+it.Key().String(), out)
+			}
+		}
+	case reflect.Slice:
+		if v.Len() > 0 {
+			out[v.Pointer()] = path
+			for i := range v.Len() {
+				references(v.Index(i), path+"["+strconv.Itoa(i)+"]", out)
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			references(v.Field(i), path+"."+v.Type().Field(i).Name, out)
+		}
+	}
+}
+
+// sharesNoMemory fails when a and b reach the same map, slice or pointer target.
+func sharesNoMemory(t *testing.T, a, b any) {
+	t.Helper()
+	ra, rb := map[uintptr]string{}, map[uintptr]string{}
+	references(reflect.ValueOf(a), "", ra)
+	references(reflect.ValueOf(b), "", rb)
+	for p, path := range ra {
+		if other, ok := rb[p]; ok {
+			t.Fatalf("the copy shares %s with the original's %s", path, other)
+		}
+	}
+}
+
+// TestClone_AgreesWithJSON: copies of generated plans and of records holding generated
+// results encode to the same JSON as the original, are equal to it (nil and empty kept
+// apart) and share no mutable memory with it.
+func TestClone_AgreesWithJSON(t *testing.T) {
+	r := wiretest.Rand(2)
+	for range 1000 {
+		p := wiretest.Plan(r)
+		c := mustClone(t, p)
+		wiretest.Same(t, "plan copy", wiretest.JSON(t, c), wiretest.JSON(t, p))
+		if !reflect.DeepEqual(c, p) {
+			t.Fatalf("plan copy differs from the original")
+		}
+		sharesNoMemory(t, c, p)
+
+		res := wiretest.Result(r)
+		rec := &engine.ExecutionRecord{RequestID: "r", Result: res, PipelineHooks: []engine.Invocation{},
+			Phases: []engine.PhaseRecord{{Phase: 1, Plan: p, Results: wiretest.Result(r).Steps}}}
+		rc, err := engine.CloneRecord(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wiretest.Same(t, "record copy", wiretest.JSON(t, rc), wiretest.JSON(t, rec))
+		if !reflect.DeepEqual(rc.Result, rec.Result) || !reflect.DeepEqual(rc.Phases, rec.Phases) {
+			t.Fatalf("record copy differs from the original")
+		}
+		sharesNoMemory(t, rc, rec)
 	}
 }

@@ -161,6 +161,11 @@ type Opening struct {
 	Enrichments       map[string]any
 	CacheVary         map[string]string
 	CacheReadDisabled bool
+	// PhasesIndependent keeps the request open when the required hook rejects a phase:
+	// the rejection is recorded and that phase refused, and the next phase is reviewed
+	// afresh. For a session of independent calls (an MCP session), where one refused
+	// call must not end the others; by default a rejection fails the request.
+	PhasesIndependent bool
 }
 
 // Open starts request id afresh on the live generation, for a before_planning call:
@@ -293,7 +298,7 @@ func (d *Driver) openState(id string, gen *Generation, o Opening) *RequestState 
 	return &RequestState{
 		ID: id, Generation: gen.ID, Request: o.Text, Metadata: o.Metadata, Enrichments: enrichments,
 		CacheVary: cloneStrings(o.CacheVary), CacheReadDisabled: o.CacheReadDisabled,
-		Lifecycle: LifecycleOpen, OpenedAt: d.now().UTC(),
+		PhasesIndependent: o.PhasesIndependent, Lifecycle: LifecycleOpen, OpenedAt: d.now().UTC(),
 	}
 }
 

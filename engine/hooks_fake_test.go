@@ -161,14 +161,14 @@ func newPctx() *engine.PipelineContext {
 // decision is a DecisionRecord literal helper.
 // failureCause is the cause a failure recorded with a reason gets when the hook's error
 // is a plain error (the fakes return no other kind).
-var failureCause = map[string]engine.Cause{
+var failureCause = map[engine.Reason]engine.Cause{
 	engine.ReasonHookError: engine.CauseHookError, engine.ReasonCloneFailed: engine.CauseCloneFailed,
 	engine.ReasonInvalidType: engine.CauseInvalidType, engine.ReasonInvalidPlan: engine.CauseInvalidPlan,
 	engine.ReasonPanic: engine.CausePanic, engine.ReasonMissingPayload: engine.CauseContractError,
 	engine.ReasonUnknownKind: engine.CauseContractError,
 }
 
-func decision(policy engine.FailurePolicy, action engine.Action, reason string) engine.DecisionRecord {
+func decision(policy engine.FailurePolicy, action engine.Action, reason engine.Reason) engine.DecisionRecord {
 	return engine.DecisionRecord{FailurePolicy: policy, Action: action, Reason: reason, Cause: failureCause[reason]}
 }
 

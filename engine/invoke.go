@@ -62,13 +62,13 @@ func (inv *invocation) panicked(value any, policy FailurePolicy, effects []Effec
 	inv.finish(InvocationFailed, DecisionRecord{FailurePolicy: policy, Action: ActionPropagatePanic, Reason: ReasonPanic}, err, effects)
 }
 
-func decide(policy FailurePolicy, action Action, reason string) DecisionRecord {
+func decide(policy FailurePolicy, action Action, reason Reason) DecisionRecord {
 	return DecisionRecord{FailurePolicy: policy, Action: action, Reason: reason}
 }
 
 // causeFor is the cause of a failure recorded with reason: the reasons that name a kind
 // of failure map to it, any other to the error's own cause (CauseOf).
-func causeFor(reason string, err error) Cause {
+func causeFor(reason Reason, err error) Cause {
 	switch reason {
 	case ReasonCloneFailed:
 		return CauseCloneFailed

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -61,8 +62,8 @@ func modeOf(h Hook) RuleMode {
 }
 
 // findingOf describes a rejection by a non-enforcing hook.
-func findingOf(mode RuleMode, hook, reason string, err error) Finding {
-	f := Finding{Mode: mode, Rule: "hook " + hook, Code: reason, Cause: causeFor(reason, err), Violations: ViolationsOf(err)}
+func findingOf(mode RuleMode, hook string, reason Reason, err error) Finding {
+	f := Finding{Mode: mode, Rule: "hook " + hook, Code: string(reason), Cause: causeFor(reason, err), Violations: ViolationsOf(err)}
 	if err != nil {
 		f.Reason = err.Error()
 	}
@@ -95,7 +96,7 @@ func ReportFinding(ctx context.Context, f Finding) error {
 	if f.Mode.Enforcing() {
 		return fmt.Errorf("engine: a finding of rule %q in enforce mode: an enforcing rule denies instead", f.Rule)
 	}
-	f.Violations = cloneSlice(f.Violations)
+	f.Violations = slices.Clone(f.Violations)
 	if sink, _ := ctx.Value(effectSinkKey{}).(*effectSink); sink != nil {
 		sink.trail.find(sink.index, f)
 		return nil

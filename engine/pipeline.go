@@ -25,11 +25,14 @@ func (e *NilHookError) Error() string {
 // Is makes NilHookError match ErrInvalidPipeline.
 func (e *NilHookError) Is(target error) bool { return target == ErrInvalidPipeline }
 
+// RequiredHookReason names the composition rule a required hook breaks.
+type RequiredHookReason string
+
 // Reasons of InvalidRequiredHookError.
 const (
-	RequiredStageDrift  = "stage_drift"
-	RequiredMultiple    = "multiple_required"
-	RequiredNotTerminal = "required_not_terminal"
+	RequiredStageDrift  RequiredHookReason = "stage_drift"
+	RequiredMultiple    RequiredHookReason = "multiple_required"
+	RequiredNotTerminal RequiredHookReason = "required_not_terminal"
 )
 
 // InvalidRequiredHookError reports a required after-planning hook that breaks a
@@ -39,7 +42,7 @@ const (
 type InvalidRequiredHookError struct {
 	Hook   string
 	Index  int
-	Reason string
+	Reason RequiredHookReason
 }
 
 func (e *InvalidRequiredHookError) Error() string {

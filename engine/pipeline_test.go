@@ -240,7 +240,7 @@ func (h *statelessSynthesis) AfterSynthesis(_ context.Context, _ *engine.Pipelin
 type panicCase struct {
 	stage    engine.Stage
 	policy   engine.FailurePolicy
-	okReason string // reason recorded for the hook "ok" before the panic
+	okReason engine.Reason // reason recorded for the hook "ok" before the panic
 	build    func(token *panicToken) (hooks []engine.Hook, later func() int)
 	run      func(p *engine.Pipeline, trail *engine.Trail)
 }

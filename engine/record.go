@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
@@ -91,10 +92,10 @@ type PlanRejection struct {
 	Phase      int          `json:"phase"`
 	Cause      Cause        `json:"cause"`
 	Hook       string       `json:"hook,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
+	Reason     Reason       `json:"reason,omitempty"`
 	Violations []Violation  `json:"violations,omitempty"`
 	Rule       int          `json:"rule,omitempty"`
-	Code       string       `json:"code,omitempty"`
+	Code       PlanCode     `json:"code,omitempty"`
 	StepID     string       `json:"step_id,omitempty"`
 	Error      string       `json:"error"`
 	Plan       *RoutingPlan `json:"plan"`
@@ -206,7 +207,7 @@ func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.Plan, r.Violations = plan, cloneSlice(r.Violations)
+			r.Plan, r.Violations = plan, slices.Clone(r.Violations)
 			out.Rejections[i] = r
 		}
 	}
@@ -236,22 +237,9 @@ func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
 }
 
 func cloneResults(in []StepResult) ([]StepResult, error) {
-	if in == nil {
-		return nil, nil
-	}
-	out := make([]StepResult, len(in))
-	for i, r := range in {
-		params, err := CloneValue(r.Parameters)
-		if err != nil {
-			return nil, err
-		}
-		if r.Parameters != nil {
-			r.Parameters = params.(map[string]any)
-		}
-		if r.Response, err = CloneValue(r.Response); err != nil {
-			return nil, err
-		}
-		out[i] = r
+	out := in
+	if err := deepCopy(&out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

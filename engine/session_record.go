@@ -32,7 +32,7 @@ func failed(err error) change {
 }
 
 // rejected records a plan phase that was not accepted; a rejection by the required
-// hook also fails the request.
+// hook also fails the request, unless its phases are independent.
 func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 	r := PlanRejection{DecisionID: c.id, Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
 	ch := change{}
@@ -41,9 +41,11 @@ func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 		if re.Plan != nil {
 			r.Plan = re.Plan
 		}
-		ch = failed(err)
+		if !s.state.PhasesIndependent {
+			ch = failed(err)
+		}
 	} else if pe, ok := AsPlanError(err); ok {
-		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, string(pe.Code), pe.StepID
+		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, pe.Code, pe.StepID
 	}
 	fail := ch.record
 	ch.record = func(rec *ExecutionRecord) {

@@ -31,6 +31,7 @@ type RequestState struct {
 	Enrichments       map[string]any    `json:"enrichments,omitempty"`
 	CacheVary         map[string]string `json:"cache_vary,omitempty"`
 	CacheReadDisabled bool              `json:"cache_read_disabled,omitempty"`
+	PhasesIndependent bool              `json:"phases_independent,omitempty"`
 	Lifecycle         RequestLifecycle  `json:"lifecycle,omitempty"`
 	OpenedAt          time.Time         `json:"opened_at"`
 	PriorSteps        []RoutingStep     `json:"prior_steps,omitempty"`
@@ -112,13 +113,8 @@ func CloneState(st *RequestState) (*RequestState, error) {
 		return nil, err
 	}
 	out.CacheVary = cloneStrings(st.CacheVary)
-	if st.PriorSteps != nil {
-		out.PriorSteps = make([]RoutingStep, len(st.PriorSteps))
-		for i := range st.PriorSteps {
-			if out.PriorSteps[i], err = cloneStep(&st.PriorSteps[i], i); err != nil {
-				return nil, err
-			}
-		}
+	if err = deepCopy(&out.PriorSteps); err != nil {
+		return nil, err
 	}
 	if st.Runs != nil {
 		out.Runs = make(map[string]*StepRun, len(st.Runs))

@@ -72,7 +72,7 @@ func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
 	span.SetAttributes(
 		attribute.String(AttrFailurePolicy, string(d.FailurePolicy)),
 		attribute.String(AttrAction, string(d.Action)),
-		attribute.String(AttrReason, d.Reason),
+		attribute.String(AttrReason, string(d.Reason)),
 	)
 	if d.Cause != "" {
 		span.SetAttributes(attribute.String(AttrCause, string(d.Cause)))
@@ -86,7 +86,7 @@ func (t telemetry) end(span trace.Span, d DecisionRecord, err error) {
 
 // shortCircuit counts one decision and, when it is accepted, adds the decision event to
 // span (nil when tracing is off).
-func (t telemetry) shortCircuit(ctx context.Context, span trace.Span, reason string, kind ShortCircuitKind, accepted bool) {
+func (t telemetry) shortCircuit(ctx context.Context, span trace.Span, reason Reason, kind ShortCircuitKind, accepted bool) {
 	k := string(kind)
 	if kind != KindAuthoritative && kind != KindCache {
 		k = "unknown"
@@ -96,7 +96,7 @@ func (t telemetry) shortCircuit(ctx context.Context, span trace.Span, reason str
 		status = "accepted"
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String("reason", reason),
+		attribute.String("reason", string(reason)),
 		attribute.String("kind", k),
 		attribute.String("status", status),
 	}

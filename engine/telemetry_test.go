@@ -36,7 +36,7 @@ func spanDecision(s sdktrace.ReadOnlySpan) engine.DecisionRecord {
 		case engine.AttrAction:
 			d.Action = engine.Action(kv.Value.AsString())
 		case engine.AttrReason:
-			d.Reason = kv.Value.AsString()
+			d.Reason = engine.Reason(kv.Value.AsString())
 		case engine.AttrCause:
 			d.Cause = engine.Cause(kv.Value.AsString())
 		}
@@ -220,8 +220,9 @@ func TestPanic_SpanEndsOnce(t *testing.T) {
 
 // decisionPoint is one data point of the short-circuit metric.
 type decisionPoint struct {
-	reason, kind, status string
-	count                int64
+	reason       engine.Reason
+	kind, status string
+	count        int64
 }
 
 func collectDecisions(t *testing.T, reader *sdkmetric.ManualReader) []decisionPoint {
@@ -249,7 +250,7 @@ func collectDecisions(t *testing.T, reader *sdkmetric.ManualReader) []decisionPo
 					t.Fatalf("metric attributes = %v, want exactly kind, reason, status", keys)
 				}
 				get := func(k attribute.Key) string { v, _ := dp.Attributes.Value(k); return v.AsString() }
-				points = append(points, decisionPoint{get("reason"), get("kind"), get("status"), dp.Value})
+				points = append(points, decisionPoint{engine.Reason(get("reason")), get("kind"), get("status"), dp.Value})
 			}
 		}
 	}

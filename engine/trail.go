@@ -198,7 +198,7 @@ func copyInvocation(inv Invocation) Invocation {
 func cloneFindings(fs []Finding) []Finding {
 	out := make([]Finding, len(fs))
 	for i, f := range fs {
-		f.Violations = cloneSlice(f.Violations)
+		f.Violations = slices.Clone(f.Violations)
 		out[i] = f
 	}
 	return out

@@ -203,23 +203,26 @@ const (
 	ActionPropagatePanic Action = "propagate_panic"
 )
 
-// Decision reasons: bounded codes, safe as metric labels.
+// Reason is why a boundary applied its decision: a bounded code, safe as a metric label.
+type Reason string
+
+// Decision reasons.
 const (
-	ReasonHookError         = "hook_error"
-	ReasonNoDecision        = "no_decision"
-	ReasonMissingPayload    = "missing_payload"
-	ReasonUnknownKind       = "unknown_kind"
-	ReasonAuthoritative     = "authoritative"
-	ReasonCacheReadDisabled = "cache_read_disabled"
-	ReasonCacheMismatch     = "cache_dimension_mismatch"
-	ReasonCacheMatch        = "cache_match"
-	ReasonAccepted          = "accepted"
-	ReasonCloneFailed       = "clone_failed"
-	ReasonInvalidType       = "invalid_type"
-	ReasonInvalidPlan       = "invalid_plan"
-	ReasonCompleted         = "completed"
-	ReasonPanic             = "panic"
-	ReasonSkipped           = "skipped"
+	ReasonHookError         Reason = "hook_error"
+	ReasonNoDecision        Reason = "no_decision"
+	ReasonMissingPayload    Reason = "missing_payload"
+	ReasonUnknownKind       Reason = "unknown_kind"
+	ReasonAuthoritative     Reason = "authoritative"
+	ReasonCacheReadDisabled Reason = "cache_read_disabled"
+	ReasonCacheMismatch     Reason = "cache_dimension_mismatch"
+	ReasonCacheMatch        Reason = "cache_match"
+	ReasonAccepted          Reason = "accepted"
+	ReasonCloneFailed       Reason = "clone_failed"
+	ReasonInvalidType       Reason = "invalid_type"
+	ReasonInvalidPlan       Reason = "invalid_plan"
+	ReasonCompleted         Reason = "completed"
+	ReasonPanic             Reason = "panic"
+	ReasonSkipped           Reason = "skipped"
 )
 
 // DecisionRecord is the consequence a boundary applied to one invocation. A nil
@@ -227,7 +230,7 @@ const (
 type DecisionRecord struct {
 	FailurePolicy FailurePolicy `json:"failure_policy"`
 	Action        Action        `json:"action"`
-	Reason        string        `json:"reason"`
+	Reason        Reason        `json:"reason"`
 	// Cause says why a failed invocation failed (see Cause); empty when it did not.
 	Cause Cause `json:"cause,omitempty"`
 }

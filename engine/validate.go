@@ -13,29 +13,32 @@ import (
 // holds for each *PlanError ValidatePlan returns.
 var ErrInvalidPlan = errors.New("invalid plan")
 
-// PlanError codes, one per way a plan can break a plan rule (docs/semantics.md §2). They
-// are stable and safe as metric labels; callers and tests compare codes, never messages.
+// PlanCode names one way a plan can break a plan rule (docs/semantics.md §2). Codes are
+// stable and safe as metric labels; callers and tests compare codes, never messages.
+type PlanCode string
+
+// Plan validation codes.
 const (
-	PlanCodeNilPlan                      = "nil_plan"                       // rule 1
-	PlanCodeEmptyPlan                    = "empty_plan"                     // rule 1
-	PlanCodeUnknownAgent                 = "unknown_agent"                  // rule 2
-	PlanCodeUnknownCapability            = "unknown_capability"             // rule 3
-	PlanCodeMissingStepID                = "missing_step_id"                // rule 4
-	PlanCodeDuplicateStepID              = "duplicate_step_id"              // rule 4
-	PlanCodeUnknownDependency            = "unknown_dependency"             // rule 4
-	PlanCodeDependencyCycle              = "dependency_cycle"               // rule 4
-	PlanCodeMalformedReference           = "malformed_reference"            // rule 5
-	PlanCodeUnscannableParameters        = "unscannable_parameters"         // rule 5
-	PlanCodeSelfReference                = "self_reference"                 // rule 6
-	PlanCodeUndeclaredDependency         = "undeclared_dependency"          // rule 6
-	PlanCodeUndeclaredImplicitDependency = "undeclared_implicit_dependency" // rule 6
-	PlanCodeInvalidImplicitDependency    = "invalid_implicit_dependency"    // rule 6
-	PlanCodeUnknownReferenceTarget       = "unknown_reference_target"       // rule 7
-	PlanCodeUnknownReturnField           = "unknown_return_field"           // rule 7
-	PlanCodeRepeatedStepID               = "repeated_step_id"               // rule 8
-	PlanCodeTooManySteps                 = "too_many_steps"                 // rule 0
-	PlanCodeTooManyDependencies          = "too_many_dependencies"          // rule 0
-	PlanCodeTooManyReferences            = "too_many_references"            // rule 0
+	PlanCodeNilPlan                      PlanCode = "nil_plan"                       // rule 1
+	PlanCodeEmptyPlan                    PlanCode = "empty_plan"                     // rule 1
+	PlanCodeUnknownAgent                 PlanCode = "unknown_agent"                  // rule 2
+	PlanCodeUnknownCapability            PlanCode = "unknown_capability"             // rule 3
+	PlanCodeMissingStepID                PlanCode = "missing_step_id"                // rule 4
+	PlanCodeDuplicateStepID              PlanCode = "duplicate_step_id"              // rule 4
+	PlanCodeUnknownDependency            PlanCode = "unknown_dependency"             // rule 4
+	PlanCodeDependencyCycle              PlanCode = "dependency_cycle"               // rule 4
+	PlanCodeMalformedReference           PlanCode = "malformed_reference"            // rule 5
+	PlanCodeUnscannableParameters        PlanCode = "unscannable_parameters"         // rule 5
+	PlanCodeSelfReference                PlanCode = "self_reference"                 // rule 6
+	PlanCodeUndeclaredDependency         PlanCode = "undeclared_dependency"          // rule 6
+	PlanCodeUndeclaredImplicitDependency PlanCode = "undeclared_implicit_dependency" // rule 6
+	PlanCodeInvalidImplicitDependency    PlanCode = "invalid_implicit_dependency"    // rule 6
+	PlanCodeUnknownReferenceTarget       PlanCode = "unknown_reference_target"       // rule 7
+	PlanCodeUnknownReturnField           PlanCode = "unknown_return_field"           // rule 7
+	PlanCodeRepeatedStepID               PlanCode = "repeated_step_id"               // rule 8
+	PlanCodeTooManySteps                 PlanCode = "too_many_steps"                 // rule 0
+	PlanCodeTooManyDependencies          PlanCode = "too_many_dependencies"          // rule 0
+	PlanCodeTooManyReferences            PlanCode = "too_many_references"            // rule 0
 )
 
 // PlanLimits bound the size of a plan, so validation and review cost a bounded amount
@@ -72,7 +75,7 @@ func (l PlanLimits) withDefaults() PlanLimits {
 // index is then named in Message). It matches ErrInvalidPlan.
 type PlanError struct {
 	Rule    int
-	Code    string
+	Code    PlanCode
 	StepID  string
 	Message string
 }
@@ -85,7 +88,7 @@ func (e *PlanError) Error() string {
 	b.WriteString("plan rule ")
 	b.WriteString(strconv.Itoa(e.Rule))
 	b.WriteString(" (")
-	b.WriteString(e.Code)
+	b.WriteString(string(e.Code))
 	b.WriteString("): ")
 	if e.StepID != "" {
 		b.WriteString("step ")
@@ -134,8 +137,9 @@ func AsPlanError(err error) (*PlanError, bool) {
 //  5. malformed_reference: a {{step-…}} token, or a {{<id>…}} token whose id is a
 //     step of this plan or of a prior phase (step ids need not start with step-),
 //     anywhere in metadata.parameters (walked recursively, object keys in sorted order,
-//     see package ref for the grammar) is not {{<id>.<path>}}; unscannable_parameters: parameters nest deeper than ref.MaxDepth
-//     or contain themselves, so their references cannot all be checked.
+//     see package ref for the grammar) is not {{<id>.<path>}}; unscannable_parameters:
+//     parameters nest deeper than ref.MaxDepth, contain themselves or cannot be encoded
+//     as JSON, so their references cannot all be checked.
 //  6. Per step, references first and in walk order: self_reference; undeclared_dependency
 //     for a reference to a same-plan step missing from depends_on;
 //     undeclared_implicit_dependency for a reference to a prior-phase step missing from
@@ -239,7 +243,7 @@ type planStepRef struct {
 }
 
 // fail builds the error for step i; a step without an id is named by its index.
-func (v *planValidator) fail(rule int, code string, i int, msg string) *PlanError {
+func (v *planValidator) fail(rule int, code PlanCode, i int, msg string) *PlanError {
 	id := v.steps[i].StepID
 	if id == "" {
 		msg = "step at index " + strconv.Itoa(i) + " (no step_id): " + msg

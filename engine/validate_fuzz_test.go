@@ -6,7 +6,7 @@ import (
 )
 
 // vpCodeRule maps every PlanError code to the rule that may report it.
-var vpCodeRule = map[string]int{
+var vpCodeRule = map[PlanCode]int{
 	PlanCodeNilPlan: 1, PlanCodeEmptyPlan: 1,
 	PlanCodeUnknownAgent:      2,
 	PlanCodeUnknownCapability: 3,

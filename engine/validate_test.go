@@ -103,8 +103,8 @@ type vpCase struct {
 	name  string
 	plan  *RoutingPlan
 	prior []RoutingStep
-	code  string // "" means valid
-	step  string // expected PlanError.StepID
+	code  PlanCode // "" means valid
+	step  string   // expected PlanError.StepID
 }
 
 // vpRun validates every case against vpCatalog and checks rule, code and step.
@@ -403,7 +403,7 @@ func TestValidatePlan_FirstFailureWins(t *testing.T) {
 		name string
 		plan *RoutingPlan
 		rule int
-		code string
+		code PlanCode
 		step string
 	}{
 		{"rule 2 in a later step beats rule 3 in an earlier one",
@@ -537,7 +537,7 @@ func TestValidatePlan_NilCatalogSkipsCatalogRules(t *testing.T) {
 	tests := []struct {
 		name string
 		plan *RoutingPlan
-		code string // with the catalog
+		code PlanCode // with the catalog
 	}{
 		{"unknown agent", vpPlan(vpAgent(vpQuote("step-1"), "nowhere", "nobody")), PlanCodeUnknownAgent},
 		{"unknown capability", vpPlan(vpStep("step-1", "teleport", nil)), PlanCodeUnknownCapability},
@@ -680,7 +680,7 @@ func TestValidatePlan_Rule0_PlansAreBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		plan *RoutingPlan
-		code string
+		code PlanCode
 	}{
 		{"at the step limit", vpPlan(vpMany("step-", 3)...), ""},
 		{"over the step limit", vpPlan(vpMany("step-", 4)...), PlanCodeTooManySteps},

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the npm packages the tests use (each folder with a package-lock.json under
-# cmd/, e.g. the OpenAI Node library the gateway's Node test drives), exactly as locked.
+# cmd/ or tools/, e.g. the OpenAI Node library the gateway's Node test drives, or the MCP
+# reference server and TypeScript SDK of tools/mcp), exactly as locked.
 # Without node or npm it installs them from the Debian packages when CI=true and exits
 # with a note otherwise (the tests that need them then skip, or fail under CI=true).
 # A folder whose lock is already installed is left alone.
@@ -27,4 +28,4 @@ while IFS= read -r lock; do
 	echo "npm-deps: npm ci in $dir"
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 	cp "$lock" "$stamp"
-done < <(find cmd -name package-lock.json -not -path '*/node_modules/*' | sort)
+done < <(find cmd tools -name package-lock.json -not -path '*/node_modules/*' | sort)

@@ -85,7 +85,7 @@ var bindingNote = map[engine.BindingMode]string{
 }
 
 // printSummary prints the compiled generation: hooks per stage in order, the required
-// hook, the guards and the generation id.
+// hook, the gateways, the guards and the generation id.
 func printSummary(w io.Writer, gen *config.Generation) {
 	fmt.Fprintf(w, "generation %s (%d files)\n", gen.ID, len(gen.Files))
 	for _, stage := range engine.Stages {
@@ -126,6 +126,13 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	}
 	printDataMounts(w, gen)
 	printOpenAIGateway(w, gen.Gateways.OpenAI)
+	printMCPGateway(w, gen.Gateways.MCP)
+	for i, o := range gen.Observers {
+		if i == 0 {
+			fmt.Fprintln(w, "observers:")
+		}
+		fmt.Fprintf(w, "  %d. %s on %s (log at %s)  %s:%d\n", i+1, o.Name, o.Operation, strings.Join(o.On, ", "), o.File, o.Line)
+	}
 	if len(gen.Guards) == 0 {
 		fmt.Fprintln(w, "guards: none")
 		return
@@ -150,6 +157,26 @@ func printSummary(w io.Writer, gen *config.Generation) {
 func printDataMounts(w io.Writer, gen *config.Generation) {
 	for _, m := range gen.DataMounts {
 		fmt.Fprintf(w, "data: %s mounted at %s\n", m.File, m.Path)
+	}
+}
+
+// printMCPGateway prints the MCP gateway's upstream servers, if any: each one's
+// catalog identity, how it is reached and its tools.
+func printMCPGateway(w io.Writer, gw *config.MCPGateway) {
+	if gw == nil {
+		return
+	}
+	fmt.Fprintf(w, "MCP gateway: %d upstream server(s)\n", len(gw.Servers))
+	for i, s := range gw.Servers {
+		via := "http " + s.URL
+		if len(s.Command) > 0 {
+			via = "stdio " + strings.Join(s.Command, " ")
+		}
+		tools := make([]string, len(s.Tools))
+		for j, t := range s.Tools {
+			tools[j] = t.Name
+		}
+		fmt.Fprintf(w, "  %d. %s/%s (%s) tools [%s]  %s:%d\n", i+1, s.Namespace, s.Name, via, strings.Join(tools, ", "), s.File, s.Line)
 	}
 }
 

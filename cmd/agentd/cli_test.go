@@ -49,10 +49,21 @@ func TestCLI_UsageErrorsExit2(t *testing.T) {
 	}
 }
 
+// TestCLI_TestExample runs `agentd test` on every example: each one's Rego tests and
+// pipeline cases pass.
 func TestCLI_TestExample(t *testing.T) {
-	code, out, errOut := runCLI(t, "test", filepath.Join(repoRoot(t), "examples", "stock-agent"))
-	if code != exitOK || !regexp.MustCompile(`(?m)^\d+ passed, 0 failed$`).MatchString(out) {
-		t.Fatalf("test exit %d:\n%s%s", code, out, errOut)
+	examples, err := filepath.Glob(filepath.Join(repoRoot(t), "examples", "*", "hooks"))
+	if err != nil || len(examples) < 3 {
+		t.Fatalf("examples: %v %v", examples, err)
+	}
+	for _, hooks := range examples {
+		dir := filepath.Dir(hooks)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			code, out, errOut := runCLI(t, "test", dir)
+			if code != exitOK || !regexp.MustCompile(`(?m)^\d+ passed, 0 failed$`).MatchString(out) {
+				t.Fatalf("test exit %d:\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }
 

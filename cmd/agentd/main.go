@@ -1,6 +1,7 @@
 // Command agentd is the agentd daemon and CLI.
 //
-//	agentd serve   --config DIR [flags]   run the HTTP API on a config directory
+//	agentd serve   --config DIR [flags]   run the HTTP API (and the MCP gateway at /mcp) on a config directory
+//	agentd mcp     --config DIR [flags]   serve the MCP gateway of a config directory over stdio
 //	agentd check   [--strict] DIR         compile a config directory, print its summary and warnings
 //	agentd test    [--coverage] DIR       run the Rego tests and pipeline cases of DIR
 //	agentd eval    --config DIR --stage STAGE --input FILE [--explain]
@@ -41,6 +42,7 @@ type command struct {
 
 var commands = []command{
 	{"serve", "run the HTTP API on a config directory", runServe},
+	{"mcp", "serve the MCP gateway of a config directory over stdio", runMCP},
 	{"check", "compile a config directory and print its summary and warnings", runCheck},
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},

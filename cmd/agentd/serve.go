@@ -161,6 +161,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		}()
 	}
 	go reloadOnHangup(ctx, reloader)
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
+	if err != nil {
+		return err
+	}
+	defer stopMCP()
 
 	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -170,8 +175,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: svc.Driver(), Logger: logger, MaxBody: f.maxBody})
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
-			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics, Mounts: gateway.Mounts(),
+			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
 			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
+			Mounts: append(gateway.Mounts(),
+				server.Mount{Pattern: "/mcp", Handler: mcpGateway.Handler(), Role: server.RoleOrchestrator, Stream: true}),
+			Gateways: map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,
@@ -199,6 +207,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	logger.Info("draining in-flight calls", "timeout", f.drain.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
 	defer cancel()
+	go mcpGateway.Shutdown(sctx) // MCP sessions hold event streams open; they end once their calls have
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}

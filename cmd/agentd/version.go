@@ -36,6 +36,17 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
+// buildVersion is the version runVersion prints.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return orUnknown(info.Main.Version)
+	}
+	return orUnknown("")
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "unknown"

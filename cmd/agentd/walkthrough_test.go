@@ -12,6 +12,9 @@ import (
 func TestWalkthrough(t *testing.T) {
 	for _, example := range walkthroughExamples {
 		t.Run(example, func(t *testing.T) {
+			if example == "mcp-gateway" {
+				requireMCPTools(t) // its upstream is the npm reference server
+			}
 			dir := filepath.Join(repoRoot(t), "examples", example)
 			d := startDaemon(t, dir)
 			cmd := exec.Command("bash", filepath.Join(dir, "walkthrough.sh"))

@@ -288,7 +288,7 @@ func checkInvocations(c *checker, want []config.ExpectedHookCall, got []engine.I
 		if w.Reason != "" {
 			reason := ""
 			if inv.Decision != nil {
-				reason = inv.Decision.Reason
+				reason = string(inv.Decision.Reason)
 			}
 			c.equal("invocation "+w.Hook+" reason", w.Reason, reason)
 		}

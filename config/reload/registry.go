@@ -21,6 +21,7 @@ type Registry struct {
 	mu      sync.Mutex
 	recent  []*config.Generation // oldest first, the live one last
 	keep    int
+	swapped chan struct{} // closed at the next Swap
 }
 
 // Status is the outcome of the last reload attempt.
@@ -38,7 +39,16 @@ type Status struct {
 
 // NewRegistry returns an empty registry that retains keep generations (at least 1).
 func NewRegistry(keep int) *Registry {
-	return &Registry{keep: max(keep, 1)}
+	return &Registry{keep: max(keep, 1), swapped: make(chan struct{})}
+}
+
+// Swapped returns a channel that is closed when the next generation goes live. Callers
+// that follow the live generation (the gateways, which run upstream connections for it)
+// wait on it, read Current, and call Swapped again.
+func (r *Registry) Swapped() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.swapped
 }
 
 // Current returns the live generation, nil before the first successful load.
@@ -91,6 +101,8 @@ func (r *Registry) Swap(g *config.Generation) {
 		r.recent = append([]*config.Generation(nil), r.recent[n:]...)
 	}
 	r.current.Store(g)
+	close(r.swapped)
+	r.swapped = make(chan struct{})
 	r.mu.Unlock()
 	now := time.Now().UTC()
 	r.status.Store(&Status{Result: "ok", At: now, LastGood: now, Generation: g.ID})

@@ -143,3 +143,31 @@ func TestRegistry_ConcurrentReadersAndSwaps(t *testing.T) {
 		t.Fatal("the last swap is not live")
 	}
 }
+
+func TestRegistry_SwappedClosesAtTheNextSwap(t *testing.T) {
+	reg := reload.NewRegistry(2)
+	g := gens(2)
+	first := reg.Swapped()
+	reg.Fail("broken")
+	select {
+	case <-first:
+		t.Fatal("a failed reload closed Swapped")
+	default:
+	}
+	reg.Swap(g[0])
+	<-first
+	second := reg.Swapped()
+	if second == first {
+		t.Fatal("Swapped after a swap returned the closed channel")
+	}
+	select {
+	case <-second:
+		t.Fatal("the channel for the next swap is already closed")
+	default:
+	}
+	reg.Swap(g[1])
+	<-second
+	if reg.Current() != g[1] {
+		t.Fatal("Current is not the generation whose swap closed the channel")
+	}
+}

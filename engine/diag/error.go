@@ -5,33 +5,36 @@ import (
 	"strings"
 )
 
-// Error kinds. They are stable snake_case strings, safe to compare and to use as metric
-// labels; tests assert the kind, never the message.
+// Kind is the stable code of an Error: a snake_case string, safe to compare and to use
+// as a metric label. Tests assert the kind, never the message.
+type Kind string
+
+// Error kinds.
 const (
-	KindYAMLSyntax            = "yaml_syntax"             // the file is not valid YAML
-	KindSchema                = "schema"                  // the document violates its JSON Schema
-	KindUnknownKey            = "unknown_key"             // a key the schema does not define
-	KindDuplicateKey          = "duplicate_key"           // the same mapping key twice
-	KindDuplicateHook         = "duplicate_hook"          // two hooks with one name
-	KindInvalidValue          = "invalid_value"           // a value the schema allows but the loader rejects
-	KindUnknownAction         = "unknown_action"          // a step names no built-in action
-	KindInvalidParams         = "invalid_params"          // an action rejected its params
-	KindCELSyntax             = "cel_syntax"              // a CEL expression does not parse
-	KindCELTypeCheck          = "cel_type_check"          // a CEL expression does not type-check
-	KindCELUndeclaredVariable = "cel_undeclared_variable" // a CEL variable the stage does not declare
-	KindCELCostLimit          = "cel_cost_limit"          // a CEL expression's estimated cost is over budget
-	KindRegoParse             = "rego_parse"              // a Rego module does not parse
-	KindRegoCompile           = "rego_compile"            // Rego modules do not compile together
-	KindRegoUnsafeBuiltin     = "rego_unsafe_builtin"     // a Rego module calls a disabled built-in
-	KindUndefinedQuery        = "undefined_query"         // a rego query names no rule
-	KindDataSyntax            = "data_syntax"             // a data document is not valid JSON or YAML
-	KindDataConflict          = "data_conflict"           // two data documents write one path
-	KindRequiredHook          = "required_hook"           // a required hook that breaks the required-hook rules
-	KindCatalog               = "catalog"                 // an invalid agent catalog
-	KindGuard                 = "guard"                   // invalid operation guards
-	KindGateway               = "gateway"                 // a gateway setting that contradicts the rest of the config
-	KindIO                    = "io"                      // a file could not be read
-	KindTooManyErrors         = "too_many_errors"         // Normalize dropped errors over its cap
+	KindYAMLSyntax            Kind = "yaml_syntax"             // the file is not valid YAML
+	KindSchema                Kind = "schema"                  // the document violates its JSON Schema
+	KindUnknownKey            Kind = "unknown_key"             // a key the schema does not define
+	KindDuplicateKey          Kind = "duplicate_key"           // the same mapping key twice
+	KindDuplicateHook         Kind = "duplicate_hook"          // two hooks with one name
+	KindInvalidValue          Kind = "invalid_value"           // a value the schema allows but the loader rejects
+	KindUnknownAction         Kind = "unknown_action"          // a step names no built-in action
+	KindInvalidParams         Kind = "invalid_params"          // an action rejected its params
+	KindCELSyntax             Kind = "cel_syntax"              // a CEL expression does not parse
+	KindCELTypeCheck          Kind = "cel_type_check"          // a CEL expression does not type-check
+	KindCELUndeclaredVariable Kind = "cel_undeclared_variable" // a CEL variable the stage does not declare
+	KindCELCostLimit          Kind = "cel_cost_limit"          // a CEL expression's estimated cost is over budget
+	KindRegoParse             Kind = "rego_parse"              // a Rego module does not parse
+	KindRegoCompile           Kind = "rego_compile"            // Rego modules do not compile together
+	KindRegoUnsafeBuiltin     Kind = "rego_unsafe_builtin"     // a Rego module calls a disabled built-in
+	KindUndefinedQuery        Kind = "undefined_query"         // a rego query names no rule
+	KindDataSyntax            Kind = "data_syntax"             // a data document is not valid JSON or YAML
+	KindDataConflict          Kind = "data_conflict"           // two data documents write one path
+	KindRequiredHook          Kind = "required_hook"           // a required hook that breaks the required-hook rules
+	KindCatalog               Kind = "catalog"                 // an invalid agent catalog
+	KindGuard                 Kind = "guard"                   // invalid operation guards
+	KindGateway               Kind = "gateway"                 // a gateway setting that contradicts the rest of the config
+	KindIO                    Kind = "io"                      // a file could not be read
+	KindTooManyErrors         Kind = "too_many_errors"         // Normalize dropped errors over its cap
 )
 
 // Error is one configuration problem. Kind is one of the Kind constants. File is the
@@ -40,7 +43,7 @@ const (
 // offending value inside the document (e.g. "hooks[2].steps[0].enrich.key"), empty when
 // not applicable. Message is human-readable English and carries no position.
 type Error struct {
-	Kind    string
+	Kind    Kind
 	File    string
 	Line    int
 	Column  int
@@ -61,7 +64,7 @@ func (e *Error) Error() string {
 		b.WriteString(pos)
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Kind)
+	b.WriteString(string(e.Kind))
 	b.WriteString(": ")
 	b.WriteString(e.Message)
 	return b.String()

@@ -1,7 +1,9 @@
 package diag_test
 
 import (
+	"fmt"
 	"os"
+	"slices"
 
 	"github.com/agentd-dev/agentd/engine/diag"
 )
@@ -34,4 +36,17 @@ func ExamplePos_AdvanceIndented() {
 	os.Stdout.WriteString(e.Error() + "\n")
 	// Output:
 	// hooks/a.yaml:4:9: cel_type_check: ...
+}
+
+// A caller matches a load's errors on their kinds, never on their messages.
+func ExampleAsList() {
+	var err error = fmt.Errorf("load: %w", diag.List{
+		{Kind: diag.KindCELSyntax, File: "hooks/a.yaml", Line: 4, Column: 9, Message: "mismatched input"},
+		{Kind: diag.KindUndefinedQuery, File: "hooks/b.yaml", Line: 7, Column: 16, Message: "query data.x names no package"},
+	})
+	if list, ok := diag.AsList(err); ok {
+		fmt.Println(list.Kinds(), slices.Contains(list.Kinds(), diag.KindCELSyntax))
+	}
+	// Output:
+	// [cel_syntax undefined_query] true
 }

@@ -46,8 +46,8 @@ func (l List) Unwrap() []error {
 }
 
 // Kinds returns the Kind of every entry, in list order.
-func (l List) Kinds() []string {
-	kinds := make([]string, 0, len(l))
+func (l List) Kinds() []Kind {
+	kinds := make([]Kind, 0, len(l))
 	for _, e := range l {
 		if e != nil {
 			kinds = append(kinds, e.Kind)

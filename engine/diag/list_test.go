@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func e(file string, line, col int, kind, msg string) *Error {
+func e(file string, line, col int, kind Kind, msg string) *Error {
 	return &Error{Kind: kind, File: file, Line: line, Column: col, Message: msg}
 }
 
@@ -42,7 +42,7 @@ func TestNormalize(t *testing.T) {
 		in    List
 		max   int
 		want  List
-		kinds []string
+		kinds []Kind
 	}{
 		{name: "empty", in: nil, max: 10, want: List{}},
 		{name: "drops nil", in: List{nil, a1, nil}, max: 0, want: List{a1}},
@@ -62,7 +62,7 @@ func TestNormalize(t *testing.T) {
 			in:    List{b1, a10, a2, a1},
 			max:   2,
 			want:  List{a1, a2, {Kind: KindTooManyErrors, Message: "too many errors: 2 more not shown"}},
-			kinds: []string{KindSchema, KindSchema, KindTooManyErrors},
+			kinds: []Kind{KindSchema, KindSchema, KindTooManyErrors},
 		},
 		{
 			name: "cap counts after deduplication",

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 func TestScope_Variables(t *testing.T) {
@@ -16,15 +18,15 @@ func TestScope_Variables(t *testing.T) {
 		PlanStep:       append(slices.Clone(base), "plan", "phase", "step"),
 		Guard:          append(slices.Clone(base), "call"),
 	}
-	if got := len(Scopes()); got != len(tests) {
-		t.Fatalf("len(Scopes()) = %d, want %d", got, len(tests))
+	if got := len(scopes()); got != len(tests) {
+		t.Fatalf("len(scopes()) = %d, want %d", got, len(tests))
 	}
-	for _, scope := range Scopes() {
-		if got := scope.Variables(); !slices.Equal(got, tests[scope]) {
-			t.Errorf("%s.Variables() = %v, want %v", scope, got, tests[scope])
+	for _, scope := range scopes() {
+		if got := scope.variables(); !slices.Equal(got, tests[scope]) {
+			t.Errorf("%s.variables() = %v, want %v", scope, got, tests[scope])
 		}
 	}
-	if got := Scope("nope").Variables(); got != nil {
+	if got := Scope("nope").variables(); got != nil {
 		t.Errorf("unknown scope Variables() = %v, want nil", got)
 	}
 }
@@ -34,16 +36,16 @@ func TestScope_Variables(t *testing.T) {
 func TestCompile_VariableAvailability(t *testing.T) {
 	c := newCompiler(t, 0)
 	all := []string{"request", "metadata", "enrichments", "now", "plan", "phase", "step", "result", "response", "call"}
-	for _, scope := range Scopes() {
+	for _, scope := range scopes() {
 		for _, name := range all {
 			_, err := c.Compile(scope, "size(["+name+"]) == 1", Bool)
-			if slices.Contains(scope.Variables(), name) {
+			if slices.Contains(scope.variables(), name) {
 				if err != nil {
 					t.Errorf("%s: %s: %v", scope, name, err)
 				}
 				continue
 			}
-			e := wantErrorKind(t, err, ErrKindUndeclaredVariable)
+			e := wantDiag(t, err, diag.KindCELUndeclaredVariable)
 			if e.Line != 1 || e.Column != 7 || !strings.Contains(e.Message, `"`+name+`"`) {
 				t.Errorf("%s: %s: error = %v, want 1:7 naming the variable", scope, name, e)
 			}
@@ -58,53 +60,54 @@ func TestCompile_Errors(t *testing.T) {
 		src       string
 		want      Kind
 		limit     uint64
-		kind      string
+		kind      diag.Kind
 		line, col int
 		message   string // exact when set
 		contains  string
 	}{
 		{name: "plan in before_planning", scope: BeforePlanning, src: "size(plan.steps) > 0",
-			kind: ErrKindUndeclaredVariable, line: 1, col: 6,
+			kind: diag.KindCELUndeclaredVariable, line: 1, col: 6,
 			message: `variable "plan" is not available in before_planning (available in after_planning, plan_step)`},
 		{name: "step in after_planning, second line", scope: AfterPlanning,
 			src:  "request == 'a' &&\n  step.metadata.capability == 'x'",
-			kind: ErrKindUndeclaredVariable, line: 2, col: 3,
+			kind: diag.KindCELUndeclaredVariable, line: 2, col: 3,
 			message: `variable "step" is not available in after_planning (available in plan_step)`},
-		{name: "response in guard", scope: Guard, src: "response == ''", kind: ErrKindUndeclaredVariable,
+		{name: "response in guard", scope: Guard, src: "response == ''", kind: diag.KindCELUndeclaredVariable,
 			line: 1, col: 1, message: `variable "response" is not available in guard (available in after_synthesis)`},
 		{name: "call in after_execution", scope: AfterExecution, src: "result.success || call.phase > 1",
-			kind: ErrKindUndeclaredVariable, line: 1, col: 19,
+			kind: diag.KindCELUndeclaredVariable, line: 1, col: 19,
 			message: `variable "call" is not available in after_execution (available in guard)`},
-		{name: "unknown variable", scope: BeforePlanning, src: "tenant == 'acme'", kind: ErrKindUndeclaredVariable,
+		{name: "unknown variable", scope: BeforePlanning, src: "tenant == 'acme'", kind: diag.KindCELUndeclaredVariable,
 			line: 1, col: 1, message: `undeclared variable "tenant" in before_planning`},
 		{name: "comprehension variable shadows nothing", scope: BeforePlanning,
-			src: "[1].exists(plan, plan == 1) && plan == 1", kind: ErrKindUndeclaredVariable, line: 1, col: 32},
+			src: "[1].exists(plan, plan == 1) && plan == 1", kind: diag.KindCELUndeclaredVariable, line: 1, col: 32},
 		{name: "syntax error in multi-line expression", scope: BeforePlanning,
 			src:  "request == 'a' &&\n  (metadata.x ||\n   )",
-			kind: ErrKindSyntax, line: 3, col: 4, contains: "mismatched input ')'"},
+			kind: diag.KindCELSyntax, line: 3, col: 4, contains: "mismatched input ')'"},
 		{name: "assignment is not CEL", scope: BeforePlanning, src: "request == 'a' &&\n  metadata.x = 1",
-			kind: ErrKindSyntax, line: 2, col: 14},
-		{name: "empty source", scope: BeforePlanning, src: "", kind: ErrKindSyntax, line: 1, col: 1},
-		{name: "int where bool wanted", scope: BeforePlanning, src: "  size(request)", kind: ErrKindTypeCheck,
+			kind: diag.KindCELSyntax, line: 2, col: 14},
+		{name: "empty source", scope: BeforePlanning, src: "", kind: diag.KindCELSyntax, line: 1, col: 1},
+		{name: "int where bool wanted", scope: BeforePlanning, src: "  size(request)", kind: diag.KindCELTypeCheck,
 			line: 1, col: 3, message: "expression returns int, want bool"},
 		{name: "bool where string wanted", scope: AfterSynthesis, src: "\n response == ''", want: String,
-			kind: ErrKindTypeCheck, line: 2, col: 2, message: "expression returns bool, want string"},
-		{name: "no overload", scope: BeforePlanning, src: "request + 1 == 'x'", kind: ErrKindTypeCheck,
+			kind: diag.KindCELTypeCheck, line: 2, col: 2, message: "expression returns bool, want string"},
+		{name: "no overload", scope: BeforePlanning, src: "request + 1 == 'x'", kind: diag.KindCELTypeCheck,
 			line: 1, col: 9, contains: "no matching overload"},
 		{name: "invalid regex constant", scope: BeforePlanning, src: "request.matches('[')",
-			kind: ErrKindTypeCheck, line: 1, col: 1, contains: "regexp"},
+			kind: diag.KindCELTypeCheck, line: 1, col: 1, contains: "regexp"},
 		{name: "nested comprehensions over metadata", scope: BeforePlanning, limit: 5000,
 			src:  "metadata.items.exists(x,\n  metadata.items.exists(y, x == y))",
-			kind: ErrKindCostLimit, line: 1, col: 1, contains: "exceeds the limit 5000"},
+			kind: diag.KindCELCostLimit, line: 1, col: 1, contains: "exceeds the limit 5000"},
 		{name: "nested comprehensions over default limit", scope: AfterPlanning,
 			src:  "plan.steps.all(s, plan.steps.exists(t, t.step_id == s.step_id))",
-			kind: ErrKindCostLimit, line: 1, col: 1, contains: "estimated cost"},
-		{name: "unknown scope", scope: "during_planning", src: "true", kind: ErrKindUnknownScope},
+			kind: diag.KindCELCostLimit, line: 1, col: 1, contains: "estimated cost"},
+		{name: "a byte column after a multi-byte character", scope: BeforePlanning, src: "'é' == tenant",
+			kind: diag.KindCELUndeclaredVariable, line: 1, col: 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := newCompiler(t, tt.limit).Compile(tt.scope, tt.src, tt.want)
-			e := wantErrorKind(t, err, tt.kind)
+			e := wantDiag(t, err, tt.kind)
 			if e.Line != tt.line || e.Column != tt.col {
 				t.Errorf("position = %d:%d, want %d:%d (%v)", e.Line, e.Column, tt.line, tt.col, e)
 			}
@@ -143,22 +146,15 @@ func TestCompile_Accepts(t *testing.T) {
 			t.Errorf("Compile(%s, %q): %v", tt.scope, tt.src, err)
 			continue
 		}
-		if p.Source() != tt.src || p.Scope() != tt.scope || p.Output() != tt.want || p.Cost() == 0 {
-			t.Errorf("program = (%q, %s, %s, cost %d)", p.Source(), p.Scope(), p.Output(), p.Cost())
+		if p.want != tt.want {
+			t.Errorf("Compile(%s, %q) compiled for %s", tt.scope, tt.src, p.want)
 		}
 	}
 }
 
-func TestError_Error(t *testing.T) {
-	for _, tt := range []struct {
-		err  *Error
-		want string
-	}{
-		{&Error{Kind: ErrKindSyntax, Line: 2, Column: 5, Message: "bad"}, "2:5: syntax: bad"},
-		{&Error{Kind: ErrKindEval, Message: "no such key: x"}, "eval: no such key: x"},
-	} {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("Error() = %q, want %q", got, tt.want)
-		}
+func TestCompile_UnknownScope(t *testing.T) {
+	_, err := newCompiler(t, 0).Compile("during_planning", "true", Bool)
+	if _, ok := diag.AsList(err); err == nil || ok {
+		t.Fatalf("Compile in an unknown scope = %v, want a plain error", err)
 	}
 }

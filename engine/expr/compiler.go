@@ -6,6 +6,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // DefaultCostLimit is the cost limit used when Options.CostLimit is 0. Under the size
@@ -70,33 +72,34 @@ func NewCompiler(opts Options) (*Compiler, error) {
 }
 
 // Compile parses, type-checks and cost-estimates src in scope and plans it for evaluation.
-// want is the required output type. Every failure is an *Error: syntax,
-// undeclared_variable (a variable of another scope, or of none), type_check (including an
-// output type other than want), cost_limit (estimated worst case over the limit) or
-// unknown_scope.
+// want is the required output type. A problem with src is a *diag.Error positioned
+// within src (1-based line, byte column): cel_syntax, cel_undeclared_variable (a variable
+// of another scope, or of none), cel_type_check (including an output type other than
+// want) or cel_cost_limit (estimated worst case over the limit). An unknown scope is a
+// plain error.
 func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error) {
 	env, ok := c.envs[scope]
 	if !ok {
-		return nil, &Error{Kind: ErrKindUnknownScope, Message: fmt.Sprintf("unknown scope %q", scope)}
+		return nil, fmt.Errorf("expr: unknown scope %q", scope)
 	}
 	parsed, iss := env.Parse(src)
 	if errs := iss.Errors(); len(errs) > 0 {
 		first := firstIssue(errs)
-		return nil, errorAt(ErrKindSyntax, first.Location, first.Message)
+		return nil, errorAt(src, diag.KindCELSyntax, first.Location, first.Message)
 	}
 	free := make(map[int64]string)
 	freeIdents(parsed.NativeRep().Expr(), nil, free)
-	if err := scopeError(scope, parsed.NativeRep(), free); err != nil {
+	if err := scopeError(src, scope, parsed.NativeRep(), free); err != nil {
 		return nil, err
 	}
 	checked, iss := env.Check(parsed)
 	if errs := iss.Errors(); len(errs) > 0 {
 		first := firstIssue(errs)
 		if name, ok := free[first.ExprID]; ok {
-			return nil, errorAt(ErrKindUndeclaredVariable, first.Location,
+			return nil, errorAt(src, diag.KindCELUndeclaredVariable, first.Location,
 				fmt.Sprintf("undeclared variable %q in %s", name, scope))
 		}
-		return nil, errorAt(ErrKindTypeCheck, first.Location, first.Message)
+		return nil, errorAt(src, diag.KindCELTypeCheck, first.Location, first.Message)
 	}
 	if err := checkOutput(checked.OutputType(), src, want); err != nil {
 		return nil, err
@@ -106,8 +109,7 @@ func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error)
 		err = fmt.Errorf("estimated cost %d exceeds the limit %d (%s)", est.Max, c.limit, sizeAssumption)
 	}
 	if err != nil {
-		line, col := startOf(src)
-		return nil, &Error{Kind: ErrKindCostLimit, Line: line, Column: col, Message: err.Error()}
+		return nil, wholeError(src, diag.KindCELCostLimit, err.Error())
 	}
 	opts := []cel.ProgramOption{
 		cel.InterruptCheckFrequency(interruptCheckFrequency), cel.EvalOptions(cel.OptOptimize),
@@ -121,15 +123,14 @@ func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error)
 	}
 	prg, err := env.Program(checked, opts...)
 	if err != nil {
-		line, col := startOf(src)
-		return nil, &Error{Kind: ErrKindTypeCheck, Line: line, Column: col, Message: err.Error()}
+		return nil, wholeError(src, diag.KindCELTypeCheck, err.Error())
 	}
-	return &Program{src: src, scope: scope, want: want, cost: est.Max, limit: c.limit, prg: prg}, nil
+	return &Program{want: want, limit: c.limit, prg: prg}, nil
 }
 
 // checkOutput rejects an expression whose static type cannot be want. dyn is accepted for
 // Bool and String; evaluation then checks the actual value.
-func checkOutput(got *cel.Type, src string, want Kind) *Error {
+func checkOutput(got *cel.Type, src string, want Kind) *diag.Error {
 	var wantKind types.Kind
 	switch want {
 	case Bool:
@@ -142,7 +143,5 @@ func checkOutput(got *cel.Type, src string, want Kind) *Error {
 	if got.Kind() == wantKind || got.Kind() == types.DynKind {
 		return nil
 	}
-	line, col := startOf(src)
-	return &Error{Kind: ErrKindTypeCheck, Line: line, Column: col,
-		Message: fmt.Sprintf("expression returns %s, want %s", got, want)}
+	return wholeError(src, diag.KindCELTypeCheck, fmt.Sprintf("expression returns %s, want %s", got, want))
 }

@@ -5,10 +5,14 @@
 // over-budget expressions at load time, and returns an immutable Program. Evaluating a
 // Program takes a Vars (the variable values, resolved lazily without building a map), is
 // bounded by a runtime cost limit and by the context, and returns plain Go values.
-// Failures are *Error values with a stable Kind and, for compile errors, a 1-based
-// line:column within the expression. Besides the CEL standard library, expressions may
-// use the strings, lists, sets, math and encoders extensions.
+// Compile failures are *diag.Error values with a stable diag.Kind and a 1-based
+// line:column within the expression; evaluation failures are *EvalError values with a
+// stable EvalKind. Besides the CEL standard library, expressions may use the strings,
+// lists, sets, math and encoders extensions.
 //
-// Fields that the JSON form of a value omits when empty are absent in expressions too:
-// test them with has(), e.g. has(call.capability) && call.capability == 'execute_trade'.
+// plan, step, result and call are the JSON form of their Go values (engine.View): fields
+// that the JSON form omits when empty are absent in expressions too, so test them with
+// has(), e.g. has(call.capability) && call.capability == 'execute_trade'; and a nil
+// slice is null, so a plan without steps has plan.steps == null, on which size() fails
+// to evaluate.
 package expr

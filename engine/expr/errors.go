@@ -1,63 +1,69 @@
 package expr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
-// Error kinds: stable snake_case codes for Error.Kind. The first five are reported by
-// Compile, the last two by evaluation (ErrKindCostLimit by both).
+// EvalKind classifies why an evaluation produced no value. The values are stable
+// snake_case codes.
+type EvalKind string
+
+// Evaluation error kinds.
 const (
-	ErrKindSyntax             = "syntax"
-	ErrKindTypeCheck          = "type_check"
-	ErrKindUndeclaredVariable = "undeclared_variable"
-	ErrKindCostLimit          = "cost_limit"
-	ErrKindUnknownScope       = "unknown_scope"
-	ErrKindInterrupted        = "interrupted"
-	ErrKindEval               = "eval"
+	EvalCostLimit   EvalKind = "cost_limit"  // the actual cost or the comprehension iterations exceeded their limit
+	EvalInterrupted EvalKind = "interrupted" // the context ended the evaluation
+	EvalFailed      EvalKind = "eval"        // any other failure, a result of the wrong type included
 )
 
-// Error is the one error type of this package, for compile and evaluation failures alike.
-// Line and Column are 1-based positions within the expression source (Column counts Unicode
-// code points); the caller offsets them into the file the expression came from. They are 0
-// when the error has no position (evaluation errors, unknown scope).
-type Error struct {
-	Kind         string
-	Line, Column int
-	Message      string
+// EvalError reports why a Program's evaluation produced no value.
+type EvalError struct {
+	Kind    EvalKind
+	Message string
 
 	cause error
 }
 
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return e.Kind + ": " + e.Message
+func (e *EvalError) Error() string { return string(e.Kind) + ": " + e.Message }
+
+// DecisionCause is CauseTimeout when the context's deadline ended the evaluation and
+// CauseEvaluationError otherwise: the expression could not decide (see engine.Cause).
+func (e *EvalError) DecisionCause() engine.Cause {
+	if errors.Is(e.cause, context.DeadlineExceeded) {
+		return engine.CauseTimeout
 	}
-	return fmt.Sprintf("%d:%d: %s: %s", e.Line, e.Column, e.Kind, e.Message)
+	return engine.CauseEvaluationError
 }
 
-// Unwrap returns the underlying cause of an evaluation error, if any; an interrupted
-// evaluation unwraps to the context's cause (context.Canceled, context.DeadlineExceeded).
-func (e *Error) Unwrap() error { return e.cause }
+// Unwrap returns the underlying cause, if any; an interrupted evaluation unwraps to the
+// context's cause (context.Canceled, context.DeadlineExceeded).
+func (e *EvalError) Unwrap() error { return e.cause }
 
-// AsError returns err as an *Error when it is one or wraps one.
-func AsError(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
-}
-
-// errorAt builds a positioned error from a cel-go location (1-based line, 0-based column).
-func errorAt(kind string, loc common.Location, msg string) *Error {
-	e := &Error{Kind: kind, Message: msg}
+// errorAt builds a compile diagnostic at a cel-go location (1-based line, 0-based column
+// in characters) in src, converting the column to the 1-based byte column diag uses.
+func errorAt(src string, kind diag.Kind, loc common.Location, msg string) *diag.Error {
+	e := &diag.Error{Kind: kind, Message: msg}
 	if loc != nil && loc.Line() > 0 {
-		e.Line, e.Column = loc.Line(), max(loc.Column()+1, 1)
+		e.Line, e.Column = loc.Line(), byteColumn(src, loc.Line(), max(loc.Column()+1, 1))
 	}
 	return e
+}
+
+// byteColumn converts a 1-based character column on line (1-based) of src to bytes.
+func byteColumn(src string, line, col int) int {
+	lines := strings.Split(src, "\n")
+	if line > len(lines) {
+		return col
+	}
+	return diag.ByteColumn([]byte(lines[line-1]), col)
 }
 
 // firstIssue returns the cel-go error that comes first in the source.
@@ -78,36 +84,36 @@ func before(a, b common.Location) bool {
 	return a.Column() < b.Column()
 }
 
-// startOf returns the position of the first non-blank character of src, the position
-// reported for errors about the expression as a whole.
-func startOf(src string) (line, col int) {
-	line, col = 1, 1
+// wholeError is a diagnostic about the expression as a whole, reported at the first
+// non-blank character of src.
+func wholeError(src string, kind diag.Kind, msg string) *diag.Error {
+	e := &diag.Error{Kind: kind, Line: 1, Column: 1, Message: msg}
 	for _, r := range src {
 		switch r {
 		case '\n':
-			line, col = line+1, 1
+			e.Line, e.Column = e.Line+1, 1
 		case ' ', '\t', '\r':
-			col++
+			e.Column++
 		default:
-			return line, col
+			return e
 		}
 	}
-	return 1, 1
+	return &diag.Error{Kind: kind, Line: 1, Column: 1, Message: msg}
 }
 
 // runtimeError classifies an evaluation failure.
-func runtimeError(err error, limit uint64) *Error {
+func runtimeError(err error, limit uint64) *EvalError {
 	var cancelled interpreter.EvalCancelledError
 	switch {
 	case errors.As(err, &cancelled) && cancelled.Cause == iterationLimitExceeded:
-		return &Error{Kind: ErrKindCostLimit, Message: cancelled.Message, cause: err}
+		return &EvalError{Kind: EvalCostLimit, Message: cancelled.Message, cause: err}
 	case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded:
-		return &Error{Kind: ErrKindCostLimit, cause: err,
+		return &EvalError{Kind: EvalCostLimit, cause: err,
 			Message: fmt.Sprintf("actual cost exceeded the limit %d", limit)}
 	case errors.As(err, &cancelled) || errors.Is(err, interpreter.InterruptError{}):
-		return &Error{Kind: ErrKindInterrupted, Message: err.Error(), cause: err}
+		return &EvalError{Kind: EvalInterrupted, Message: err.Error(), cause: err}
 	}
-	return &Error{Kind: ErrKindEval, Message: withoutData(err.Error()), cause: err}
+	return &EvalError{Kind: EvalFailed, Message: withoutData(err.Error()), cause: err}
 }
 
 // withoutData returns cel-go's message of a runtime error without the data it may

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 func TestEval_Values(t *testing.T) {
@@ -85,7 +87,7 @@ func TestEval_GuardAmount(t *testing.T) {
 	}
 	// An inference call has no capability: the field is absent, as in its JSON.
 	_, err := p.EvalBool(context.Background(), &Vars{})
-	wantErrorKind(t, err, ErrKindEval)
+	wantEvalKind(t, err, EvalFailed)
 }
 
 func TestEval_Errors(t *testing.T) {
@@ -102,29 +104,29 @@ func TestEval_Errors(t *testing.T) {
 		want     Kind
 		opts     Options
 		vars     *Vars
-		kind     string
+		kind     EvalKind
 		contains string
 	}{
-		{name: "missing key", src: "metadata.region == 'eu'", kind: ErrKindEval, contains: "no such key"},
+		{name: "missing key", src: "metadata.region == 'eu'", kind: EvalFailed, contains: "no such key"},
 		{name: "dyn result is not a bool", src: "metadata.flag", vars: &Vars{Metadata: map[string]any{"flag": "yes"}},
-			kind: ErrKindEval, contains: "want bool"},
+			kind: EvalFailed, contains: "want bool"},
 		{name: "dyn result is not a string", src: "metadata.n", want: String,
-			vars: &Vars{Metadata: map[string]any{"n": 1}}, kind: ErrKindEval, contains: "want string"},
-		{name: "map key is not a string", src: "{1: 'a'}", want: Any, kind: ErrKindEval, contains: "not a string"},
-		{name: "division by zero", src: "1 / size(request) > 0", kind: ErrKindEval, contains: "division by zero"},
+			vars: &Vars{Metadata: map[string]any{"n": 1}}, kind: EvalFailed, contains: "want string"},
+		{name: "map key is not a string", src: "{1: 'a'}", want: Any, kind: EvalFailed, contains: "not a string"},
+		{name: "division by zero", src: "1 / size(request) > 0", kind: EvalFailed, contains: "division by zero"},
 		// The estimate assumes bounded inputs; larger ones are stopped by the runtime limits.
 		{name: "runtime cost limit on a string", src: "request.contains('needle')", opts: Options{CostLimit: 10_000},
-			vars: &Vars{Request: strings.Repeat("hay ", 50_000)}, kind: ErrKindCostLimit,
+			vars: &Vars{Request: strings.Repeat("hay ", 50_000)}, kind: EvalCostLimit,
 			contains: "actual cost exceeded the limit 10000"},
 		{name: "runtime cost limit in a comprehension", src: "metadata.items.exists(x, x == -1)",
-			opts: Options{CostLimit: 7_000}, vars: &Vars{Metadata: items(3000)}, kind: ErrKindCostLimit,
+			opts: Options{CostLimit: 7_000}, vars: &Vars{Metadata: items(3000)}, kind: EvalCostLimit,
 			contains: "actual cost exceeded the limit 7000"},
 		{name: "iteration limit", src: "metadata.items.exists(x, x == -1)", opts: Options{CostLimit: 1 << 40},
-			vars: &Vars{Metadata: items(DefaultMaxIterations + 1)}, kind: ErrKindCostLimit,
+			vars: &Vars{Metadata: items(DefaultMaxIterations + 1)}, kind: EvalCostLimit,
 			contains: "comprehensions exceeded 5000 iterations"},
 		{name: "iteration limit counts nested comprehensions", src: "metadata.items.all(x, metadata.items.all(y, y >= 0))",
 			opts: Options{CostLimit: 1 << 40, MaxIterations: 100}, vars: &Vars{Metadata: items(10)},
-			kind: ErrKindCostLimit, contains: "comprehensions exceeded 100 iterations"},
+			kind: EvalCostLimit, contains: "comprehensions exceeded 100 iterations"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,12 +136,12 @@ func TestEval_Errors(t *testing.T) {
 			}
 			p := mustCompile(t, c, BeforePlanning, tt.src, tt.want)
 			_, err = p.Eval(context.Background(), tt.vars)
-			e := wantErrorKind(t, err, tt.kind)
-			if e.Line != 0 || e.Column != 0 {
-				t.Errorf("runtime error has a position: %v", e)
-			}
+			e := wantEvalKind(t, err, tt.kind)
 			if !strings.Contains(e.Message, tt.contains) {
 				t.Errorf("message = %q, want it to contain %q", e.Message, tt.contains)
+			}
+			if c := engine.CauseOf(err); c != engine.CauseEvaluationError {
+				t.Errorf("cause = %s, want %s", c, engine.CauseEvaluationError)
 			}
 		})
 	}
@@ -179,9 +181,15 @@ func TestEval_ContextCancellationInterrupts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = p.EvalBool(ctx, items(100_000))
-	wantErrorKind(t, err, ErrKindInterrupted)
+	wantEvalKind(t, err, EvalInterrupted)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err = p.EvalBool(ctx, items(100_000))
+	if wantEvalKind(t, err, EvalInterrupted); engine.CauseOf(err) != engine.CauseTimeout {
+		t.Errorf("cause of %v = %s, want %s", err, engine.CauseOf(err), engine.CauseTimeout)
 	}
 }
 

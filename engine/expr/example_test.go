@@ -28,7 +28,7 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// true <nil>
-	// 1:6: undeclared_variable: variable "plan" is not available in before_planning (available in after_planning, plan_step)
+	// 1:6: cel_undeclared_variable: variable "plan" is not available in before_planning (available in after_planning, plan_step)
 }
 
 func ExampleVars_SetStep() {

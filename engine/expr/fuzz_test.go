@@ -2,16 +2,22 @@ package expr
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
-var errorKinds = []string{ErrKindSyntax, ErrKindTypeCheck, ErrKindUndeclaredVariable, ErrKindCostLimit,
-	ErrKindUnknownScope, ErrKindInterrupted, ErrKindEval}
+var (
+	compileKinds = []diag.Kind{diag.KindCELSyntax, diag.KindCELTypeCheck, diag.KindCELUndeclaredVariable, diag.KindCELCostLimit}
+	evalKinds    = []EvalKind{EvalCostLimit, EvalInterrupted, EvalFailed}
+)
 
 // FuzzCompile compiles arbitrary source in every scope and for every output kind, and
-// evaluates whatever compiles. Nothing may panic; every failure is an *Error with a known
-// kind and a position inside the source.
+// evaluates whatever compiles. Nothing may panic; every compile failure is a *diag.Error
+// with a CEL kind and a position inside the source, every evaluation failure an
+// *EvalError with a known kind.
 func FuzzCompile(f *testing.F) {
 	for _, seed := range []string{
 		"has(metadata.tenant)", "request.lowerAscii().trim() == 'x'", "size(plan.steps) > 0",
@@ -31,33 +37,31 @@ func FuzzCompile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		lines := strings.Count(src, "\n") + 1
-		for _, scope := range Scopes() {
+		for _, scope := range scopes() {
 			for _, want := range []Kind{Bool, String, Any} {
 				p, err := c.Compile(scope, src, want)
 				if err != nil {
-					checkFuzzError(t, err, lines)
+					checkCompileError(t, err, lines)
 					continue
 				}
 				vars.Reset()
 				if _, err := p.Eval(context.Background(), vars); err != nil {
-					checkFuzzError(t, err, lines)
+					if e, ok := err.(*EvalError); !ok || !slices.Contains(evalKinds, e.Kind) {
+						t.Fatalf("evaluation error %v (%T) is not an *EvalError of a known kind", err, err)
+					}
 				}
 			}
 		}
 	})
 }
 
-func checkFuzzError(t *testing.T, err error, lines int) {
+func checkCompileError(t *testing.T, err error, lines int) {
 	t.Helper()
-	e, ok := AsError(err)
+	e, ok := err.(*diag.Error)
 	if !ok {
-		t.Fatalf("error %v (%T) is not an *Error", err, err)
+		t.Fatalf("error %v (%T) is not a *diag.Error", err, err)
 	}
-	known := false
-	for _, k := range errorKinds {
-		known = known || e.Kind == k
-	}
-	if !known || e.Line < 0 || e.Line > lines || e.Column < 0 || (e.Line > 0) != (e.Column > 0) {
+	if !slices.Contains(compileKinds, e.Kind) || e.Line < 0 || e.Line > lines || e.Column < 0 || (e.Line > 0) != (e.Column > 0) {
 		t.Fatalf("bad error %#v for a source of %d lines", e, lines)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
@@ -27,12 +28,25 @@ func mustCompile(t testing.TB, c *Compiler, scope Scope, src string, want Kind) 
 	return p
 }
 
-// wantErrorKind fails unless err is an *Error of the given kind and returns it.
-func wantErrorKind(t testing.TB, err error, kind string) *Error {
+// wantDiag fails unless err is a *diag.Error of the given kind and returns it.
+func wantDiag(t testing.TB, err error, kind diag.Kind) *diag.Error {
 	t.Helper()
-	var e *Error
+	var e *diag.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error = %v (%T), want *Error of kind %s", err, err, kind)
+		t.Fatalf("error = %v (%T), want *diag.Error of kind %s", err, err, kind)
+	}
+	if e.Kind != kind {
+		t.Fatalf("error kind = %s (%v), want %s", e.Kind, e, kind)
+	}
+	return e
+}
+
+// wantEvalKind fails unless err is an *EvalError of the given kind and returns it.
+func wantEvalKind(t testing.TB, err error, kind EvalKind) *EvalError {
+	t.Helper()
+	var e *EvalError
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v (%T), want *EvalError of kind %s", err, err, kind)
 	}
 	if e.Kind != kind {
 		t.Fatalf("error kind = %s (%v), want %s", e.Kind, e, kind)

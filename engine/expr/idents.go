@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/google/cel-go/common/ast"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // freeIdents records in out, by expression id, the identifiers in e that no enclosing
@@ -55,8 +57,8 @@ func freeIdents(e ast.Expr, bound []string, out map[int64]string) {
 // scopeError reports the first variable (in source order) that the expression uses freely
 // and that another scope declares but scope does not. Names no scope declares are left to
 // the type checker.
-func scopeError(scope Scope, a *ast.AST, free map[int64]string) *Error {
-	var first *Error
+func scopeError(src string, scope Scope, a *ast.AST, free map[int64]string) *diag.Error {
+	var first *diag.Error
 	for id, name := range free {
 		if scope.declares(name) {
 			continue
@@ -65,7 +67,7 @@ func scopeError(scope Scope, a *ast.AST, free map[int64]string) *Error {
 		if in == "" {
 			continue
 		}
-		e := errorAt(ErrKindUndeclaredVariable, a.SourceInfo().GetStartLocation(id),
+		e := errorAt(src, diag.KindCELUndeclaredVariable, a.SourceInfo().GetStartLocation(id),
 			"variable \""+name+"\" is not available in "+string(scope)+" (available in "+in+")")
 		if first == nil || e.Line < first.Line || e.Line == first.Line && e.Column < first.Column {
 			first = e

@@ -12,33 +12,18 @@ import (
 // Program is a compiled expression. It is immutable and safe for concurrent use; each
 // evaluation needs its own Vars.
 type Program struct {
-	src   string
-	scope Scope
 	want  Kind
-	cost  uint64
 	limit uint64
 	prg   cel.Program
 }
 
-// Source returns the expression source as compiled.
-func (p *Program) Source() string { return p.src }
-
-// Scope returns the scope the program was compiled for.
-func (p *Program) Scope() Scope { return p.scope }
-
-// Output returns the output kind the program was compiled for.
-func (p *Program) Output() Kind { return p.want }
-
-// Cost returns the compile-time estimate of the worst-case cost.
-func (p *Program) Cost() uint64 { return p.cost }
-
 // Eval evaluates the program against vars and returns the result as a Go value: bool,
 // string, int64, uint64, float64, []byte, []any, map[string]any, time.Time, time.Duration
-// or nil, sharing no memory with vars. Evaluation stops with an *Error of kind cost_limit
-// when the actual cost exceeds the limit or comprehensions exceed the iteration limit, and
-// of kind interrupted when ctx is done (checked every 100 comprehension iterations;
-// expressions without comprehensions always finish). Any other failure, and a result that
-// is not of the program's output kind, is an *Error of kind eval. The caller decides
+// or nil, sharing no memory with vars. Evaluation stops with an *EvalError of kind
+// cost_limit when the actual cost exceeds the limit or comprehensions exceed the iteration
+// limit, and of kind interrupted when ctx is done (checked every 100 comprehension
+// iterations; expressions without comprehensions always finish). Any other failure, and a
+// result that is not of the program's output kind, is an *EvalError of kind eval. The caller decides
 // whether an error fails open or closed. A nil vars evaluates with empty values.
 func (p *Program) Eval(ctx context.Context, vars *Vars) (any, error) {
 	out, err := p.run(ctx, vars)
@@ -57,7 +42,7 @@ func (p *Program) Eval(ctx context.Context, vars *Vars) (any, error) {
 	}
 	v, err := native(out, 0)
 	if err != nil {
-		return nil, &Error{Kind: ErrKindEval, Message: err.Error()}
+		return nil, &EvalError{Kind: EvalFailed, Message: err.Error()}
 	}
 	return v, nil
 }
@@ -109,7 +94,7 @@ func (p *Program) run(ctx context.Context, vars *Vars) (ref.Val, error) {
 	return out, nil
 }
 
-func wrongResult(out ref.Val, want Kind) *Error {
-	return &Error{Kind: ErrKindEval,
+func wrongResult(out ref.Val, want Kind) *EvalError {
+	return &EvalError{Kind: EvalFailed,
 		Message: fmt.Sprintf("expression returned %s, want %s", out.Type().TypeName(), want)}
 }

@@ -71,8 +71,8 @@ var scopeTable = []struct {
 	{Guard, []variable{{varCall, jsonObject}}},
 }
 
-// Scopes returns every scope: the four stages, then PlanStep and Guard.
-func Scopes() []Scope {
+// scopes returns every scope: the four stages, then PlanStep and Guard.
+func scopes() []Scope {
 	out := make([]Scope, len(scopeTable))
 	for i, s := range scopeTable {
 		out[i] = s.scope
@@ -80,8 +80,9 @@ func Scopes() []Scope {
 	return out
 }
 
-// Variables returns the names of the variables declared in s, or nil for an unknown scope.
-func (s Scope) Variables() []string {
+// variables returns the names of the variables declared in s, or nil for an unknown
+// scope.
+func (s Scope) variables() []string {
 	for _, row := range scopeTable {
 		if row.scope != s {
 			continue
@@ -97,7 +98,7 @@ func (s Scope) Variables() []string {
 
 // declares reports whether scope s declares the variable name.
 func (s Scope) declares(name string) bool {
-	for _, v := range s.Variables() {
+	for _, v := range s.variables() {
 		if v == name {
 			return true
 		}

@@ -13,13 +13,15 @@ import (
 
 // Vars holds the values of the variables for one evaluation context; it is the cel-go
 // activation itself, so evaluating needs no map of bindings. Fill in the fields a scope
-// uses and leave the others zero; nil maps and a nil Call read as empty maps, and a nil
-// Plan, Step or Result reads as null.
+// uses and leave the others zero. The variables declared as maps (metadata,
+// enrichments, call) read a nil value as an empty map; plan, step and result are
+// declared dyn and read a nil value as null.
 //
-// Plan, Step, Result and Call are converted to JSON-shaped maps (their JSON field names,
-// omitempty fields absent when empty, times as RFC 3339 strings, durations as int64
-// nanoseconds) the first time an expression resolves them, and the conversion is cached in
-// the Vars, as is the time of now; a zero Now resolves to time.Now() at first use.
+// Plan, Step, Result and Call are converted to their JSON form (engine.View: JSON field
+// names, omitempty fields absent when empty, nil slices as null, times as RFC 3339
+// strings, durations as int64 nanoseconds) the first time an expression resolves them,
+// and the conversion is cached in the Vars, as is the time of now; a zero Now resolves
+// to time.Now() at first use.
 // Metadata, Enrichments and nested parameter and metadata values are read in place and
 // never modified.
 //
@@ -79,19 +81,19 @@ func (v *Vars) ResolveName(name string) (any, bool) {
 		return v.now, true
 	case varPlan:
 		if v.plan == nil {
-			v.plan = orNull(v.Plan, planObject)
+			v.plan = orNull(engine.ViewOf(v.Plan))
 		}
 		return v.plan, true
 	case varPhase:
 		return int64(v.Phase), true
 	case varStep:
 		if v.step == nil {
-			v.step = orNull(v.Step, stepObject)
+			v.step = orNull(engine.ViewOf(v.Step))
 		}
 		return v.step, true
 	case varResult:
 		if v.result == nil {
-			v.result = orNull(v.Result, resultObject)
+			v.result = orNull(engine.ViewOf(v.Result))
 		}
 		return v.result, true
 	case varResponse:
@@ -100,7 +102,7 @@ func (v *Vars) ResolveName(name string) (any, bool) {
 		if v.call == nil {
 			v.call = emptyObject
 			if v.Call != nil {
-				v.call = callObject(v.Call)
+				v.call = callValue(v.Call)
 			}
 		}
 		return v.call, true
@@ -118,9 +120,20 @@ func objectOrEmpty(m map[string]any) map[string]any {
 	return m
 }
 
-func orNull[T any](p *T, convert func(*T) map[string]any) any {
-	if p == nil {
+// callValue is the call's JSON form plus, for a call bound to a plan step, that step as
+// step (op.Call.Step, which the call's JSON leaves out).
+func callValue(c *op.Call) map[string]any {
+	m := celValue(engine.ViewOf(c)).(map[string]any)
+	if c.Step != nil {
+		m["step"] = c.Step
+	}
+	return m
+}
+
+// orNull converts v, a wire value, or returns CEL's null for a nil one.
+func orNull(v engine.View) any {
+	if v.Kind() == engine.ViewNull {
 		return types.NullValue
 	}
-	return convert(p)
+	return celValue(v)
 }

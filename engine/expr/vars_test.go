@@ -2,86 +2,75 @@ package expr
 
 import (
 	"context"
-	"encoding/json"
-	"maps"
-	"reflect"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/google/cel-go/common/types"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 )
 
-// jsonKeys returns the top-level keys of v's JSON encoding.
-func jsonKeys(t *testing.T, v any) []string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
+// resolved is what an expression sees for variable name, as a Go value (null as nil).
+func resolved(vars *Vars, name string) any {
+	v, _ := vars.ResolveName(name)
+	if v == types.NullValue {
+		return nil
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return slices.Sorted(maps.Keys(m))
+	return v
 }
 
-// TestVars_JSONShape checks the hand-written conversions against encoding/json: the same
-// field names, and omitempty fields present exactly when JSON has them.
-func TestVars_JSONShape(t *testing.T) {
-	full := samplePlan()
-	full.ContinuationNote = "more"
-	full.NeedsUserInput = &engine.NeedsUserInput{Question: "how many?", MissingFields: []string{"qty"}}
-	fullStep := full.Steps[1]
-	fullStep.ImplicitDeps = []string{"s0"}
-	fullResult := sampleResult()
-	fullResult.Steps[1].Skipped, fullResult.Steps[1].SkipReason = true, "denied"
-	fullResult.Steps[1].Parameters = map[string]any{"qty": 10}
-	fullCall := op.Call{Operation: op.ToolCall, RequestID: "r", StepID: "s", Namespace: "n", AgentName: "a",
-		Capability: "c", Parameters: map[string]any{"x": 1}, Model: "m", Phase: 2, Request: "q",
-		Metadata: map[string]any{"k": "v"}}
-	tests := []struct {
-		name string
-		v    any
-		got  map[string]any
-	}{
-		{"full plan", full, planObject(full)},
-		{"zero plan", &engine.RoutingPlan{Steps: []engine.RoutingStep{}}, planObject(&engine.RoutingPlan{})},
-		{"full step", &fullStep, stepObject(&fullStep)},
-		{"zero step", &engine.RoutingStep{}, stepObject(&engine.RoutingStep{})},
-		{"needs user input", full.NeedsUserInput, planObject(full)["needs_user_input"].(map[string]any)},
-		{"full result", fullResult, resultObject(fullResult)},
-		{"full step result", &fullResult.Steps[1], stepResultObject(&fullResult.Steps[1])},
-		{"zero step result", &engine.StepResult{}, stepResultObject(&engine.StepResult{})},
-		{"full call", &fullCall, callObject(&fullCall)},
-		{"zero call", &op.Call{}, callObject(&op.Call{})},
+// TestVars_AgreesWithJSON: what expressions see of generated plans, steps, results and
+// calls, nil ones and nil steps included, is their encoding/json form.
+func TestVars_AgreesWithJSON(t *testing.T) {
+	r := wiretest.Rand(3)
+	for range 1000 {
+		p, res, call := wiretest.Plan(r), wiretest.Result(r), wiretest.Call(r)
+		vars := &Vars{Plan: p, Result: res, Call: call}
+		if len(p.Steps) > 0 {
+			vars.Step = &p.Steps[0]
+		}
+		wiretest.Same(t, "plan", resolved(vars, "plan"), wiretest.JSON(t, vars.Plan))
+		wiretest.Same(t, "step", resolved(vars, "step"), wiretest.JSON(t, vars.Step))
+		wiretest.Same(t, "result", resolved(vars, "result"), wiretest.JSON(t, vars.Result))
+		wiretest.Same(t, "call", resolved(vars, "call"), wiretest.JSON(t, vars.Call))
 	}
-	for _, tt := range tests {
-		if got, want := slices.Sorted(maps.Keys(tt.got)), jsonKeys(t, tt.v); !slices.Equal(got, want) {
-			t.Errorf("%s: keys = %v, want %v", tt.name, got, want)
+}
+
+func TestVars_CallStep(t *testing.T) {
+	c := newCompiler(t, 0)
+	src := "has(call.step) && call.step.step_id == call.step_id"
+	call := sampleCall(1.0)
+	call.StepID = "s1"
+	for _, tt := range []struct {
+		step map[string]any
+		want bool
+	}{{nil, false}, {map[string]any{"step_id": "s1"}, true}} {
+		call.Step = tt.step
+		if ok, err := mustCompile(t, c, Guard, src, Bool).EvalBool(context.Background(), &Vars{Call: call}); err != nil || ok != tt.want {
+			t.Errorf("step %v: %q = %v, %v; want %v", tt.step, src, ok, err, tt.want)
 		}
 	}
 }
 
-func TestVars_ConvertedValues(t *testing.T) {
-	plan := planObject(samplePlan())
-	b, _ := json.Marshal(planTime)
-	if want := string(b[1 : len(b)-1]); plan["created_at"] != want {
-		t.Errorf("created_at = %v, want %v as encoding/json writes it", plan["created_at"], want)
+// TestVars_NilStepsAreNull: a plan without steps has null steps, as in JSON; using them
+// as a list is an evaluation error, which the caller's failure policy handles.
+func TestVars_NilStepsAreNull(t *testing.T) {
+	c := newCompiler(t, 0)
+	vars := &Vars{Plan: &engine.RoutingPlan{PlanID: "p"}, Result: &engine.ExecutionResult{}}
+	for _, tt := range []struct {
+		scope Scope
+		src   string
+	}{
+		{AfterPlanning, "plan.steps == null && has(plan.steps)"},
+		{AfterExecution, "result.steps == null"},
+	} {
+		if ok, err := mustCompile(t, c, tt.scope, tt.src, Bool).EvalBool(context.Background(), vars); err != nil || !ok {
+			t.Errorf("%q = %v, %v; want true", tt.src, ok, err)
+		}
 	}
-	if plan["terminal"] != false || plan["phase_number"] != int64(1) || plan["mode"] != "workflow" {
-		t.Errorf("plan = %v", plan)
-	}
-	if steps := planObject(&engine.RoutingPlan{})["steps"]; !reflect.DeepEqual(steps, []any{}) {
-		t.Errorf("nil steps = %#v, want an empty list", steps)
-	}
-	result := resultObject(sampleResult())
-	step := result["steps"].([]any)[1].(map[string]any)
-	if result["total_duration"] != int64(1500*time.Millisecond) || step["duration"] != int64(500*time.Millisecond) ||
-		step["attempts"] != int64(2) || step["error"] != "rejected" {
-		t.Errorf("result = %v", result)
-	}
+	_, err := mustCompile(t, c, AfterPlanning, "size(plan.steps) == 0", Bool).EvalBool(context.Background(), vars)
+	wantEvalKind(t, err, EvalFailed)
 }
 
 func TestVars_LazyConversionAndReset(t *testing.T) {

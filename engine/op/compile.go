@@ -142,7 +142,7 @@ func checkRevision(rev string, hasGuards bool) *CompileError {
 }
 
 func checkEntry(list string, i int, name string, ops []Operation, nilFn, isGuard bool) *CompileError {
-	fail := func(kind, format string, args ...any) *CompileError {
+	fail := func(kind ErrorKind, format string, args ...any) *CompileError {
 		where := fmt.Sprintf("%s[%d] %q: ", list, i, name)
 		return &CompileError{Kind: kind, Index: i, Message: where + fmt.Sprintf(format, args...)}
 	}

@@ -19,7 +19,7 @@ func around(name string, ops ...op.Operation) op.Around {
 
 func TestCompile_Errors(t *testing.T) {
 	cases := []struct {
-		kind  string
+		kind  op.ErrorKind
 		index int
 		set   op.Set
 	}{
@@ -44,7 +44,7 @@ func TestCompile_Errors(t *testing.T) {
 		{op.KindDuplicateOperation, 0, op.Set{PolicyRevision: "r", Guards: []op.Guard{allow("g", op.ToolCall, op.ToolCall)}}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.kind, func(t *testing.T) {
+		t.Run(string(tc.kind), func(t *testing.T) {
 			r, err := op.Compile(tc.set)
 			var ce *op.CompileError
 			if !errors.As(err, &ce) {

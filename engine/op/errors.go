@@ -6,17 +6,21 @@ import (
 	"strconv"
 )
 
-// Compile error kinds. They are stable: match on Kind, never on the message.
+// ErrorKind names why Compile rejected a Set. Kinds are stable: match on Kind, never on
+// the message.
+type ErrorKind string
+
+// Compile error kinds.
 const (
-	KindMissingRevision       = "missing_revision"        // guards without a policy revision
-	KindInvalidRevision       = "invalid_revision"        // revision too long, not UTF-8, blank or with control characters
-	KindRevisionWithoutGuards = "revision_without_guards" // a revision but nothing it governs
-	KindMissingName           = "missing_name"            // an around or guard without a name
-	KindNilCallback           = "nil_callback"            // Around.Begin or Guard.Check is nil
-	KindNoOperations          = "no_operations"           // an entry registered for nothing
-	KindUnknownOperation      = "unknown_operation"       // an operation this package does not define
-	KindUnguardableOperation  = "unguardable_operation"   // a guard on an observe-only operation
-	KindDuplicateOperation    = "duplicate_operation"     // the same operation twice in one entry
+	KindMissingRevision       ErrorKind = "missing_revision"        // guards without a policy revision
+	KindInvalidRevision       ErrorKind = "invalid_revision"        // revision too long, not UTF-8, blank or with control characters
+	KindRevisionWithoutGuards ErrorKind = "revision_without_guards" // a revision but nothing it governs
+	KindMissingName           ErrorKind = "missing_name"            // an around or guard without a name
+	KindNilCallback           ErrorKind = "nil_callback"            // Around.Begin or Guard.Check is nil
+	KindNoOperations          ErrorKind = "no_operations"           // an entry registered for nothing
+	KindUnknownOperation      ErrorKind = "unknown_operation"       // an operation this package does not define
+	KindUnguardableOperation  ErrorKind = "unguardable_operation"   // a guard on an observe-only operation
+	KindDuplicateOperation    ErrorKind = "duplicate_operation"     // the same operation twice in one entry
 )
 
 // MaxRevisionLen bounds Set.PolicyRevision.
@@ -26,13 +30,13 @@ const MaxRevisionLen = 128
 // Index is the zero-based position of the offending entry in Set.Arounds or Set.Guards
 // (the message says which), or -1 for an error about the set as a whole.
 type CompileError struct {
-	Kind    string
+	Kind    ErrorKind
 	Index   int
 	Message string
 }
 
 func (e *CompileError) Error() string {
-	return "op: compile: " + e.Kind + ": " + e.Message
+	return "op: compile: " + string(e.Kind) + ": " + e.Message
 }
 
 // GuardError means a guard failed rather than decided: it returned an error that is not a

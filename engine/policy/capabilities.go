@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // disabledBuiltin reports whether name is a network built-in that policies may not call.
@@ -39,8 +41,8 @@ func positionOf(loc *ast.Location) position {
 // unsafeCalls finds every call to a disabled built-in in the parsed modules. It works on
 // the parse trees, so it reports such calls even when compilation stops early; the
 // compiler's own "undefined function" errors at the same positions are then dropped.
-func unsafeCalls(modules []*ast.Module) (Errors, map[position]bool) {
-	var errs Errors
+func unsafeCalls(modules []*ast.Module) (diag.List, map[position]bool) {
+	var errs diag.List
 	at := map[position]bool{}
 	report := func(op ast.Ref, loc *ast.Location) {
 		name := op.String()
@@ -49,8 +51,8 @@ func unsafeCalls(modules []*ast.Module) (Errors, map[position]bool) {
 		}
 		p := positionOf(loc)
 		at[p] = true
-		errs = append(errs, &Error{
-			Kind:    KindRegoUnsafeBuiltin,
+		errs = append(errs, &diag.Error{
+			Kind:    diag.KindRegoUnsafeBuiltin,
 			File:    p.file,
 			Line:    p.line,
 			Column:  p.col,

@@ -8,6 +8,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
 
 // DefaultTimeout bounds one evaluation when Options.Timeout is not positive.
@@ -51,7 +54,7 @@ type Bundle struct {
 
 // Compile parses every module as Rego v1, compiles them together once with the network
 // built-ins disabled, and merges the data files, in order, into one in-memory store.
-// It reports every problem it finds as Errors: parse errors of every file, calls to
+// It reports every problem it finds as a diag.List: parse errors of every file, calls to
 // disabled built-ins, compile errors (only when every module parsed, so that a broken
 // file does not cause follow-on errors elsewhere), conflicting and invalid data, and
 // rules whose path is also set by data.
@@ -65,24 +68,24 @@ func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
 
 	var compiler *ast.Compiler
 	if len(parsed) == len(modules) {
-		var compileErrs Errors
+		var compileErrs diag.List
 		compiler, compileErrs = compileModules(modules, parsed, unsafeAt)
 		errs = append(errs, compileErrs...)
 	}
 	if len(errs) > 0 {
-		return nil, sortErrors(errs)
+		return nil, errs.Normalize(0)
 	}
 
 	doc, err := root.toJSON()
 	if err != nil {
-		return nil, Errors{{Kind: KindDataInvalid, Message: err.Error()}}
+		return nil, diag.List{{Kind: diag.KindDataSyntax, Message: err.Error()}}
 	}
 	b := &Bundle{
 		compiler:      compiler,
 		store:         inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
 		data:          root,
 		timeout:       cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
-		deterministic: deterministic(compiler),
+		deterministic: reads.Deterministic(compiler),
 	}
 	for i, m := range parsed {
 		b.modules = append(b.modules, modules[i].File)
@@ -107,25 +110,21 @@ func (b *Bundle) Data() (map[string]any, error) {
 // Modules returns the module file names, sorted.
 func (b *Bundle) Modules() []string { return slices.Clone(b.modules) }
 
-// Packages returns the distinct package paths as data references (data.agentd.plan),
-// sorted.
-func (b *Bundle) Packages() []string { return slices.Clone(b.packages) }
-
 // parseModules parses every module, collecting every parse error.
-func parseModules(modules []Module) ([]*ast.Module, Errors) {
+func parseModules(modules []Module) ([]*ast.Module, diag.List) {
 	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: capabilities()}
 	var parsed []*ast.Module
-	var errs Errors
+	var errs diag.List
 	seen := map[string]bool{}
 	for _, m := range modules {
 		if seen[m.File] {
-			errs = append(errs, &Error{Kind: KindRegoCompile, File: m.File, Message: "duplicate module file name"})
+			errs = append(errs, &diag.Error{Kind: diag.KindRegoCompile, File: m.File, Message: "duplicate module file name"})
 			continue
 		}
 		seen[m.File] = true
 		mod, err := ast.ParseModuleWithOpts(m.File, string(m.Source), opts)
 		if err != nil {
-			errs = append(errs, fromASTError(err, KindRegoParse, m.File)...)
+			errs = append(errs, fromASTError(err, diag.KindRegoParse, m.File)...)
 			continue
 		}
 		parsed = append(parsed, mod)
@@ -136,7 +135,7 @@ func parseModules(modules []Module) ([]*ast.Module, Errors) {
 // compileModules compiles the parsed modules (parsed[i] is modules[i]) together. Type
 // errors at the position of a disabled built-in call are dropped: unsafeCalls has
 // already reported them.
-func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[position]bool) (*ast.Compiler, Errors) {
+func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[position]bool) (*ast.Compiler, diag.List) {
 	byFile := make(map[string]*ast.Module, len(parsed))
 	for i, m := range parsed {
 		byFile[modules[i].File] = m
@@ -147,49 +146,34 @@ func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[positio
 		WithDefaultRegoVersion(ast.RegoV1).
 		WithUseTypeCheckAnnotations(true)
 	c.Compile(byFile)
-	var errs Errors
+	var errs diag.List
 	for _, e := range c.Errors {
 		if e.Code == ast.TypeErr && unsafeAt[positionOf(e.Location)] {
 			continue
 		}
-		errs = append(errs, astError(e, KindRegoCompile, ""))
+		errs = append(errs, astError(e, diag.KindRegoCompile, ""))
 	}
 	return c, errs
 }
 
 // fromASTError converts a parser or compiler error to diagnostics of the given kind.
-func fromASTError(err error, kind, file string) Errors {
+func fromASTError(err error, kind diag.Kind, file string) diag.List {
 	astErrs, ok := err.(ast.Errors)
 	if !ok {
-		return Errors{{Kind: kind, File: file, Message: err.Error()}}
+		return diag.List{{Kind: kind, File: file, Message: err.Error()}}
 	}
-	out := make(Errors, 0, len(astErrs))
+	out := make(diag.List, 0, len(astErrs))
 	for _, e := range astErrs {
 		out = append(out, astError(e, kind, file))
 	}
 	return out
 }
 
-func astError(e *ast.Error, kind, file string) *Error {
-	out := &Error{Kind: kind, File: file, Message: e.Message}
+func astError(e *ast.Error, kind diag.Kind, file string) *diag.Error {
+	out := &diag.Error{Kind: kind, File: file, Message: e.Message}
 	if e.Location != nil {
 		out.File = cmp.Or(e.Location.File, file)
 		out.Line, out.Column = e.Location.Row, e.Location.Col
 	}
 	return out
-}
-
-// sortErrors orders the diagnostics by file, position, kind and message and drops
-// duplicates.
-func sortErrors(errs Errors) Errors {
-	slices.SortFunc(errs, func(a, b *Error) int {
-		return cmp.Or(
-			cmp.Compare(a.File, b.File),
-			cmp.Compare(a.Line, b.Line),
-			cmp.Compare(a.Column, b.Column),
-			cmp.Compare(a.Kind, b.Kind),
-			cmp.Compare(a.Message, b.Message),
-		)
-	})
-	return slices.CompactFunc(errs, func(a, b *Error) bool { return *a == *b })
 }

@@ -6,16 +6,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // where is the part of a diagnostic the tests assert: never the message.
 type where struct {
-	Kind         string
+	Kind         diag.Kind
 	File         string
 	Line, Column int
 }
 
-func wheres(es Errors) []where {
+func wheres(es diag.List) []where {
 	out := make([]where, len(es))
 	for i, e := range es {
 		out[i] = where{e.Kind, e.File, e.Line, e.Column}
@@ -38,78 +40,78 @@ func TestCompileErrors(t *testing.T) {
 		want    []where
 		mention string // a word the first message must contain
 	}{{
-		name:    KindRegoParse,
+		name:    string(diag.KindRegoParse),
 		modules: []Module{{File: "bad.rego", Source: []byte("package bad\n\nallow if input.x = = 1\n")}},
-		want:    []where{{KindRegoParse, "bad.rego", 3, 20}},
+		want:    []where{{diag.KindRegoParse, "bad.rego", 3, 20}},
 	}, {
-		name:    KindRegoParse + "/empty",
+		name:    string(diag.KindRegoParse) + "/empty",
 		modules: []Module{{File: "empty.rego", Source: []byte("# nothing\n")}},
-		want:    []where{{KindRegoParse, "empty.rego", 0, 0}},
+		want:    []where{{diag.KindRegoParse, "empty.rego", 0, 0}},
 	}, {
-		name:    KindRegoCompile + "/unsafe_var",
+		name:    string(diag.KindRegoCompile) + "/unsafe_var",
 		modules: []Module{{File: "unsafe.rego", Source: []byte("package u\n\np if {\n\tx := y\n\tx == 1\n}\n")}},
-		want:    []where{{KindRegoCompile, "unsafe.rego", 4, 2}},
+		want:    []where{{diag.KindRegoCompile, "unsafe.rego", 4, 2}},
 		mention: "unsafe",
 	}, {
-		name:    KindRegoCompile + "/undefined_function",
+		name:    string(diag.KindRegoCompile) + "/undefined_function",
 		modules: []Module{{File: "f.rego", Source: []byte("package f\n\np if foo.bar(1)\n")}},
-		want:    []where{{KindRegoCompile, "f.rego", 3, 6}},
+		want:    []where{{diag.KindRegoCompile, "f.rego", 3, 6}},
 		mention: "foo.bar",
 	}, {
-		name:    KindRegoCompile + "/duplicate_file",
+		name:    string(diag.KindRegoCompile) + "/duplicate_file",
 		modules: []Module{{File: "a.rego", Source: []byte("package a\n")}, {File: "a.rego", Source: []byte("package b\n")}},
-		want:    []where{{KindRegoCompile, "a.rego", 0, 0}},
+		want:    []where{{diag.KindRegoCompile, "a.rego", 0, 0}},
 	}, {
-		name:    KindRegoUnsafeBuiltin + "/http.send",
+		name:    string(diag.KindRegoUnsafeBuiltin) + "/http.send",
 		modules: []Module{{File: "h.rego", Source: []byte("package h\n\nr := http.send({\"method\": \"get\", \"url\": \"https://example.com\"})\n")}},
-		want:    []where{{KindRegoUnsafeBuiltin, "h.rego", 3, 6}},
+		want:    []where{{diag.KindRegoUnsafeBuiltin, "h.rego", 3, 6}},
 		mention: "http.send",
 	}, {
-		name: KindRegoUnsafeBuiltin + "/net.lookup_ip_addr",
+		name: string(diag.KindRegoUnsafeBuiltin) + "/net.lookup_ip_addr",
 		modules: []Module{{File: "n.rego", Source: []byte(
 			"package n\n\nips contains ip if {\n\tsome ip in net.lookup_ip_addr(\"example.com\")\n}\n")}},
-		want:    []where{{KindRegoUnsafeBuiltin, "n.rego", 4, 13}},
+		want:    []where{{diag.KindRegoUnsafeBuiltin, "n.rego", 4, 13}},
 		mention: "net.lookup_ip_addr",
 	}, {
-		name: KindRegoUnsafeBuiltin + "/reported_despite_parse_error_elsewhere",
+		name: string(diag.KindRegoUnsafeBuiltin) + "/reported_despite_parse_error_elsewhere",
 		modules: []Module{
 			{File: "n.rego", Source: []byte("package n\n\np if net.cidr_contains(\"10.0.0.0/8\", input.ip)\n")},
 			{File: "bad.rego", Source: []byte("package bad\n\nallow if input.x = = 1\n")},
 		},
-		want: []where{{KindRegoParse, "bad.rego", 3, 20}, {KindRegoUnsafeBuiltin, "n.rego", 3, 6}},
+		want: []where{{diag.KindRegoParse, "bad.rego", 3, 20}, {diag.KindRegoUnsafeBuiltin, "n.rego", 3, 6}},
 	}, {
-		name: KindDataConflict + "/same_path_different_values",
+		name: string(diag.KindDataConflict) + "/same_path_different_values",
 		data: []DataFile{
 			{File: "a.json", Value: obj("limits", obj("max_steps", 2))},
 			{File: "b.json", Path: []string{"limits"}, Value: obj("max_steps", 3)},
 			{File: "c.json", Path: []string{"limits"}, Value: obj("max_steps", 2.0)},
 		},
-		want:    []where{{KindDataConflict, "b.json", 0, 0}},
+		want:    []where{{diag.KindDataConflict, "b.json", 0, 0}},
 		mention: "a.json",
 	}, {
-		name: KindDataConflict + "/path_below_a_value",
+		name: string(diag.KindDataConflict) + "/path_below_a_value",
 		data: []DataFile{
 			{File: "a.json", Path: []string{"agentd", "allowlist"}, Value: []any{"x"}},
 			{File: "b.json", Path: []string{"agentd", "allowlist", "demo-tools"}, Value: obj()},
 		},
-		want: []where{{KindDataConflict, "b.json", 0, 0}},
+		want: []where{{diag.KindDataConflict, "b.json", 0, 0}},
 	}, {
-		name: KindDataConflict + "/object_over_value",
+		name: string(diag.KindDataConflict) + "/object_over_value",
 		data: []DataFile{
 			{File: "a.json", Value: obj("agentd", "x")},
 			{File: "b.json", Value: obj("agentd", obj("y", 1))},
 		},
-		want: []where{{KindDataConflict, "b.json", 0, 0}},
+		want: []where{{diag.KindDataConflict, "b.json", 0, 0}},
 	}, {
-		name:    KindDataConflict + "/rule_and_data",
+		name:    string(diag.KindDataConflict) + "/rule_and_data",
 		modules: []Module{{File: "p.rego", Source: []byte("package agentd.plan\n\ndeny contains \"x\" if input.bad\n")}},
 		data:    []DataFile{{File: "d.json", Path: []string{"agentd", "plan"}, Value: obj("deny", []any{})}},
-		want:    []where{{KindDataConflict, "p.rego", 3, 1}},
+		want:    []where{{diag.KindDataConflict, "p.rego", 3, 1}},
 		mention: "d.json",
 	}, {
-		name: KindDataInvalid + "/root_not_object",
+		name: string(diag.KindDataSyntax) + "/root_not_object",
 		data: []DataFile{{File: "a.json", Value: []any{1}}},
-		want: []where{{KindDataInvalid, "a.json", 0, 0}},
+		want: []where{{diag.KindDataSyntax, "a.json", 0, 0}},
 	}, {
 		name: "two_bad_files_sorted",
 		modules: []Module{
@@ -117,9 +119,9 @@ func TestCompileErrors(t *testing.T) {
 			{File: "a.rego", Source: []byte("package a\n\nq if {\n\tz == w\n}\n")},
 		},
 		want: []where{
-			{KindRegoCompile, "a.rego", 4, 2},
-			{KindRegoCompile, "a.rego", 4, 2},
-			{KindRegoCompile, "z.rego", 4, 2},
+			{diag.KindRegoCompile, "a.rego", 4, 2},
+			{diag.KindRegoCompile, "a.rego", 4, 2},
+			{diag.KindRegoCompile, "z.rego", 4, 2},
 		},
 	}, {
 		name: "two_parse_errors_and_a_data_conflict",
@@ -132,9 +134,9 @@ func TestCompileErrors(t *testing.T) {
 			{File: "n.json", Value: obj("k", 2)},
 		},
 		want: []where{
-			{KindRegoParse, "a.rego", 3, 16},
-			{KindDataConflict, "n.json", 0, 0},
-			{KindRegoParse, "z.rego", 3, 20},
+			{diag.KindRegoParse, "a.rego", 3, 16},
+			{diag.KindDataConflict, "n.json", 0, 0},
+			{diag.KindRegoParse, "z.rego", 3, 20},
 		},
 	}}
 	for _, tt := range tests {
@@ -143,9 +145,9 @@ func TestCompileErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Compile succeeded (%v), want errors", b)
 			}
-			var es Errors
+			var es diag.List
 			if !errors.As(err, &es) {
-				t.Fatalf("error %T is not Errors: %v", err, err)
+				t.Fatalf("error %T is not a diag.List: %v", err, err)
 			}
 			if got := wheres(es); !slices.Equal(got, tt.want) {
 				t.Fatalf("errors:\n got %v\nwant %v\nfull:\n%v", got, tt.want, err)
@@ -165,15 +167,11 @@ func TestCompileLibrary(t *testing.T) {
 	}
 }
 
-func TestBundleModulesAndPackages(t *testing.T) {
+func TestBundleModules(t *testing.T) {
 	b := libraryBundle(t, Options{})
 	wantMods := []string{"agentd/guard/guard.rego", "agentd/lib/lib.rego", "agentd/plan/plan.rego"}
 	if got := b.Modules(); !slices.Equal(got, wantMods) {
 		t.Errorf("Modules() = %v, want %v", got, wantMods)
-	}
-	wantPkgs := []string{"data.agentd.guard", "data.agentd.lib", "data.agentd.plan"}
-	if got := b.Packages(); !slices.Equal(got, wantPkgs) {
-		t.Errorf("Packages() = %v, want %v", got, wantPkgs)
 	}
 	b.Modules()[0] = "mutated"
 	if b.Modules()[0] == "mutated" {
@@ -190,31 +188,8 @@ func TestCompileCopiesInputs(t *testing.T) {
 	}
 	copy(src, "xxxxxxx")
 	limits["max"] = 6
-	v, defined, err := mustPrepare(t, b, "data.c.limit").Eval(t.Context(), nil)
+	v, defined, err := mustPrepare(t, b, "data.c.limit").eval(t.Context(), nil)
 	if err != nil || !defined || v != json.Number("5") {
 		t.Fatalf("Eval = %v, %v, %v; want 5", v, defined, err)
-	}
-}
-
-func TestErrorRendering(t *testing.T) {
-	es := Errors{
-		{Kind: KindRegoParse, File: "a.rego", Line: 3, Column: 20, Message: "unexpected eq token"},
-		{Kind: KindRegoParse, File: "b.rego", Line: 4, Message: "unexpected eof token"},
-		{Kind: KindDataConflict, File: "c.json", Message: "data.k: 2 conflicts with 1 from m.json"},
-		{Kind: KindUndefinedQuery, Message: "query data.x names no package, rule or data"},
-	}
-	want := "a.rego:3:20: rego_parse: unexpected eq token\n" +
-		"b.rego:4: rego_parse: unexpected eof token\n" +
-		"c.json: data_conflict: data.k: 2 conflicts with 1 from m.json\n" +
-		"undefined_query: query data.x names no package, rule or data"
-	if got := es.Error(); got != want {
-		t.Errorf("Error() =\n%s\nwant\n%s", got, want)
-	}
-	var e *Error
-	if !errors.As(error(es), &e) || e != es[0] {
-		t.Errorf("errors.As(Errors, *Error) = %v, want the first entry", e)
-	}
-	if got, ok := AsErrors(es[1]); !ok || len(got) != 1 || got[0] != es[1] {
-		t.Errorf("AsErrors(*Error) = %v, %v", got, ok)
 	}
 }

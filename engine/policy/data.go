@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
 // dataNode is one node of the merged data document: an object (children != nil) or a
@@ -46,18 +49,18 @@ func (n *dataNode) toJSON() (any, error) {
 // mergeData merges the data files, in order, into one document. Objects merge key by
 // key; two files may set the same path only to equal values. Every conflict and every
 // invalid value is reported; the returned root is usable only when errs is empty.
-func mergeData(files []DataFile) (*dataNode, Errors) {
+func mergeData(files []DataFile) (*dataNode, diag.List) {
 	root := newObjectNode("")
-	var errs Errors
+	var errs diag.List
 	for _, f := range files {
-		v, err := valueOf(f.Value)
+		v, err := regovalue.Of(f.Value)
 		if err != nil {
-			errs = append(errs, &Error{Kind: KindDataInvalid, File: f.File, Message: "value is not JSON-shaped: " + err.Error()})
+			errs = append(errs, &diag.Error{Kind: diag.KindDataSyntax, File: f.File, Message: "value is not JSON-shaped: " + err.Error()})
 			continue
 		}
 		if len(f.Path) == 0 {
 			if _, ok := v.(ast.Object); !ok {
-				errs = append(errs, &Error{Kind: KindDataInvalid, File: f.File, Message: "a data file mounted at the root must hold an object, not " + ast.ValueName(v)})
+				errs = append(errs, &diag.Error{Kind: diag.KindDataSyntax, File: f.File, Message: "a data file mounted at the root must hold an object, not " + ast.ValueName(v)})
 				continue
 			}
 		}
@@ -71,12 +74,12 @@ func mergeData(files []DataFile) (*dataNode, Errors) {
 // merger merges the value of one data file.
 type merger struct {
 	file string
-	errs Errors
+	errs diag.List
 }
 
 func (m *merger) conflict(path []string, format string, args ...any) {
-	m.errs = append(m.errs, &Error{
-		Kind:    KindDataConflict,
+	m.errs = append(m.errs, &diag.Error{
+		Kind:    diag.KindDataConflict,
 		File:    m.file,
 		Message: dataPath(path) + ": " + fmt.Sprintf(format, args...),
 	})
@@ -131,7 +134,7 @@ func (m *merger) mergeObject(n *dataNode, path []string, obj ast.Object) {
 	obj.Foreach(func(k, v *ast.Term) {
 		key, ok := k.Value.(ast.String)
 		if !ok {
-			m.errs = append(m.errs, &Error{Kind: KindDataInvalid, File: m.file, Message: dataPath(path) + ": object key " + k.String() + " is not a string"})
+			m.errs = append(m.errs, &diag.Error{Kind: diag.KindDataSyntax, File: m.file, Message: dataPath(path) + ": object key " + k.String() + " is not a string"})
 			return
 		}
 		m.put(n, append(path[:len(path):len(path)], string(key)), v.Value)
@@ -166,8 +169,8 @@ func abbreviate(v ast.Value) string {
 
 // ruleDataConflicts reports every rule whose path is also set by data, or lies below a
 // non-object data value. Each path is reported once, at its first rule.
-func ruleDataConflicts(modules []*ast.Module, root *dataNode) Errors {
-	var errs Errors
+func ruleDataConflicts(modules []*ast.Module, root *dataNode) diag.List {
+	var errs diag.List
 	seen := map[string]bool{}
 	for _, mod := range modules {
 		for _, rule := range mod.Rules {
@@ -178,8 +181,8 @@ func ruleDataConflicts(modules []*ast.Module, root *dataNode) Errors {
 			if holder := dataAt(root, path); holder != nil {
 				seen[strings.Join(path, "\x00")] = true
 				p := positionOf(rule.Location)
-				errs = append(errs, &Error{
-					Kind: KindDataConflict, File: p.file, Line: p.line, Column: p.col,
+				errs = append(errs, &diag.Error{
+					Kind: diag.KindDataConflict, File: p.file, Line: p.line, Column: p.col,
 					Message: "rule " + dataPath(path) + " conflicts with data from " + quoteFile(holder.file),
 				})
 			}

@@ -46,8 +46,10 @@ func (d GuardDecision) Allowed() bool { return len(d.Deny) == 0 }
 // PlanDecision evaluates the query and decodes an after-planning decision. deny must be a
 // set or array whose entries are strings (code "denied") or objects with a string code
 // and optional string step_id and message; plan, when present, must decode as a
-// RoutingPlan. An undefined document is ErrUndefined, a wrong shape ErrShape; evaluation
-// failures are as for Eval. Callers must treat every error as a denial.
+// RoutingPlan. Errors are *EvalError: ErrUndefined for an undefined document, ErrShape
+// for a wrong shape, ErrTimeout when the deadline passed, ErrCanceled when ctx ended
+// first, ErrEval for any other evaluation error. Callers must treat every error as a
+// denial.
 func (q *Query) PlanDecision(ctx context.Context, input ast.Value) (PlanDecision, error) {
 	doc, err := q.document(ctx, input)
 	if err != nil {
@@ -77,7 +79,7 @@ func (q *Query) GuardDecision(ctx context.Context, input ast.Value) (GuardDecisi
 
 // document evaluates the query and returns its document as an object.
 func (q *Query) document(ctx context.Context, input ast.Value) (map[string]any, error) {
-	v, defined, err := q.Eval(ctx, input)
+	v, defined, err := q.eval(ctx, input)
 	if err != nil {
 		return nil, err
 	}

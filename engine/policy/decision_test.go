@@ -7,18 +7,20 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 func TestLibraryPlanDecision(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
 
-	d, err := q.PlanDecision(t.Context(), planInput(t, plan(step("step-1", "stock_quote"))))
+	d, err := q.PlanDecision(t.Context(), mustPlanInput(t, plan(step("step-1", "stock_quote"))))
 	if err != nil || !d.Allowed() || d.Plan != nil {
 		t.Fatalf("stock_quote: PlanDecision = %+v, %v; want allowed", d, err)
 	}
 
 	p := plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1"))
-	d, err = q.PlanDecision(t.Context(), planInput(t, p))
+	d, err = q.PlanDecision(t.Context(), mustPlanInput(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +47,10 @@ func TestLibraryPlanDecisionNoPlan(t *testing.T) {
 func TestLibraryGuardDecision(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.guard")
 	call := func(amount any) ast.Value {
-		in, err := CallInput(map[string]any{
-			"operation": "tool_call", "request_id": "req-1", "step_id": "step-2",
-			"namespace": "demo-tools", "agent_name": "stock-service", "capability": "execute_trade",
-			"parameters": map[string]any{"symbol": "AAPL", "amount": amount},
+		in, err := CallInput(&op.Call{
+			Operation: op.ToolCall, RequestID: "req-1", StepID: "step-2",
+			Namespace: "demo-tools", AgentName: "stock-service", Capability: "execute_trade",
+			Parameters: map[string]any{"symbol": "AAPL", "amount": amount},
 		}, "buy", nil, nil)
 		if err != nil {
 			t.Fatal(err)

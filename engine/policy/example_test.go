@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
 
@@ -60,7 +61,7 @@ func ExampleCompile_errors() {
 		{File: "fetch.rego", Source: []byte("package fetch\n\nbody := http.send({\"method\": \"get\", \"url\": input.url}).body\n")},
 		{File: "broken.rego", Source: []byte("package broken\n\nallow if input.x = = 1\n")},
 	}, nil, policy.Options{})
-	for _, e := range err.(policy.Errors) {
+	for _, e := range err.(diag.List) {
 		fmt.Println(e.Kind, e.File, e.Line, e.Column)
 	}
 	// Output:

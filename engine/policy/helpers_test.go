@@ -108,8 +108,8 @@ func plan(steps ...engine.RoutingStep) *engine.RoutingPlan {
 	}
 }
 
-// planInput is PlanInput for p in phase 1, failing the test on error.
-func planInput(tb testing.TB, p *engine.RoutingPlan) ast.Value {
+// mustPlanInput is PlanInput for p in phase 1, failing the test on error.
+func mustPlanInput(tb testing.TB, p *engine.RoutingPlan) ast.Value {
 	tb.Helper()
 	in, err := PlanInput(p, 1, p.OriginalRequest, map[string]any{"tenant": "acme"}, map[string]any{})
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
+	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -24,7 +27,7 @@ func viaJSON(t *testing.T, v any) ast.Value {
 	if err := dec.Decode(&x); err != nil {
 		t.Fatal(err)
 	}
-	out, err := InputValue(x)
+	out, err := regovalue.Of(x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +81,9 @@ func TestPlanInputMatchesJSON(t *testing.T) {
 }
 
 func TestCallInputMatchesJSON(t *testing.T) {
-	call := map[string]any{
-		"operation": "tool_call", "request_id": "req-1", "capability": "execute_trade",
-		"parameters": map[string]any{"amount": 12000, "symbol": "AAPL"},
+	call := &op.Call{
+		Operation: op.ToolCall, RequestID: "req-1", Capability: "execute_trade",
+		Parameters: map[string]any{"amount": 12000, "symbol": "AAPL"}, Metadata: map[string]any{},
 	}
 	for _, md := range []map[string]any{nil, {"tenant": "acme"}} {
 		got, err := CallInput(call, "buy", md, nil)
@@ -109,21 +112,48 @@ func TestInputErrors(t *testing.T) {
 	if _, err := PlanInput(p, 1, "", nil, nil); err == nil {
 		t.Error("PlanInput accepted a zone offset JSON cannot encode")
 	}
-	if _, err := CallInput(map[string]any{"x": math.Inf(1)}, "", nil, nil); err == nil {
+	if _, err := CallInput(&op.Call{Parameters: map[string]any{"x": math.Inf(1)}}, "", nil, nil); err == nil {
 		t.Error("CallInput accepted an infinite number")
 	}
-	if _, err := InputValue([]any{func() {}}); err == nil {
+	if _, err := regovalue.Of([]any{func() {}}); err == nil {
 		t.Error("InputValue accepted a func")
 	}
 }
 
 func TestInputValueStructs(t *testing.T) {
 	p := plan(step("step-1", "stock_quote"))
-	got, err := InputValue(p)
+	got, err := regovalue.Of(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := viaJSON(t, p); got.Compare(want) != 0 {
-		t.Errorf("InputValue(struct) = %v, want %v", got, want)
+		t.Errorf("regovalue.Of(struct) = %v, want %v", got, want)
+	}
+}
+
+// TestInput_AgreesWithJSON: the Rego inputs of generated plans and calls, with nil,
+// empty and filled metadata and enrichments, are the Rego values of their
+// encoding/json form.
+func TestInput_AgreesWithJSON(t *testing.T) {
+	r := wiretest.Rand(4)
+	for range 1000 {
+		p, call := wiretest.Plan(r), wiretest.Call(r)
+		md, en := wiretest.Object(r, 2), wiretest.Object(r, 2)
+		got, err := PlanInput(p, 2, "req", md, en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := viaJSON(t, map[string]any{"plan": p, "phase": 2, "request": "req", "metadata": md, "enrichments": en})
+		if got.Compare(want) != 0 {
+			t.Fatalf("PlanInput =\n %v\nJSON =\n %v", got, want)
+		}
+		got, err = CallInput(call, call.Request, call.Metadata, en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = viaJSON(t, map[string]any{"call": call, "request": call.Request, "metadata": call.Metadata, "enrichments": en})
+		if got.Compare(want) != 0 {
+			t.Fatalf("CallInput =\n %v\nJSON =\n %v", got, want)
+		}
 	}
 }

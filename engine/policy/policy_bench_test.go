@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 )
@@ -92,7 +93,7 @@ func BenchmarkInputValueJSON(b *testing.B) {
 		if err := json.Unmarshal(raw, &x); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := InputValue(x); err != nil {
+		if _, err := regovalue.Of(x); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // Query is a data reference prepared once against a Bundle. It is immutable and safe for
@@ -24,20 +26,20 @@ type Query struct {
 }
 
 // Prepare validates and prepares query, a ground data reference such as
-// data.agentd.plan. It returns an *Error of kind invalid_query when query is not such a
-// reference, and of kind undefined_query, naming the nearest package, when no package,
-// rule or data document lies at that path.
+// data.agentd.plan. It returns a *diag.Error of kind undefined_query when query is not
+// such a reference or when no package, rule or data document lies at that path (naming
+// the nearest package), and of kind rego_compile when OPA cannot prepare it.
 func (b *Bundle) Prepare(query string) (*Query, error) {
 	ref, err := ast.ParseRef(query)
 	if err != nil {
-		return nil, &Error{Kind: KindInvalidQuery, Message: "query " + query + " must be a data reference such as data.agentd.plan: " + err.Error()}
+		return nil, &diag.Error{Kind: diag.KindUndefinedQuery, Message: "query " + query + " must be a data reference such as data.agentd.plan: " + err.Error()}
 	}
 	path, ok := stringPath(ref)
 	if !ok {
-		return nil, &Error{Kind: KindInvalidQuery, Message: "query " + query + " must be a data reference with string parts, such as data.agentd.plan"}
+		return nil, &diag.Error{Kind: diag.KindUndefinedQuery, Message: "query " + query + " must be a data reference with string parts, such as data.agentd.plan"}
 	}
 	if !b.defined(ref, path) {
-		return nil, &Error{Kind: KindUndefinedQuery, Message: "query " + ref.String() + " names no package, rule or data" + b.nearestHint(ref.String())}
+		return nil, &diag.Error{Kind: diag.KindUndefinedQuery, Message: "query " + ref.String() + " names no package, rule or data" + b.nearestHint(ref.String())}
 	}
 	body := ast.NewBody(ast.NewExpr(ast.NewTerm(ref)))
 	var members []string
@@ -53,7 +55,7 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 		rego.StrictBuiltinErrors(true),
 	).PrepareForEval(context.Background())
 	if err != nil {
-		return nil, &Error{Kind: KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
+		return nil, &diag.Error{Kind: diag.KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
 	}
 	return &Query{query: ref.String(), ref: ref, members: members, compiler: b.compiler, prepared: prepared, timeout: b.timeout, deterministic: b.deterministic}, nil
 }
@@ -125,12 +127,12 @@ func commonPrefixLen(a, b string) int {
 	return n
 }
 
-// Eval evaluates the query with input (nil for none) under the bundle's deadline. It
+// eval evaluates the query with input (nil for none) under the bundle's deadline. It
 // returns the document as JSON-shaped Go values (sets become arrays, numbers
 // json.Number) and defined == false when the document is undefined. Errors are
 // *EvalError: ErrTimeout when the deadline passed, ErrCanceled when ctx ended first,
 // ErrEval for any other evaluation error (built-in errors are fatal).
-func (q *Query) Eval(ctx context.Context, input ast.Value) (value any, defined bool, err error) {
+func (q *Query) eval(ctx context.Context, input ast.Value) (value any, defined bool, err error) {
 	evalCtx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
 	rs, err := q.prepared.Eval(evalCtx, q.evalOptions(ctx, rego.EvalParsedInput(input))...)

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
 func TestPrepare(t *testing.T) {
 	b := libraryBundle(t, Options{})
 	tests := []struct {
 		query    string
-		wantKind string // "" means the query prepares
+		wantKind diag.Kind // "" means the query prepares
 		mention  string
 	}{
 		{query: "data.agentd.plan"},
@@ -28,16 +30,16 @@ func TestPrepare(t *testing.T) {
 		{query: "data.agentd.allowlist"},
 		{query: `data.agentd.allowlist["demo-tools"]`},
 		{query: "data.agentd.allowlist[\"demo-tools\"][\"stock-service\"]"},
-		{query: "data.agentd.plans", wantKind: KindUndefinedQuery, mention: "data.agentd.plan)"},
-		{query: "data.agentd.guards.deny", wantKind: KindUndefinedQuery, mention: "data.agentd.guard)"},
-		{query: "data.agentd.plan.denied", wantKind: KindUndefinedQuery, mention: "data.agentd.plan)"},
-		{query: `data.agentd.allowlist["other-tools"]`, wantKind: KindUndefinedQuery},
-		{query: "data.agentd.allowlist.demo-tools", wantKind: KindInvalidQuery},
-		{query: "data.nothing", wantKind: KindUndefinedQuery, mention: "nearest package"},
-		{query: "input.plan", wantKind: KindInvalidQuery},
-		{query: "data.agentd[_]", wantKind: KindInvalidQuery},
-		{query: "data.agentd.plan; true", wantKind: KindInvalidQuery},
-		{query: "", wantKind: KindInvalidQuery},
+		{query: "data.agentd.plans", wantKind: diag.KindUndefinedQuery, mention: "data.agentd.plan)"},
+		{query: "data.agentd.guards.deny", wantKind: diag.KindUndefinedQuery, mention: "data.agentd.guard)"},
+		{query: "data.agentd.plan.denied", wantKind: diag.KindUndefinedQuery, mention: "data.agentd.plan)"},
+		{query: `data.agentd.allowlist["other-tools"]`, wantKind: diag.KindUndefinedQuery},
+		{query: "data.agentd.allowlist.demo-tools", wantKind: diag.KindUndefinedQuery},
+		{query: "data.nothing", wantKind: diag.KindUndefinedQuery, mention: "nearest package"},
+		{query: "input.plan", wantKind: diag.KindUndefinedQuery},
+		{query: "data.agentd[_]", wantKind: diag.KindUndefinedQuery},
+		{query: "data.agentd.plan; true", wantKind: diag.KindUndefinedQuery},
+		{query: "", wantKind: diag.KindUndefinedQuery},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -48,7 +50,7 @@ func TestPrepare(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *diag.Error
 			if !errors.As(err, &e) || e.Kind != tt.wantKind {
 				t.Fatalf("Prepare = %v, %v; want kind %s", q, err, tt.wantKind)
 			}
@@ -72,12 +74,12 @@ func TestPrepareNoPackages(t *testing.T) {
 func TestEvalUndefined(t *testing.T) {
 	b := mustCompile(t, Options{}, "p.rego", "package p\n\nx := 1 if input.on\n")
 	q := mustPrepare(t, b, "data.p.x")
-	v, defined, err := q.Eval(t.Context(), nil)
+	v, defined, err := q.eval(t.Context(), nil)
 	if err != nil || defined {
 		t.Fatalf("Eval(no input) = %v, %v, %v; want undefined", v, defined, err)
 	}
-	in, _ := InputValue(map[string]any{"on": true})
-	v, defined, err = q.Eval(t.Context(), in)
+	in, _ := regovalue.Of(map[string]any{"on": true})
+	v, defined, err = q.eval(t.Context(), in)
 	if err != nil || !defined || v != json.Number("1") {
 		t.Fatalf("Eval(on) = %v, %v, %v; want 1", v, defined, err)
 	}
@@ -85,8 +87,8 @@ func TestEvalUndefined(t *testing.T) {
 
 func TestEvalError(t *testing.T) {
 	b := mustCompile(t, Options{}, "p.rego", "package p\n\nn := to_number(input.s)\n")
-	in, _ := InputValue(map[string]any{"s": "not a number"})
-	_, _, err := mustPrepare(t, b, "data.p.n").Eval(t.Context(), in)
+	in, _ := regovalue.Of(map[string]any{"s": "not a number"})
+	_, _, err := mustPrepare(t, b, "data.p.n").eval(t.Context(), in)
 	if !errors.Is(err, ErrEval) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("Eval = %v, want ErrEval (built-in errors are strict)", err)
 	}
@@ -123,7 +125,7 @@ func TestEvalCanceled(t *testing.T) {
 	t.Run("before", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, _, err := q.Eval(ctx, nil)
+		_, _, err := q.eval(ctx, nil)
 		if !errors.Is(err, ErrCanceled) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Eval = %v, want ErrCanceled", err)
 		}
@@ -131,7 +133,7 @@ func TestEvalCanceled(t *testing.T) {
 	t.Run("during", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(5*time.Millisecond, cancel)
-		_, _, err := q.Eval(ctx, nil)
+		_, _, err := q.eval(ctx, nil)
 		if !errors.Is(err, ErrCanceled) || errors.Is(err, ErrTimeout) {
 			t.Fatalf("Eval = %v, want ErrCanceled", err)
 		}
@@ -139,7 +141,7 @@ func TestEvalCanceled(t *testing.T) {
 	t.Run("caller_deadline", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
 		defer cancel()
-		_, _, err := q.Eval(ctx, nil)
+		_, _, err := q.eval(ctx, nil)
 		if !errors.Is(err, ErrTimeout) {
 			t.Fatalf("Eval = %v, want ErrTimeout for the caller's deadline", err)
 		}

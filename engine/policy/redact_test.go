@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
 // TestHardening_EvalErrorsQuoteNoRequestData: an evaluation error names the rule, the
@@ -18,8 +20,8 @@ func TestHardening_EvalErrorsQuoteNoRequestData(t *testing.T) {
 		`n := regex.match(input.s, "x")`:      "p.rego:3: eval_builtin_error: regex.match: error parsing regexp: missing closing )",
 	} {
 		b := mustCompile(t, Options{}, "p.rego", "package p\n\n"+src+"\n")
-		in, _ := InputValue(map[string]any{"s": "SECRET(TEXT"})
-		_, _, err := mustPrepare(t, b, "data.p.n").Eval(t.Context(), in)
+		in, _ := regovalue.Of(map[string]any{"s": "SECRET(TEXT"})
+		_, _, err := mustPrepare(t, b, "data.p.n").eval(t.Context(), in)
 		if !errors.Is(err, ErrEval) || strings.Contains(err.Error(), "SECRET") || !strings.HasSuffix(err.Error(), want) {
 			t.Errorf("%s: error %v, want one ending %q", src, err, want)
 		}

@@ -1,6 +1,7 @@
 package ref
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -23,12 +24,13 @@ var (
 	ErrCycle   = errors.New("ref: value contains itself")
 )
 
-// Walk calls fn for every string in v, depth first. v is a JSON-ish value:
-// map[string]any, []any, string, numbers, bool and nil as produced by encoding/json,
-// plus map[string]string, []string and, through reflection, any other map with string
-// keys, slice, array, pointer or named string type a Go caller may have built. Numbers
-// (json.Number included), booleans, nil, structs and other kinds hold no strings Walk
-// visits. Map keys are not visited.
+// Walk calls fn for every string value encoding/json would write for v, depth first.
+// The JSON-shaped values encoding/json decodes into (map[string]any, []any, string,
+// numbers, json.Number, bool, nil), string slices and maps and every Go number are read
+// in place; any other value (a struct, a pointer, a json.Marshaler, a []byte, a typed
+// map or slice) is read as encoding/json encodes it, through a JSON round trip. Map keys
+// are not visited, and strings are visited as Go holds them (encoding/json would replace
+// invalid UTF-8).
 //
 // Map keys are visited in sorted order, so the order of fn calls, and therefore which
 // error a caller reports first, never depends on map iteration. path is the string's
@@ -36,8 +38,8 @@ var (
 // and "/" in keys escaped as "~0" and "~1".
 //
 // Walk stops at the first error fn returns and returns it unchanged. It returns
-// ErrTooDeep beyond MaxDepth nested containers and ErrCycle when a map or slice
-// contains itself. It never modifies v.
+// ErrTooDeep beyond MaxDepth nested containers, ErrCycle when a map or slice contains
+// itself, and encoding/json's error for a value it cannot encode. It never modifies v.
 func Walk(v any, fn func(path string, s string) error) error {
 	w := walkers.Get().(*walker)
 	err := w.walk(v, fn)
@@ -80,7 +82,7 @@ func (w *walker) reset() {
 	w.path, w.keys, w.seen = w.path[:0], w.keys[:0], w.seen[:0]
 }
 
-// ident identifies a map, slice or pointer target; the zero ident never matches.
+// ident identifies a map or a slice.
 type ident struct {
 	p unsafe.Pointer
 	n int
@@ -88,7 +90,8 @@ type ident struct {
 
 func (w *walker) walk(v any, fn visitor) error {
 	switch t := v.(type) {
-	case nil, bool, float64, json.Number:
+	case nil, bool, float64, float32, json.Number, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64:
 		return nil
 	case string:
 		return fn(string(w.path), t)
@@ -96,14 +99,14 @@ func (w *walker) walk(v any, fn visitor) error {
 		if len(t) == 0 {
 			return nil
 		}
-		return w.container(ident{p: reflect.ValueOf(t).UnsafePointer()}, func() error {
+		return w.container(reflect.ValueOf(t).UnsafePointer(), 0, func() error {
 			return walkMap(w, t, fn)
 		})
 	case []any:
 		if len(t) == 0 {
 			return nil
 		}
-		return w.container(ident{p: unsafe.Pointer(unsafe.SliceData(t)), n: len(t)}, func() error {
+		return w.container(unsafe.Pointer(unsafe.SliceData(t)), len(t), func() error {
 			for i, e := range t {
 				if err := w.child("", i, e, fn); err != nil {
 					return err
@@ -121,68 +124,32 @@ func (w *walker) walk(v any, fn visitor) error {
 		}
 		return nil
 	}
-	return w.walkReflect(reflect.ValueOf(v), fn)
+	return w.walkEncoded(v, fn)
 }
 
-// walkReflect handles the kinds a Go caller may build beyond the JSON-ish ones.
-func (w *walker) walkReflect(rv reflect.Value, fn visitor) error {
-	switch rv.Kind() {
-	case reflect.String:
-		return fn(string(w.path), rv.String())
-	case reflect.Pointer:
-		if rv.IsNil() {
-			return nil
-		}
-		return w.container(ident{p: rv.UnsafePointer()}, func() error { return w.walk(rv.Elem().Interface(), fn) })
-	case reflect.Map:
-		if rv.Type().Key().Kind() != reflect.String || rv.Len() == 0 {
-			return nil
-		}
-		return w.container(ident{p: rv.UnsafePointer()}, func() error {
-			keys := rv.MapKeys()
-			slices.SortFunc(keys, func(a, b reflect.Value) int {
-				switch x, y := a.String(), b.String(); {
-				case x < y:
-					return -1
-				case x > y:
-					return 1
-				}
-				return 0
-			})
-			for _, k := range keys {
-				if err := w.child(k.String(), -1, rv.MapIndex(k).Interface(), fn); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	case reflect.Slice, reflect.Array:
-		if rv.Len() == 0 || rv.Type().Elem().Kind() == reflect.Uint8 {
-			return nil
-		}
-		walkElems := func() error {
-			for i := range rv.Len() {
-				if err := w.child("", i, rv.Index(i).Interface(), fn); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if rv.Kind() == reflect.Array {
-			return w.container(ident{}, walkElems)
-		}
-		return w.container(ident{p: rv.UnsafePointer(), n: rv.Len()}, walkElems)
+// walkEncoded walks what encoding/json writes for v.
+func (w *walker) walkEncoded(v any, fn visitor) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	return nil
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var decoded any
+	if err := d.Decode(&decoded); err != nil {
+		return err
+	}
+	return w.walk(decoded, fn)
 }
 
-// container runs body one level deeper, failing on a cycle (id already on the current
-// path) or beyond MaxDepth.
-func (w *walker) container(id ident, body func() error) error {
+// container runs body one level deeper, failing on a cycle (the container at p, of
+// length n, already on the current path) or beyond MaxDepth.
+func (w *walker) container(p unsafe.Pointer, n int, body func() error) error {
 	if len(w.seen) >= MaxDepth {
 		return ErrTooDeep
 	}
-	if id.p != nil && slices.Contains(w.seen, id) {
+	id := ident{p: p, n: n}
+	if slices.Contains(w.seen, id) {
 		return ErrCycle
 	}
 	w.seen = append(w.seen, id)

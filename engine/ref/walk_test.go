@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 type visit struct{ path, s string }
@@ -41,14 +42,20 @@ func TestWalk_Visits(t *testing.T) {
 		{"empty key", map[string]any{"": "x"}, []visit{{"/", "x"}}},
 		{"string map", map[string]string{"z": "1", "y": "2"}, []visit{{"/y", "2"}, {"/z", "1"}}},
 		{"string slice", []string{"a", "b"}, []visit{{"/0", "a"}, {"/1", "b"}}},
+		// Other Go values as encoding/json writes them.
 		{"named string", named("n"), []visit{{"", "n"}}},
 		{"typed map", map[string][]named{"k": {"v"}}, []visit{{"/k/0", "v"}}},
 		{"array", [2]string{"a", "b"}, []visit{{"/0", "a"}, {"/1", "b"}}},
 		{"pointer", &str, []visit{{"", "ptr"}}},
-		{"bytes ignored", []byte("{{step-1}}"), nil},
-		{"struct ignored", struct{ S string }{"x"}, nil},
-		{"non-string keys ignored", map[int]string{1: "x"}, nil},
-		{"ints ignored", []int{1, 2}, nil},
+		{"bytes as base64", []byte("{{step-1}}"), []visit{{"", "e3tzdGVwLTF9fQ=="}}},
+		{"struct by its json tags", struct {
+			S string `json:"s"`
+			T string `json:"-"`
+		}{"x", "hidden"}, []visit{{"/s", "x"}}},
+		{"a marshaler by its output", json.RawMessage(`{"b":"{{step-1.x}}"}`), []visit{{"/b", "{{step-1.x}}"}}},
+		{"a time as its text", time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), []visit{{"", "2025-01-02T03:04:05Z"}}},
+		{"non-string keys", map[int]string{1: "x"}, []visit{{"/1", "x"}}},
+		{"ints", []int{1, 2}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,15 +122,30 @@ func TestWalk_Limits(t *testing.T) {
 		{"too deep", deep, ErrTooDeep},
 		{"at the limit", shallow, nil},
 		{"shared not cyclic", map[string]any{"a": cyclicSlice[:1], "b": cyclicSlice[:1]}, nil},
+		{"a cycle through a pointer", cyclicPointer(), &json.UnsupportedValueError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := Walk(tt.in, func(string, string) error { return nil })
+			if target := new(*json.UnsupportedValueError); errors.As(tt.want, target) {
+				if !errors.As(err, target) {
+					t.Fatalf("Walk error = %v, want encoding/json's error", err)
+				}
+				return
+			}
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Walk error = %v, want %v", err, tt.want)
 			}
 		})
 	}
+}
+
+type node struct{ Next *node }
+
+func cyclicPointer() any {
+	n := &node{}
+	n.Next = n
+	return n
 }
 
 func TestWalk_DoesNotMutate(t *testing.T) {

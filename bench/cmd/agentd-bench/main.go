@@ -36,6 +36,8 @@ type config struct {
 	timeout     time.Duration
 
 	gatewayRequests, gatewayRounds int
+
+	mcpSessions, mcpCalls int
 }
 
 func parseFlags() *config {
@@ -58,6 +60,8 @@ func parseFlags() *config {
 	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
 	flag.IntVar(&c.gatewayRequests, "gateway-requests", 4000, "sequential requests per run of each OpenAI gateway case (a tenth more warm up)")
 	flag.IntVar(&c.gatewayRounds, "gateway-rounds", 3, "runs per side and OpenAI gateway case, alternating (the median is reported)")
+	flag.IntVar(&c.mcpSessions, "mcp-sessions", 300, "paired MCP sessions measured (a tenth more warm up)")
+	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
 	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
 	flag.Parse()
@@ -89,7 +93,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "6"
+	rows     map[string][]report.Row // by section: "1" … "7"
 	extra    []report.Row
 	profiles []profile
 	notes    []string
@@ -143,6 +147,7 @@ func run(c *config) error {
 		{"HTTP profiles", func() error { return b.httpProfiles(pprofAgentd) }},
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
+		{"MCP gateway", b.mcpGateway},
 	}
 	for _, s := range steps {
 		t := time.Now()

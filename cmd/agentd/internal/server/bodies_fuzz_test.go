@@ -31,7 +31,7 @@ func fuzzBodies() []any {
 
 // allowed5xx are the server errors the API documents: a stage that cannot reach its
 // state store or has no live generation (503), a hook that broke its contract (500).
-var allowed5xx = map[int][]string{
+var allowed5xx = map[int][]ErrorType{
 	http.StatusServiceUnavailable:  {TypeStoreUnavailable, TypeNotReady},
 	http.StatusInternalServerError: {TypeHookContract},
 }
@@ -92,8 +92,8 @@ func FuzzAPIBodies(f *testing.F) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
 		var answer struct {
 			Error *struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
+				Type    ErrorType `json:"type"`
+				Message string    `json:"message"`
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {

@@ -12,49 +12,52 @@ import (
 	"unicode/utf8"
 )
 
-// Error types of the API. Clients match on type, never on message.
+// ErrorType is the type of an API error body. Clients match on type, never on message.
+type ErrorType string
+
+// Error types of the API.
 const (
-	TypeInvalidJSON           = "invalid_json"
-	TypeInvalidField          = "invalid_field"
-	TypeUnknownField          = "unknown_field"
-	TypeMissingField          = "missing_field"
-	TypeBodyTooLarge          = "body_too_large"
-	TypeInvalidPlan           = "invalid_plan"
-	TypeRequiredAfterPlanning = "required_after_planning"
-	TypeHookContract          = "hook_contract"
-	TypeInvalidCall           = "invalid_call"
-	TypeGuardError            = "guard_error"
-	TypeNotFound              = "not_found"
-	TypeMethodNotAllowed      = "method_not_allowed"
-	TypeUnauthorized          = "unauthorized"
-	TypeForbidden             = "forbidden"
-	TypeTenantForbidden       = "tenant_forbidden"
-	TypeRequestTimeout        = "request_timeout"
-	TypeNotReady              = "not_ready"
-	TypeGenerationRetired     = "generation_retired"
-	TypeGenerationExpired     = "generation_expired"
-	TypeRequestFailed         = "request_failed"
-	TypeConflict              = "conflict"
-	TypeRequestTooLarge       = "request_too_large"
-	TypeInvalidEffect         = "invalid_effect"
-	TypeEffectTerminal        = "effect_terminal"
-	TypeUnknownEffect         = "unknown_effect"
-	TypeInvalidFinish         = "invalid_finish"
-	TypeNotStarted            = "not_started"
-	TypeStoreUnavailable      = "store_unavailable"
-	TypeInternal              = "internal"
+	TypeInvalidJSON           ErrorType = "invalid_json"
+	TypeInvalidField          ErrorType = "invalid_field"
+	TypeUnknownField          ErrorType = "unknown_field"
+	TypeMissingField          ErrorType = "missing_field"
+	TypeBodyTooLarge          ErrorType = "body_too_large"
+	TypeInvalidPlan           ErrorType = "invalid_plan"
+	TypeRequiredAfterPlanning ErrorType = "required_after_planning"
+	TypeHookContract          ErrorType = "hook_contract"
+	TypeInvalidCall           ErrorType = "invalid_call"
+	TypeGuardError            ErrorType = "guard_error"
+	TypeNotFound              ErrorType = "not_found"
+	TypeMethodNotAllowed      ErrorType = "method_not_allowed"
+	TypeUnauthorized          ErrorType = "unauthorized"
+	TypeForbidden             ErrorType = "forbidden"
+	TypeTenantForbidden       ErrorType = "tenant_forbidden"
+	TypeRequestTimeout        ErrorType = "request_timeout"
+	TypeNotReady              ErrorType = "not_ready"
+	TypeGenerationRetired     ErrorType = "generation_retired"
+	TypeGenerationExpired     ErrorType = "generation_expired"
+	TypeRequestFailed         ErrorType = "request_failed"
+	TypeConflict              ErrorType = "conflict"
+	TypeRequestTooLarge       ErrorType = "request_too_large"
+	TypeInvalidEffect         ErrorType = "invalid_effect"
+	TypeEffectTerminal        ErrorType = "effect_terminal"
+	TypeUnknownEffect         ErrorType = "unknown_effect"
+	TypeInvalidFinish         ErrorType = "invalid_finish"
+	TypeNotStarted            ErrorType = "not_started"
+	TypeStoreUnavailable      ErrorType = "store_unavailable"
+	TypeInternal              ErrorType = "internal"
 )
 
 // APIError is an error answered as `{"error": {"type", "message", ...details}}` with
 // Status.
 type APIError struct {
 	Status  int
-	Type    string
+	Type    ErrorType
 	Message string
 	Details map[string]any
 }
 
-func (e *APIError) Error() string { return e.Type + ": " + e.Message }
+func (e *APIError) Error() string { return string(e.Type) + ": " + e.Message }
 
 // MarshalJSON renders the error body.
 func (e *APIError) MarshalJSON() ([]byte, error) {
@@ -66,7 +69,7 @@ func (e *APIError) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"error": body})
 }
 
-func apiError(status int, typ, format string, args ...any) *APIError {
+func apiError(status int, typ ErrorType, format string, args ...any) *APIError {
 	return &APIError{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 

@@ -29,6 +29,8 @@ type HTTPOptions struct {
 	// Mounts are further routes served beside the API (the gateways, the viewer),
 	// behind the same authorization, deadlines and panic recovery.
 	Mounts []Mount
+	// Gateways report their state in GET /v1/status, under gateways.<name>.
+	Gateways map[string]func() any
 }
 
 // Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
@@ -113,7 +115,14 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		return rec, http.StatusOK, e
 	}))
 	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(context.Context, *http.Request) (any, int, *APIError) {
-		return s.Status(), http.StatusOK, nil
+		body := s.Status()
+		for name, status := range opts.Gateways {
+			if body.Gateways == nil {
+				body.Gateways = map[string]any{}
+			}
+			body.Gateways[name] = status()
+		}
+		return body, http.StatusOK, nil
 	}))
 	route(RoleViewer, http.MethodGet, "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -241,10 +250,13 @@ type StatusBody struct {
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
+	Observers      []config.ObserverInfo              `json:"observers,omitempty"`
 	PolicyRevision string                             `json:"policy_revision,omitempty"`
 	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
 	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
+	// Gateways is the state of each protocol gateway (HTTPOptions.Gateways).
+	Gateways map[string]any `json:"gateways,omitempty"`
 }
 
 // Status describes the live generation and the last reload.
@@ -260,6 +272,7 @@ func (s *Service) Status() StatusBody {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
 	body.RequiredHook, _ = g.Pipeline.RequiredHook()
+	body.Observers = g.Observers
 	body.PlanBinding = g.Binding
 	if g.MaxRequestAge > 0 {
 		body.MaxRequestAge = g.MaxRequestAge.String()

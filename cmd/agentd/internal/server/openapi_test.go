@@ -38,6 +38,7 @@ import (
 // answers are not scripted here; the tests of the package serving them check those.
 var mountedRoutes = []string{
 	"POST /v1/chat/completions", "/v1/chat/completions", "GET /v1/models", "GET /v1/models/{model}", // gateway/openai
+	"/mcp", // gateway/mcp
 }
 
 // isMounted reports whether a documented path is served by one of mountedRoutes.

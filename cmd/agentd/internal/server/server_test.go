@@ -137,7 +137,7 @@ func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				if v, _ := dp.Attributes.Value("outcome"); v.AsString() == TypeStoreUnavailable && dp.Value == 1 {
+				if v, _ := dp.Attributes.Value("outcome"); ErrorType(v.AsString()) == TypeStoreUnavailable && dp.Value == 1 {
 					return
 				}
 			}

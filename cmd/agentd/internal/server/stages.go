@@ -36,7 +36,7 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 	if sc := out.ShortCircuit; sc != nil {
 		resp.ShortCircuit = &ShortCircuitBody{
 			Response: sc.ShortCircuit.Response, Source: sc.ShortCircuit.Source, Kind: sc.Kind,
-			Reason: sc.Reason, Hook: sc.Hook, Confidence: sc.Response.Confidence, Metadata: sc.Response.Metadata,
+			Reason: string(sc.Reason), Hook: sc.Hook, Confidence: sc.Response.Confidence, Metadata: sc.Response.Metadata,
 		}
 	}
 	return resp, nil

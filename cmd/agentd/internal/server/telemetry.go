@@ -137,7 +137,7 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 		s.countFindings(ctx, "hook", inv.WouldDeny)
 		reason := ""
 		if inv.Decision != nil {
-			reason = inv.Decision.Reason
+			reason = string(inv.Decision.Reason)
 		}
 		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}))
 	}

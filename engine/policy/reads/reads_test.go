@@ -1,25 +1,27 @@
-package policy
+package reads_test
 
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
-)
 
-// differential is the compile options of the tests that compare decisions: a generous
-// deadline, so that a loaded machine cannot make one side time out.
-var differential = Options{Timeout: 10 * time.Second}
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
+	"github.com/agentd-dev/agentd/engine/policy"
+	"github.com/agentd-dev/agentd/engine/policy/reads"
+)
 
 // readCases are policies over a plan-review input (queried as data.p, so only its deny
 // and plan members are evaluated), each with the input paths its decisions may depend
@@ -192,10 +194,10 @@ other := input.request`,
 	},
 }
 
-func readsOf(t *testing.T, src, query string) (*Query, *PlanMemo) {
+func readsOf(t *testing.T, src, query string) (*policy.Query, *policy.PlanMemo) {
 	t.Helper()
-	b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}},
-		[]DataFile{{File: "data.json", Value: map[string]any{"allowed": map[string]any{"demo-tools": true}}}}, differential)
+	b, err := policy.Compile([]policy.Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}},
+		[]policy.DataFile{{File: "data.json", Value: map[string]any{"allowed": map[string]any{"demo-tools": true}}}}, evalOptions)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -210,11 +212,47 @@ func readsOf(t *testing.T, src, query string) (*Query, *PlanMemo) {
 	return q, m
 }
 
+// stockAllowList prepares the repository library's plan query over the demo allow-list.
+func stockAllowList(t *testing.T) *policy.Query {
+	t.Helper()
+	var mods []policy.Module
+	err := filepath.WalkDir(libraryDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".rego" || strings.HasSuffix(path, "_test.rego") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		mods = append(mods, policy.Module{File: path, Source: src})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []policy.DataFile{{File: "data/agentd.json", Value: map[string]any{"agentd": map[string]any{"allowlist": map[string]any{
+		"demo-tools": map[string]any{"stock-service": []any{"stock_quote"}},
+	}}}}}
+	b, err := policy.Compile(mods, data, evalOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := b.Prepare("data.agentd.plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// evalOptions give evaluations a deadline a loaded machine cannot reach: the
+// differential tests compare decisions, and a timeout is none.
+var evalOptions = policy.Options{Timeout: time.Minute}
+
+// libraryDir is the repository's Rego library.
+const libraryDir = "../../../policies"
+
 func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
 	for _, tc := range readCases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, m := readsOf(t, tc.src, tc.query)
-			if got := m.Reads(); !reflect.DeepEqual(got, tc.want) {
+			if got := m.Reads().Paths(); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(tc.want, " "))
 			}
 		})
@@ -222,21 +260,21 @@ func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
 }
 
 func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
-	q := mustPrepare(t, libraryBundle(t, differential), "data.agentd.plan")
+	q := stockAllowList(t)
 	want := []string{"input", "input.plan", "input.plan.steps#", "input.plan.steps[*]",
 		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
 		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id.**"}
 	m := q.NewPlanMemo(16)
-	if got := m.Reads(); !reflect.DeepEqual(got, want) {
+	if got := m.Reads().Paths(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
 	leaves := []string{"input.plan.steps (size)", "input.plan.steps[*].agent_name", "input.plan.steps[*].metadata.capability",
 		"input.plan.steps[*].namespace", "input.plan.steps[*].step_id"}
-	if got := m.KeyPaths(); !reflect.DeepEqual(got, leaves) {
+	if got := m.Reads().KeyPaths(); !reflect.DeepEqual(got, leaves) {
 		t.Fatalf("key paths:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(leaves, " "))
 	}
 	_, typeOnly := readsOf(t, readCases[0].src, "")
-	if got := typeOnly.KeyPaths(); !reflect.DeepEqual(got, []string{"input.plan.steps[*].namespace (type)"}) {
+	if got := typeOnly.Reads().KeyPaths(); !reflect.DeepEqual(got, []string{"input.plan.steps[*].namespace (type)"}) {
 		t.Fatalf("key paths of %q: %v", readCases[0].src, got)
 	}
 }
@@ -286,10 +324,10 @@ func randomInput(r *rand.Rand) ast.Value {
 // keysSound evaluates n generated inputs without the memo and fails when two inputs
 // with the same key get different decisions (or one an error); it returns how many
 // inputs shared a key with a different earlier input.
-func keysSound(t *testing.T, q *Query, m *PlanMemo, n int) (merged int) {
+func keysSound(t *testing.T, q *policy.Query, m *policy.PlanMemo, n int) (merged int) {
 	t.Helper()
 	type outcome struct {
-		d      PlanDecision
+		d      policy.PlanDecision
 		failed bool
 		input  ast.Value
 	}
@@ -299,7 +337,7 @@ func keysSound(t *testing.T, q *Query, m *PlanMemo, n int) (merged int) {
 		in := randomInput(r)
 		d, err := q.PlanDecision(context.Background(), in)
 		got := outcome{d, err != nil, in}
-		key := m.key(in)
+		key := reads.KeyOfValue(m.Reads(), in)
 		first, ok := seen[key]
 		if !ok {
 			seen[key] = got
@@ -324,13 +362,13 @@ func TestPlanMemo_EqualKeysMeanEqualDecisions(t *testing.T) {
 	for _, tc := range readCases {
 		t.Run(tc.name, func(t *testing.T) {
 			q, m := readsOf(t, tc.src, tc.query)
-			if keysSound(t, q, m, 1500) == 0 && !m.reads.whole {
+			if keysSound(t, q, m, 1500) == 0 && !m.Reads().ReadsWhole() {
 				t.Fatal("no two different inputs shared a key: the test proves nothing")
 			}
 		})
 	}
 	t.Run("stock allow-list", func(t *testing.T) {
-		q := mustPrepare(t, libraryBundle(t, differential), "data.agentd.plan")
+		q := stockAllowList(t)
 		if keysSound(t, q, q.NewPlanMemo(16), 1500) == 0 {
 			t.Fatal("no two different inputs shared a key: the test proves nothing")
 		}
@@ -345,15 +383,17 @@ func FuzzPlanMemo_KeysSound(f *testing.F) {
 		f.Add(tc.src)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}}, nil, differential)
+		b, err := policy.Compile([]policy.Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}}, nil, evalOptions)
 		if err != nil {
 			return
 		}
 		q, err := b.Prepare("data.p")
-		if err != nil || !q.Memoizable() {
+		if err != nil {
 			return
 		}
-		keysSound(t, q, q.NewPlanMemo(1024), 100)
+		if m := q.NewPlanMemo(1024); m != nil {
+			keysSound(t, q, m, 100)
+		}
 	})
 }
 
@@ -401,44 +441,50 @@ func randomPlan(r *rand.Rand) *engine.RoutingPlan {
 	return p
 }
 
-// everyPath reads every member and element of v's shape, none whole.
-func everyPath(v ast.Value, n *readNode) *readNode {
-	switch x := v.(type) {
-	case ast.Object:
-		x.Foreach(func(k, e *ast.Term) { everyPath(e.Value, n.field(string(k.Value.(ast.String)))) })
-	case *ast.Array:
-		x.Foreach(func(e *ast.Term) { everyPath(e.Value, n.each()) })
-	}
-	return n
+// planInput has the members of the plan-review input, so that its View is that input.
+type planInput struct {
+	Plan        *engine.RoutingPlan `json:"plan"`
+	Phase       int                 `json:"phase"`
+	Request     string              `json:"request"`
+	Metadata    map[string]any      `json:"metadata"`
+	Enrichments map[string]any      `json:"enrichments"`
 }
 
 // TestPlanMemo_PlanKeyIsKeyOfPlanInput: the key computed from the typed plan equals the
 // key of the Rego input PlanInput builds, for every read tree above, the stock
 // allow-list's, one reading every path in part and one reading everything whole.
 func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
-	var memos []*PlanMemo
+	var memos []*policy.PlanMemo
 	for _, tc := range readCases {
 		_, m := readsOf(t, tc.src, tc.query)
 		memos = append(memos, m)
 	}
-	memos = append(memos, mustPrepare(t, libraryBundle(t, differential), "data.agentd.plan").NewPlanMemo(16),
-		&PlanMemo{reads: (&readNode{whole: true}).freeze()})
+	memos = append(memos, stockAllowList(t).NewPlanMemo(16))
 	r := rand.New(rand.NewPCG(5, 8))
 	for range 500 {
 		p := randomPlan(r)
 		md := map[string]any{"tenant": "acme", "n": json.Number("1.50")}
-		in, err := PlanInput(p, 2, "q", md, nil)
+		in, err := policy.PlanInput(p, 2, "q", md, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all := &PlanMemo{reads: everyPath(in, &readNode{}).freeze()}
-		for _, m := range append(memos, all) {
+		for _, m := range memos {
 			got, err := m.PlanKey(p, 2, "q", md, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := m.key(in); got != want {
-				t.Fatalf("PlanKey differs from key(PlanInput) for reads %v on %v", m.Reads(), in)
+			if want := reads.KeyOfValue(m.Reads(), in); got != want {
+				t.Fatalf("PlanKey differs from the key of PlanInput for reads %v on %v", m.Reads().Paths(), in)
+			}
+		}
+		view := engine.ViewOf(&planInput{p, 2, "q", md, nil})
+		for _, tree := range []*reads.Tree{reads.ReadingWhole(), reads.ReadingEveryPath(in)} {
+			got, err := tree.Key(view)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := reads.KeyOfValue(tree, in); got != want {
+				t.Fatalf("Key differs from the key of PlanInput for reads %v on %v", tree.Paths(), in)
 			}
 		}
 	}
@@ -453,17 +499,17 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		{"a year past 9999", &engine.RoutingPlan{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 	}
 	for _, tc := range bad {
-		if _, err := PlanInput(tc.plan, 1, "", tc.md, nil); err == nil {
+		if _, err := policy.PlanInput(tc.plan, 1, "", tc.md, nil); err == nil {
 			t.Fatalf("%s: PlanInput accepted it", tc.name)
 		}
 		for _, m := range memos { // most read none of it
 			if _, err := m.PlanKey(tc.plan, 1, "", tc.md, nil); err == nil {
-				t.Fatalf("%s: PlanKey accepted what PlanInput rejects (reads %v)", tc.name, m.Reads())
+				t.Fatalf("%s: PlanKey accepted what PlanInput rejects (reads %v)", tc.name, m.Reads().Paths())
 			}
 		}
 	}
 	var nilPtr *struct{ A int }
-	in, err := PlanInput(plan(), 1, "", map[string]any{"p": nilPtr}, nil)
+	in, err := policy.PlanInput(plan(), 1, "", map[string]any{"p": nilPtr}, nil)
 	if err != nil || in.(ast.Object).Get(ast.StringTerm("metadata")).Value.(ast.Object).Get(ast.StringTerm("p")).Value.Compare(ast.NullValue) != 0 {
 		t.Fatalf("a nil pointer in the metadata: %v, %v; want null", in, err)
 	}
@@ -516,8 +562,8 @@ deny contains "d" if is_object(r)`, needs("which?", "none"), needs("when?", "hal
 			if (errA != nil) == (errB != nil) && reflect.DeepEqual(da, db) {
 				t.Fatalf("the policy decides both inputs alike (%+v, %v): the case proves nothing", da, errA)
 			}
-			if m.key(a) == m.key(b) {
-				t.Fatalf("same key for inputs decided %+v (%v) and %+v (%v); reads %v", da, errA, db, errB, m.Reads())
+			if reads.KeyOfValue(m.Reads(), a) == reads.KeyOfValue(m.Reads(), b) {
+				t.Fatalf("same key for inputs decided %+v (%v) and %+v (%v); reads %v", da, errA, db, errB, m.Reads().Paths())
 			}
 		})
 	}
@@ -525,9 +571,11 @@ deny contains "d" if is_object(r)`, needs("which?", "none"), needs("when?", "hal
 
 func jsonInput(t *testing.T, s string) ast.Value {
 	t.Helper()
-	v, ok := decodeJSON(s)
-	if !ok {
-		t.Fatalf("bad JSON %s", s)
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("bad JSON %s: %v", s, err)
 	}
 	av, err := ast.InterfaceToValue(v)
 	if err != nil {
@@ -554,25 +602,85 @@ deny contains sprintf("%d", [x]) if { x := g("a", 1000000) with g as rand.intn }
 }`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := Compile([]Module{{File: "p.rego", Source: []byte("package p\n\n" + tc.src + "\n")}}, nil, differential)
+			b, err := policy.Compile([]policy.Module{{File: "p.rego", Source: []byte("package p\n\n" + tc.src + "\n")}}, nil, policy.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := mustPrepare(t, b, "data.p")
-			if q.Memoizable() != tc.want || (q.NewPlanMemo(16) != nil) != tc.want {
-				t.Fatalf("Memoizable = %v, want %v", q.Memoizable(), tc.want)
+			q, err := b.Prepare("data.p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := q.NewPlanMemo(16) != nil; got != tc.want {
+				t.Fatalf("memoizable = %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
-// key is the test oracle for PlanKey: the same hash, computed by projecting a Rego
-// input value.
-func (m *PlanMemo) key(input ast.Value) [32]byte {
-	c := canonPool.Get().(*canon)
-	c.project(input, m.reads)
-	key := sha256.Sum256(c.buf)
-	c.buf = c.buf[:0]
-	canonPool.Put(c)
-	return key
+func step(id, capability string, deps ...string) engine.RoutingStep {
+	return engine.RoutingStep{
+		StepID:      id,
+		AgentName:   "stock-service",
+		Namespace:   "demo-tools",
+		Instruction: "run " + capability,
+		DependsOn:   deps,
+		Metadata: map[string]any{
+			"capability": capability,
+			"parameters": map[string]any{"symbol": "AAPL", "amount": 10},
+		},
+	}
+}
+
+func plan(steps ...engine.RoutingStep) *engine.RoutingPlan {
+	return &engine.RoutingPlan{
+		PlanID:          "plan-1",
+		OriginalRequest: "Quote AAPL and buy 10",
+		Mode:            engine.ModeAutonomous,
+		Steps:           steps,
+		CreatedAt:       time.Date(2025, 3, 1, 12, 30, 0, 123456789, time.UTC),
+		PhaseNumber:     1,
+	}
+}
+
+// TestKey_AgreesWithJSON: over generated plans with generated metadata and enrichments,
+// for every read tree above, the stock allow-list's, one reading every path of an input
+// and one reading everything whole, two inputs get the same key exactly when the parts
+// of their encoding/json form that the tree reads are the same.
+func TestKey_AgreesWithJSON(t *testing.T) {
+	r := wiretest.Rand(5)
+	trees := []*reads.Tree{reads.ReadingWhole(), stockAllowList(t).NewPlanMemo(16).Reads()}
+	for _, tc := range readCases {
+		_, m := readsOf(t, tc.src, tc.query)
+		trees = append(trees, m.Reads())
+	}
+	inputs := make([]planInput, 300)
+	for i := range inputs {
+		inputs[i] = planInput{wiretest.Plan(r), 1 + r.IntN(2), "q", wiretest.Object(r, 2), wiretest.Object(r, 1)}
+	}
+	in, err := policy.PlanInput(inputs[0].Plan, inputs[0].Phase, inputs[0].Request, inputs[0].Metadata, inputs[0].Enrichments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trees = append(trees, reads.ReadingEveryPath(in))
+	for _, tree := range trees {
+		byKey, byJSON := map[[32]byte]string{}, map[string][32]byte{}
+		for i := range inputs {
+			key, err := tree.Key(engine.ViewOf(&inputs[i]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(reads.ProjectJSON(tree, wiretest.JSON(t, &inputs[i])))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proj := string(b)
+			if other, ok := byKey[key]; ok && other != proj {
+				t.Fatalf("reads %v: one key for inputs whose read parts differ:\n %s\n %s", tree.Paths(), other, proj)
+			}
+			if other, ok := byJSON[proj]; ok && other != key {
+				t.Fatalf("reads %v: different keys for inputs whose read parts are the same:\n %s", tree.Paths(), proj)
+			}
+			byKey[key], byJSON[proj] = proj, key
+		}
+	}
 }

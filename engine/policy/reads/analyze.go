@@ -1,4 +1,4 @@
-package policy
+package reads
 
 import (
 	"fmt"
@@ -7,97 +7,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
-
-// readNode is one input path a query's evaluation may observe. Reaching a node means
-// the evaluation may see the value's type, a scalar's value and an array's length;
-// sized, that it may also count an object's members; whole, that it may see everything
-// under it. fields are the members read by constant name; elems is what is read of
-// every element of an array (an object read by a key that is not a constant counts as
-// read whole).
-type readNode struct {
-	whole  bool
-	sized  bool
-	fields map[string]*readNode
-	elems  *readNode
-	order  []readField // fields by name, set by freeze
-}
-
-type readField struct {
-	name string
-	key  *ast.Term
-	node *readNode
-}
-
-// freeze orders the fields of n and its descendants for encoding; n is not changed
-// afterwards.
-func (n *readNode) freeze() *readNode {
-	for _, k := range sortedKeys(n.fields) {
-		n.order = append(n.order, readField{k, ast.StringTerm(k), n.fields[k].freeze()})
-	}
-	if n.elems != nil {
-		n.elems.freeze()
-	}
-	return n
-}
-
-func (n *readNode) field(name string) *readNode {
-	if n.fields == nil {
-		n.fields = map[string]*readNode{}
-	}
-	c, ok := n.fields[name]
-	if !ok {
-		c = &readNode{}
-		n.fields[name] = c
-	}
-	return c
-}
-
-func (n *readNode) each() *readNode {
-	if n.elems == nil {
-		n.elems = &readNode{}
-	}
-	return n.elems
-}
-
-// paths lists the node's paths in a stable order: `input.plan.steps[*].namespace` for a
-// member of every element, a trailing `.**` for a value read whole, `#` for one whose
-// members may be counted. `[*]` under an object (members read by a key that is not a
-// constant) means the object is read whole.
-func (n *readNode) paths(prefix string) []string {
-	if n.whole {
-		return []string{prefix + ".**"}
-	}
-	self := prefix
-	if n.sized {
-		self += "#"
-	}
-	out := []string{self}
-	for _, f := range n.order {
-		out = append(out, f.node.paths(prefix+"."+f.name)...)
-	}
-	if n.elems != nil {
-		out = append(out, n.elems.paths(prefix+"[*]")...)
-	}
-	return out
-}
-
-func (n *readNode) keyPaths(prefix string, out *[]string) {
-	switch {
-	case n.whole:
-		*out = append(*out, prefix)
-		return
-	case n.sized:
-		*out = append(*out, prefix+" (size)")
-	case len(n.order) == 0 && n.elems == nil:
-		*out = append(*out, prefix+" (type)")
-	}
-	for _, f := range n.order {
-		f.node.keyPaths(prefix+"."+f.name, out)
-	}
-	if n.elems != nil {
-		n.elems.keyPaths(prefix+"[*]", out)
-	}
-}
 
 // abstract is what the analysis knows of a term's value: the input nodes it may be
 // (an alias), and, for a constant scalar, the constant.
@@ -136,10 +45,10 @@ type readAnalysis struct {
 	iterated bool
 }
 
-// analyzeReads returns the input paths an evaluation of query may observe when the
-// caller reads its value whole (members nil) or only the given members of it (a
-// package, of which Prepare evaluates only those).
-func analyzeReads(c *ast.Compiler, query ast.Ref, members []string) *readNode {
+// Analyze returns the input paths an evaluation of query, a data reference compiled by
+// c, may observe when the caller reads its value whole (members nil) or only the given
+// members of it (a package, of which only those rules are evaluated).
+func Analyze(c *ast.Compiler, query ast.Ref, members []string) *Tree {
 	a := &readAnalysis{c: c, root: &readNode{}, rules: map[*ast.Rule]abstract{}, calls: map[string]abstract{}, visiting: map[string]bool{}}
 	if members == nil {
 		a.whole(a.resolveData(query, nil))
@@ -147,7 +56,7 @@ func analyzeReads(c *ast.Compiler, query ast.Ref, members []string) *readNode {
 	for _, k := range members {
 		a.whole(a.resolveData(query.Append(ast.StringTerm(k)), nil))
 	}
-	return a.root.freeze()
+	return &Tree{root: a.root.freeze()}
 }
 
 // giveUp records that the whole input may be read.

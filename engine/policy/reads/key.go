@@ -1,13 +1,37 @@
-package policy
+package reads
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
+
+// Key hashes, with an unambiguous canonical encoding and SHA-256, the parts of the input
+// input views that an evaluation under t may observe, without building its Rego value:
+// only what is read whole is converted. It fails where regovalue.Term fails on input, so
+// that a memoized decision never answers an input evaluation would reject. Inputs with
+// equal keys look the same to every evaluation the analysis covers.
+func (t *Tree) Key(input engine.View) ([32]byte, error) {
+	if err := regovalue.Check(input); err != nil {
+		return [32]byte{}, err
+	}
+	c := canonPool.Get().(*canon)
+	defer func() {
+		c.buf = c.buf[:0]
+		canonPool.Put(c)
+	}()
+	if err := c.projectView(input, t.root); err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(c.buf), nil
+}
 
 // canon writes an unambiguous encoding of the parts of a Rego input value that a
 // readNode says may be observed: every value is a type tag followed by its content,
@@ -67,7 +91,7 @@ func (c *canon) project(v ast.Value, n *readNode) {
 			c.value(v)
 			return
 		}
-		_ = projectObject(c, n, x.Len(),
+		_ = projectObject(c, n, x.Len,
 			func(f readField) (*ast.Term, bool) { t := x.Get(f.key); return t, t != nil },
 			func(t *ast.Term, m *readNode) error { c.project(t.Value, m); return nil })
 	default:
@@ -75,107 +99,69 @@ func (c *canon) project(v ast.Value, n *readNode) {
 	}
 }
 
-// projectTyped writes what project would write for t's Rego value, converting only
-// what n reads whole.
-func (c *canon) projectTyped(t typed, n *readNode) error {
-	switch t.kind {
-	case kindNull:
+// projectView writes what project would write for the Rego value of v (as regovalue
+// converts it), converting only what n reads whole of its JSON-shaped values.
+func (c *canon) projectView(v engine.View, n *readNode) error {
+	switch v.Kind() {
+	case engine.ViewNull:
 		c.tag(tagNull)
-	case kindString:
-		c.text(tagString, t.s)
-	case kindInt:
+	case engine.ViewBool:
+		c.value(ast.Boolean(v.Bool()))
+	case engine.ViewInt:
 		var digits [20]byte
-		d := strconv.AppendInt(digits[:0], int64(t.n), 10)
+		d := strconv.AppendInt(digits[:0], v.Int(), 10)
 		c.tag(tagNumber)
 		c.length(len(d))
 		c.buf = append(c.buf, d...)
-	case kindTime:
-		s, err := timeString(t.time)
+	case engine.ViewString:
+		c.text(tagString, v.Str())
+	case engine.ViewTime:
+		s, err := regovalue.TimeString(v.Time())
 		if err != nil {
 			return err
 		}
 		c.text(tagString, s)
-	case kindBool:
-		c.value(ast.Boolean(t.b))
-	case kindStrings:
-		c.tag(tagArray)
-		c.length(len(t.ss))
-		if n.whole || n.elems != nil {
-			for _, s := range t.ss {
-				c.text(tagString, s)
-			}
-		}
-	case kindAny:
-		return c.projectAny(t.any, n)
-	default:
+	case engine.ViewValue:
+		return c.projectAny(v.Value(), n)
+	case engine.ViewArray:
 		if n.whole {
-			v, err := t.term()
-			if err != nil {
-				return err
-			}
-			c.value(v.Value)
-			return nil
+			return c.wholeView(v)
 		}
-		return c.projectComposite(t, n)
-	}
-	return nil
-}
-
-// projectComposite projects a plan, its steps or its needs_user_input, read in part.
-func (c *canon) projectComposite(t typed, n *readNode) error {
-	switch t.kind {
-	case kindPlan:
-		if t.plan == nil {
-			c.tag(tagNull)
-			return nil
-		}
-		var ms [9]member
-		return c.projectMembers(planMembers(t.plan, &ms), n)
-	case kindSteps:
 		c.tag(tagArray)
-		c.length(len(t.steps))
-		if n.elems == nil {
-			return nil
-		}
-		for i := range t.steps {
-			var ms [7]member
-			if err := c.projectMembers(stepMembers(&t.steps[i], &ms), n.elems); err != nil {
-				return err
+		c.length(v.Len())
+		if n.elems != nil {
+			for i := range v.Len() {
+				if err := c.projectView(v.Index(i), n.elems); err != nil {
+					return err
+				}
 			}
 		}
-	case kindNeeds:
-		var ms [3]member
-		return c.projectMembers(needsMembers(t.needs, &ms), n)
+	case engine.ViewObject:
+		if n.whole || n.elems != nil {
+			return c.wholeView(v)
+		}
+		return projectObject(c, n, v.Len, func(f readField) (engine.View, bool) { return v.Member(f.name) }, c.projectView)
 	}
 	return nil
 }
 
-// projectMembers projects an object given as members.
-func (c *canon) projectMembers(ms []member, n *readNode) error {
-	if n.whole || n.elems != nil {
-		t, err := objectTerm(ms)
-		if err != nil {
-			return err
-		}
-		c.value(t.Value)
-		return nil
+// wholeView writes all of v.
+func (c *canon) wholeView(v engine.View) error {
+	t, err := regovalue.Term(v)
+	if err != nil {
+		return err
 	}
-	return projectObject(c, n, len(ms), func(f readField) (typed, bool) {
-		i := slices.IndexFunc(ms, func(m member) bool { return string(m.key.Value.(ast.String)) == f.name })
-		if i < 0 {
-			return typed{}, false
-		}
-		return ms[i].val, true
-	}, c.projectTyped)
+	c.value(t.Value)
+	return nil
 }
 
 // projectObject writes an object read in part: its tag, its size when n is sized, and
 // for each member n reads by name its absence or, through sub, its projection. get
 // looks a member up.
-func projectObject[V any](c *canon, n *readNode, size int, get func(readField) (V, bool), sub func(V, *readNode) error) error {
+func projectObject[V any](c *canon, n *readNode, size func() int, get func(readField) (V, bool), sub func(V, *readNode) error) error {
 	c.tag(tagObject)
 	if n.sized {
-		c.length(size)
+		c.length(size())
 	}
 	for _, f := range n.order {
 		v, ok := get(f)
@@ -192,7 +178,7 @@ func projectObject[V any](c *canon, n *readNode, size int, get func(readField) (
 }
 
 // projectAny projects a JSON-shaped Go value: maps and slices read in part are walked,
-// strings written directly, anything else converted as PlanInput converts it.
+// strings written directly, anything else converted as regovalue converts it.
 func (c *canon) projectAny(x any, n *readNode) error {
 	switch v := x.(type) {
 	case string:
@@ -200,7 +186,7 @@ func (c *canon) projectAny(x any, n *readNode) error {
 		return nil
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
-			return projectObject(c, n, len(v),
+			return projectObject(c, n, func() int { return len(v) },
 				func(f readField) (any, bool) { e, ok := v[f.name]; return e, ok }, c.projectAny)
 		}
 	case []any:
@@ -217,7 +203,7 @@ func (c *canon) projectAny(x any, n *readNode) error {
 			return nil
 		}
 	}
-	val, err := valueOf(x)
+	val, err := regovalue.Of(x)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/internal/mcplat"
+	"github.com/agentd-dev/agentd/bench/internal/procs"
+	"github.com/agentd-dev/agentd/bench/internal/report"
+)
+
+// mcpGoal is the most the MCP gateway may add to a tools/call at p99 on a memo hit.
+const mcpGoal = time.Millisecond
+
+// mcpGateway measures section 7: tools/call through `agentd serve`'s /mcp against the same
+// call to the upstream directly (see bench/internal/mcplat).
+func (b *bench) mcpGateway() error {
+	upstream, stop, err := mcplat.Upstream()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	dir, err := os.MkdirTemp(b.tmp, "mcp-")
+	if err != nil {
+		return err
+	}
+	if err := mcplat.GatewayConfig(dir, b.policies, upstream); err != nil {
+		return err
+	}
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return err
+	}
+	srv, err := procs.Start(b.agentdSpec("mcp-agentd", b.agentd, dir, addr), startTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.Stop(); err != nil {
+			log.Print(err)
+		}
+	}()
+	if err := waitUpstreamReady("http://"+addr, startTimeout); err != nil {
+		return fmt.Errorf("%w\n%s", err, srv.LogTail(20))
+	}
+	o := mcplat.Options{Sessions: b.mcpSessions, Calls: b.mcpCalls, Warmup: max(1, b.mcpSessions/10)}
+	res, err := mcplat.Measure(b.ctx, upstream, "http://"+addr+"/mcp", o)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, srv.LogTail(20))
+	}
+	d, g := res.Direct, res.Gateway
+	added50, added99 := g.P50-d.P50, g.P99-d.P99
+	what := fmt.Sprintf("MCP tools/call, paired, one at a time over streamable HTTP, sessions of %d calls (memo hits; %s pairs)",
+		b.mcpCalls, report.Count(int64(g.N)))
+	b.rows["7"] = append(b.rows["7"],
+		report.Row{ID: "7a", Figure: what + " — p50 latency, through agentd /mcp vs the upstream directly",
+			Agentd: report.Duration(g.P50), Peer: report.Duration(d.P50) + " (direct)",
+			Ratio: report.Ratio(float64(g.P50), float64(d.P50)), Goal: "added: " + report.Duration(added50)},
+		report.Row{ID: "7b", Figure: what + " — p99 latency, through agentd /mcp vs the upstream directly",
+			Agentd: report.Duration(g.P99), Peer: report.Duration(d.P99) + " (direct)",
+			Ratio: report.Ratio(float64(g.P99), float64(d.P99)), Goal: fmt.Sprintf("added: %s (goal < %s)", report.Duration(added99), report.Duration(mcpGoal))},
+	)
+	b.goals = append(b.goals, fmt.Sprintf("The MCP gateway adds < %s to a tools/call at p99 on a memo hit (row 7b): %s (added %s).",
+		report.Duration(mcpGoal), metOrNot(added99 < mcpGoal), report.Duration(added99)))
+	return nil
+}
+
+// waitUpstreamReady waits until the daemon's MCP upstream is connected.
+func waitUpstreamReady(base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var st struct {
+			Gateways struct {
+				MCP struct{ Servers []struct{ State string } }
+			}
+		}
+		if resp, err := http.Get(base + "/v1/status"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err == nil && len(st.Gateways.MCP.Servers) == 1 && st.Gateways.MCP.Servers[0].State == "ready" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the MCP upstream of %s is not ready after %v", base, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,56 @@
+package mcplat
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// TestMeasure_PairsEverySessionsCalls measures the upstream against itself: both sides
+// get every measured call, and the percentiles are ordered.
+func TestMeasure_PairsEverySessionsCalls(t *testing.T) {
+	url, stop, err := Upstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	res, err := Measure(context.Background(), url, url, Options{Sessions: 3, Calls: 4, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Latency{res.Direct, res.Gateway} {
+		if l.N != 12 || l.P50 <= 0 || l.P99 < l.P50 || l.P99 > time.Minute {
+			t.Errorf("latency %+v, want 12 calls with 0 < p50 <= p99", l)
+		}
+	}
+}
+
+// TestGatewayConfig_Loads: the config the daemon is started on compiles, with the
+// upstream as the gateway's one server and echo its catalog capability.
+func TestGatewayConfig_Loads(t *testing.T) {
+	policies, err := fixture.Policies("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := GatewayConfig(dir, policies, "http://127.0.0.1:1/mcp"); err != nil {
+		t.Fatal(err)
+	}
+	gen, err := config.Load(dir, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gw := gen.Gateways.MCP; gw == nil || len(gw.Servers) != 1 || gw.Servers[0].URL != "http://127.0.0.1:1/mcp" {
+		t.Fatalf("gateway = %+v", gen.Gateways.MCP)
+	}
+	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{
+		StepID: "step-1", Namespace: Namespace, AgentName: Server, Metadata: map[string]any{"capability": "echo"},
+	}}}
+	if err := engine.ValidatePlan(plan, gen.Catalog, nil); err != nil {
+		t.Errorf("a plan calling echo: %v", err)
+	}
+}

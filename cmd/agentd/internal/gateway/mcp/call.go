@@ -1,0 +1,296 @@
+package mcpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/builtin"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// refusal is why the gateway did not forward a call: a bounded code and a reason.
+type refusal struct {
+	Code, Reason string
+}
+
+// callTool runs one tools/call (see the package doc): review, guards, forward, report.
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	g.inflight.Add(1)
+	defer g.inflight.Add(-1)
+	s := g.sessionOf(req.Session, req.ClientInfo())
+	defer g.recoverCall(s, &res)
+	route, ok := (*g.tools.Load())[req.Params.Name]
+	if !ok {
+		return refused(s.id, "", &refusal{Code: "unknown_tool", Reason: fmt.Sprintf(
+			"no upstream MCP server offers a tool named %q (names are case-sensitive; see tools/list)", req.Params.Name)}), nil
+	}
+	args := map[string]any{}
+	if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return refused(s.id, "", &refusal{Code: "invalid_arguments", Reason: "the arguments are not a JSON object: " + err.Error()}), nil
+		}
+	}
+	step, ref := g.admit(ctx, s, route, args)
+	if ref != nil {
+		return refused(s.id, step.StepID, ref), nil
+	}
+	up, ok := g.upstreamOf(step)
+	if !ok {
+		return refused(s.id, step.StepID, &refusal{Code: "no_upstream", Reason: fmt.Sprintf(
+			"the reviewed step names %s/%s, which no upstream MCP server is", step.Namespace, step.AgentName)}), nil
+	}
+	res, err = g.forward(ctx, s, req, up, step)
+	if err != nil {
+		return annotate(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, s.id, step.StepID), nil
+	}
+	return annotate(res, s.id, step.StepID), nil
+}
+
+// forward calls the accepted step on up, with the tool's timeout and the client's
+// progress token routed back to it, and reports the outcome beside the answer (see
+// report).
+func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequest, up *upstream, step engine.RoutingStep) (*mcp.CallToolResult, error) {
+	params := &mcp.CallToolParams{Name: step.Capability(), Arguments: step.Metadata["parameters"]}
+	if token := req.Params.GetProgressToken(); token != nil {
+		upstreamToken, done := g.progress.add(ctx, req.Session, token)
+		defer done()
+		params.SetProgressToken(upstreamToken)
+	}
+	timeout := up.settings().ToolTimeout(params.Name)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	started := time.Now()
+	res, err := up.callTool(cctx, params)
+	duration := time.Since(started)
+	if err != nil {
+		err = callError(ctx, cctx, err, up.name, timeout)
+	}
+	g.inflight.Add(1) // Shutdown waits for the report too
+	go func() {
+		defer g.inflight.Add(-1)
+		g.report(ctx, s, step, res, err, duration)
+	}()
+	return res, err
+}
+
+// admit runs the call's plan phase through the whole after_planning stage and the
+// accepted step through the tool_call guards. It returns the accepted step, or why the
+// call must not run.
+func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[string]any) (engine.RoutingStep, *refusal) {
+	ctx = s.confine(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stepID := s.nextStepID()
+	s.calls++
+	refused := engine.RoutingStep{StepID: stepID}
+	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterPlanning, s.id, s.opening)
+	if err != nil {
+		return refused, refusalOf(err)
+	}
+	out, err := sess.AfterPlanning(ctx, oneStep(stepID, r, args), 0)
+	if err != nil {
+		return refused, refusalOf(err)
+	}
+	var step engine.RoutingStep
+	for _, st := range out.Plan.Steps {
+		if st.StepID == stepID {
+			step = st
+		}
+	}
+	if step.StepID == "" {
+		return refused, &refusal{Code: "removed_by_review", Reason: "the after_planning stage removed this call from the plan"}
+	}
+	params, ok := step.Metadata["parameters"].(map[string]any)
+	if !ok && step.Metadata["parameters"] != nil {
+		return refused, &refusal{Code: "invalid_arguments", Reason: "the reviewed step's parameters are not an object"}
+	}
+	check, err := g.cfg.Driver.Check(ctx, op.Call{
+		Operation: op.ToolCall, RequestID: s.id, StepID: stepID, Namespace: step.Namespace,
+		AgentName: step.AgentName, Capability: step.Capability(), Parameters: params,
+	})
+	switch {
+	case err != nil:
+		return refused, refusalOf(err)
+	case !check.Allowed:
+		return refused, &refusal{Code: check.Denial.Code, Reason: check.Denial.Reason}
+	}
+	return step, nil
+}
+
+// report files the outcome of a forwarded call: the driver is told how the checked
+// step ended (Driver.Finish), then the session's combined result goes to
+// after_execution. It runs beside the call's answer, which nothing it does can change
+// (after_execution observes only), so a session's next call may be reviewed before it.
+// A failure to report, a hook panic included, is logged; the call's answer stands.
+func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingStep, res *mcp.CallToolResult, callErr error, d time.Duration) {
+	ctx = s.confine(context.WithoutCancel(ctx))
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("reporting an MCP call panicked", "request_id", s.id, "step_id", step.StepID, "panic", fmt.Sprint(v))
+		}
+	}()
+	params, _ := step.Metadata["parameters"].(map[string]any)
+	r := engine.StepResult{
+		StepID: step.StepID, AgentName: step.AgentName, Namespace: step.Namespace, Capability: step.Capability(),
+		Parameters: params, Success: callErr == nil && !res.IsError, Duration: d, Attempts: 1,
+	}
+	switch {
+	case callErr != nil:
+		r.Error = callErr.Error()
+	default:
+		r.Response = response(res)
+		if res.IsError {
+			r.Error = "the tool reported an error"
+		}
+	}
+	finish := engine.Finish{RequestID: s.id, StepID: step.StepID, Status: engine.RunSucceeded, Response: r.Response, Error: r.Error, Duration: d}
+	if !r.Success {
+		finish.Status = engine.RunFailed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := g.cfg.Driver.Finish(ctx, finish)
+	if err == nil {
+		var sess *engine.Session
+		if sess, err = g.cfg.Driver.Resume(ctx, engine.StageAfterExecution, s.id, s.opening); err == nil {
+			_, err = sess.AfterExecution(ctx, s.combined(r))
+		}
+	}
+	if err != nil {
+		g.log.Warn("reporting an MCP call to the driver failed", "request_id", s.id, "step_id", step.StepID, "error", err.Error())
+	}
+}
+
+// response is what the record keeps of a tool result: its structured content as data
+// and its text content; other content is summarized by type.
+func response(res *mcp.CallToolResult) map[string]any {
+	out := map[string]any{}
+	if res.StructuredContent != nil {
+		out["data"] = res.StructuredContent
+	}
+	var text []string
+	var other []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			text = append(text, c.Text)
+		case *mcp.ImageContent:
+			other = append(other, "image "+c.MIMEType)
+		case *mcp.AudioContent:
+			other = append(other, "audio "+c.MIMEType)
+		case *mcp.ResourceLink:
+			other = append(other, "resource_link "+c.URI)
+		case *mcp.EmbeddedResource:
+			other = append(other, "resource "+c.Resource.URI)
+		}
+	}
+	if len(text) > 0 {
+		out["text"] = strings.Join(text, "\n")
+	}
+	if len(other) > 0 {
+		out["content"] = other
+	}
+	return out
+}
+
+// upstreamOf returns the upstream the accepted step names: its agent and namespace.
+func (g *Gateway) upstreamOf(step engine.RoutingStep) (*upstream, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, u := range g.upstreams {
+		if s := u.settings(); s.Name == step.AgentName && s.Namespace == step.Namespace {
+			return u, true
+		}
+	}
+	return nil, false
+}
+
+// callError says why a forwarded call failed: the client cancelled it, the tool's
+// timeout passed, the upstream is not connected or broke, or the upstream answered
+// with a JSON-RPC error.
+func callError(ctx, cctx context.Context, err error, server string, timeout time.Duration) error {
+	var unavailable *errUnavailable
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("cancelled by the client: %w", err)
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("MCP server %q did not answer within the tool's timeout of %s", server, timeout)
+	case errors.As(err, &unavailable):
+		return err
+	}
+	return fmt.Errorf("MCP server %q failed the call: %w", server, err)
+}
+
+// refusalOf translates a driver error into a refusal.
+func refusalOf(err error) *refusal {
+	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
+		code, reason := string(r.Reason), r.Cause.Error()
+		if rej, ok := builtin.AsPlanRejection(r); ok && len(rej.Violations) > 0 {
+			code = rej.Violations[0].Code
+			parts := make([]string, len(rej.Violations))
+			for i, v := range rej.Violations {
+				parts[i] = v.Message
+			}
+			reason = strings.Join(parts, "; ")
+		}
+		return &refusal{Code: code, Reason: fmt.Sprintf("the required after_planning hook %q rejected the call: %s", r.Hook, reason)}
+	}
+	if pe, ok := engine.AsPlanError(err); ok {
+		return &refusal{Code: string(pe.Code), Reason: pe.Error()}
+	}
+	if r, ok := engine.AsRefusal(err); ok {
+		reason := r.Error()
+		if over(r.Code) {
+			reason += "; this MCP session's request takes no more calls: open a new session to go on"
+		}
+		return &refusal{Code: string(r.Code), Reason: reason}
+	}
+	if ge, ok := op.AsGuardError(err); ok {
+		return &refusal{Code: "guard_error", Reason: ge.Error()}
+	}
+	var ce *op.CallError
+	if errors.As(err, &ce) {
+		return &refusal{Code: "invalid_call", Reason: ce.Error()}
+	}
+	return &refusal{Code: "internal", Reason: err.Error()}
+}
+
+// refused is the tool result of a refusal.
+func refused(requestID, stepID string, r *refusal) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: r.Code + ": " + r.Reason}}}
+	res = annotate(res, requestID, stepID)
+	res.Meta[metaRefusal] = map[string]any{"code": r.Code, "reason": r.Reason}
+	return res
+}
+
+// annotate returns res with the request and step ids in its _meta (a copy: the
+// upstream's result is not changed).
+func annotate(res *mcp.CallToolResult, requestID, stepID string) *mcp.CallToolResult {
+	out := *res
+	out.Meta = maps.Clone(res.Meta)
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
+	}
+	out.Meta[metaRequestID] = requestID
+	if stepID != "" {
+		out.Meta[metaStepID] = stepID
+	}
+	return &out
+}
+
+// recoverCall turns a panic while serving a call (a hook panic the driver re-raised)
+// into a refusal for that call; the gateway keeps serving.
+func (g *Gateway) recoverCall(s *session, res **mcp.CallToolResult) {
+	if v := recover(); v != nil {
+		g.log.Error("MCP tools/call panicked", "request_id", s.id, "panic", fmt.Sprint(v))
+		*res = refused(s.id, "", &refusal{Code: "internal", Reason: "internal error: a hook panicked"})
+	}
+}

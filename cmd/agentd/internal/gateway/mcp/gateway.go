@@ -1,0 +1,150 @@
+package mcpgw
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// Generations is where the gateway finds its configuration: the live generation and a
+// signal when the next one goes live (reload.Registry).
+type Generations interface {
+	Current() *config.Generation
+	Swapped() <-chan struct{}
+}
+
+// Config configures a Gateway. Driver and Generations are required.
+type Config struct {
+	Driver      *engine.Driver
+	Generations Generations
+	Logger      *slog.Logger
+	// Version is the gateway's version in its MCP implementation info.
+	Version string
+	// SessionTimeout closes an HTTP session idle for that long; 0 means the driver's
+	// default state TTL, so a session ends no later than its request's state.
+	SessionTimeout time.Duration
+	// Backoff is the delay before an upstream's first reconnect, doubled per further
+	// failure up to MaxBackoff; 0 means 250ms and 30s.
+	Backoff, MaxBackoff time.Duration
+}
+
+// Gateway is the MCP gateway. Run follows the live generation and keeps the upstreams
+// connected; Handler and Serve serve MCP sessions. It is safe for concurrent use.
+type Gateway struct {
+	cfg    Config
+	log    *slog.Logger
+	server *mcp.Server
+
+	// mu serializes changes to the upstreams and to what the server offers.
+	mu        sync.Mutex
+	upstreams []*upstream // in configuration order
+	offered   offered
+
+	tools    atomic.Pointer[map[string]toolRoute] // listed tool name -> route
+	sessions sync.Map                             // *mcp.ServerSession -> *session
+	tenants  sync.Map                             // MCP session id -> tenant of the caller that opened it
+	progress progressRoutes
+	inflight atomic.Int64 // tools/call being served
+	applied  atomic.Bool  // set once Run applied a generation
+}
+
+// New returns a gateway with no upstreams; Run connects them.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Driver == nil || cfg.Generations == nil {
+		return nil, errors.New("mcpgw: a gateway needs a Driver and Generations")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = engine.DefaultStateTTL
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 250 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.Backoff {
+		cfg.MaxBackoff = max(30*time.Second, cfg.Backoff)
+	}
+	g := &Gateway{cfg: cfg, log: cfg.Logger.With("gateway", "mcp"), progress: progressRoutes{routes: map[string]progressRoute{}}}
+	g.tools.Store(&map[string]toolRoute{})
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+		GetSessionID: newSessionID,
+		// A session is known from its handshake on, so it is forgotten when it ends.
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { g.sessionOf(req.Session, nil) },
+	})
+	g.server.AddReceivingMiddleware(g.review)
+	return g, nil
+}
+
+// Run follows the live generation until ctx is done: it starts, restarts and stops
+// upstreams as each generation's gateways.mcp section says, and then stops them all.
+func (g *Gateway) Run(ctx context.Context) {
+	for {
+		swapped := g.cfg.Generations.Swapped()
+		g.apply(ctx, g.cfg.Generations.Current())
+		select {
+		case <-ctx.Done():
+			g.apply(ctx, nil)
+			return
+		case <-swapped:
+		}
+	}
+}
+
+// apply makes the upstreams those of gen (none for nil or a generation without the
+// gateway): an unchanged server keeps its connection and takes the new settings, a
+// server whose transport changed is restarted, a removed one is stopped. Then every
+// session is told that the tool list may have changed, since the review may have.
+func (g *Gateway) apply(ctx context.Context, gen *config.Generation) {
+	var servers []config.MCPServer
+	if gen != nil && gen.Gateways.MCP != nil {
+		servers = gen.Gateways.MCP.Servers
+	}
+	g.mu.Lock()
+	old := make(map[string]*upstream, len(g.upstreams))
+	for _, u := range g.upstreams {
+		old[u.name] = u
+	}
+	var next, stopped []*upstream
+	for i := range servers {
+		s := &servers[i]
+		u, ok := old[s.Name]
+		delete(old, s.Name)
+		if ok && u.settings().Transport(s) {
+			u.conf.Store(newSettings(s))
+			next = append(next, u)
+			continue
+		}
+		if ok {
+			stopped = append(stopped, u)
+			g.log.Info("MCP upstream changed; restarting it", "server", s.Name)
+		}
+		next = append(next, g.startUpstream(ctx, s))
+	}
+	for _, u := range old {
+		stopped = append(stopped, u)
+		g.log.Info("MCP upstream removed from the config; stopping it", "server", u.name)
+	}
+	g.upstreams = next
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, u := range stopped {
+		wg.Go(u.stop)
+	}
+	wg.Wait()
+	g.refresh(true)
+	g.applied.Store(gen != nil)
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/builtin"
+	mcpgw "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/mcp"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+const mcpDoc = `
+Serve the MCP gateway of a config directory over stdio, one session for one client
+that spawns its servers: stdin and stdout carry the protocol, logs go to stderr. The
+config is watched and reloaded as 'agentd serve' does; with --store redis://... the
+session's record is in the store a daemon's records API reads.`
+
+// runMCP serves the MCP gateway of a config directory over stdio, one session for one
+// client that spawns its servers: stdin and stdout carry the protocol, logs go to
+// stderr. The config is watched and reloaded as `agentd serve` does; with --store
+// redis://... the session's record is in the store a daemon's records API reads.
+func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("mcp", "agentd mcp --config DIR [flags]", mcpDoc, stderr)
+	var f serveFlags
+	fs.StringVar(&f.config, "config", "", "config directory (required)")
+	fs.BoolVar(&f.watch, "watch", true, "reload when files in the config directory change")
+	fs.DurationVar(&f.debounce, "debounce", 100*time.Millisecond, "quiet period before a reload")
+	fs.StringVar(&f.store, "store", "memory", "where request states, cache entries and records live: memory, or redis://host:port/db")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
+		return code
+	}
+	if f.config == "" {
+		fmt.Fprintln(stderr, "agentd mcp: --config is required")
+		fs.printUsage(stderr)
+		return exitUsage
+	}
+	if f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://") {
+		fmt.Fprintf(stderr, "agentd mcp: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
+		return exitUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "agentd mcp: bad --log-level: %v\n", err)
+		return exitUsage
+	}
+	f.successRetention, f.errorRetention, f.maxRecords = time.Hour, 24*time.Hour, store.DefaultMaxRecords
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := serveMCP(ctx, &f, os.Stdin, stdout, logger); err != nil {
+		logger.Error("agentd mcp stopped", "error", err.Error())
+		return exitFailed
+	}
+	return exitOK
+}
+
+func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	stores, err := openStores(ctx, f, logger)
+	if err != nil {
+		return err
+	}
+	defer stores.close()
+	registry := reload.NewRegistry(8)
+	reloader, err := reload.NewReloader(f.config, config.Options{
+		Services: builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger}, Logger: logger,
+	}, registry, logger, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := reloader.Reload(ctx); err != nil {
+		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
+	}
+	if f.watch {
+		go func() {
+			if err := reload.Watch(ctx, reloader, reload.WatchOptions{Debounce: f.debounce}); err != nil {
+				logger.Error("config watch stopped", "error", err.Error())
+			}
+		}()
+	}
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: stores.states, Records: stores.records})
+	if err != nil {
+		return err
+	}
+	gateway, stop, err := startMCPGateway(ctx, driver, registry, logger)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	gateway.WaitStarted(startCtx)
+	cancel()
+	logger.Info("agentd mcp serving on stdio", "config", f.config, "generation", registry.Current().ID)
+	return gateway.Serve(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// startMCPGateway starts an MCP gateway following registry's live generation. Its
+// upstreams outlive ctx (a draining daemon still forwards in-flight calls) until stop,
+// which returns once they are down.
+func startMCPGateway(ctx context.Context, driver *engine.Driver, registry *reload.Registry, logger *slog.Logger) (*mcpgw.Gateway, func(), error) {
+	gateway, err := mcpgw.New(mcpgw.Config{Driver: driver, Generations: registry, Logger: logger, Version: buildVersion()})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		gateway.Run(runCtx)
+		close(done)
+	}()
+	return gateway, func() {
+		cancel()
+		<-done
+	}, nil
+}

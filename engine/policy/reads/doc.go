@@ -1,0 +1,12 @@
+// Package reads finds which parts of its input a Rego query's evaluation may observe,
+// and keys inputs by exactly those parts, so that decisions can be memoized: two inputs
+// with the same key get the same decision from every evaluation the analysis covers.
+//
+// Analyze walks the compiled policies from a query and returns a Tree of input paths:
+// it follows input values through variables, rules, functions and the built-ins it
+// models, and counts every use it does not model as reading the value whole, or the
+// whole input when it cannot follow at all. Tree.Key hashes (SHA-256) an unambiguous
+// canonical encoding of the parts of an input the tree names, reading the input through
+// its engine.View without building the Rego value. Deterministic says whether decisions
+// depend on the input alone, the precondition for keying them.
+package reads

@@ -1,0 +1,119 @@
+package reads
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Tree is the result of Analyze: the input paths an evaluation may observe. It is
+// immutable and safe for concurrent use.
+type Tree struct {
+	root *readNode
+}
+
+// Paths lists every input path of the tree in a stable order: `input.plan.steps[*].namespace`
+// for a member of every element, a trailing `.**` for a value read whole, `#` for one
+// whose members may be counted. `[*]` under an object (members read by a key that is not
+// a constant) means the object is read whole.
+func (t *Tree) Paths() []string { return t.root.paths("input") }
+
+// KeyPaths lists, for people, the input paths keys are made of: a value read whole by
+// its path, a value of which only the type (a scalar's value, an array's length) is read
+// with " (type)", and one whose members may be counted with " (size)".
+func (t *Tree) KeyPaths() []string {
+	var out []string
+	t.root.keyPaths("input", &out)
+	return out
+}
+
+// readNode is one input path a query's evaluation may observe. Reaching a node means
+// the evaluation may see the value's type, a scalar's value and an array's length;
+// sized, that it may also count an object's members; whole, that it may see everything
+// under it. fields are the members read by constant name; elems is what is read of
+// every element of an array (an object read by a key that is not a constant counts as
+// read whole).
+type readNode struct {
+	whole  bool
+	sized  bool
+	fields map[string]*readNode
+	elems  *readNode
+	order  []readField // fields by name, set by freeze
+}
+
+type readField struct {
+	name string
+	key  *ast.Term
+	node *readNode
+}
+
+// freeze orders the fields of n and its descendants for encoding; n is not changed
+// afterwards.
+func (n *readNode) freeze() *readNode {
+	for _, k := range sortedKeys(n.fields) {
+		n.order = append(n.order, readField{k, ast.StringTerm(k), n.fields[k].freeze()})
+	}
+	if n.elems != nil {
+		n.elems.freeze()
+	}
+	return n
+}
+
+func (n *readNode) field(name string) *readNode {
+	if n.fields == nil {
+		n.fields = map[string]*readNode{}
+	}
+	c, ok := n.fields[name]
+	if !ok {
+		c = &readNode{}
+		n.fields[name] = c
+	}
+	return c
+}
+
+func (n *readNode) each() *readNode {
+	if n.elems == nil {
+		n.elems = &readNode{}
+	}
+	return n.elems
+}
+
+// paths lists the node's paths, as Tree.Paths describes them.
+func (n *readNode) paths(prefix string) []string {
+	if n.whole {
+		return []string{prefix + ".**"}
+	}
+	self := prefix
+	if n.sized {
+		self += "#"
+	}
+	out := []string{self}
+	for _, f := range n.order {
+		out = append(out, f.node.paths(prefix+"."+f.name)...)
+	}
+	if n.elems != nil {
+		out = append(out, n.elems.paths(prefix+"[*]")...)
+	}
+	return out
+}
+
+func (n *readNode) keyPaths(prefix string, out *[]string) {
+	switch {
+	case n.whole:
+		*out = append(*out, prefix)
+		return
+	case n.sized:
+		*out = append(*out, prefix+" (size)")
+	case len(n.order) == 0 && n.elems == nil:
+		*out = append(*out, prefix+" (type)")
+	}
+	for _, f := range n.order {
+		f.node.keyPaths(prefix+"."+f.name, out)
+	}
+	if n.elems != nil {
+		n.elems.keyPaths(prefix+"[*]", out)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

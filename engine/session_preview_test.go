@@ -1,0 +1,93 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// TestPreview_ReviewsLikeAfterPlanningAndChangesNothing runs the same plans through
+// Preview and AfterPlanning: the answers agree, and only AfterPlanning leaves a trace.
+func TestPreview_ReviewsLikeAfterPlanningAndChangesNothing(t *testing.T) {
+	catalog, err := engine.NewCatalog([]engine.CatalogAgent{{Namespace: "ns", Agent: "tools", Capabilities: []engine.Capability{{Name: "echo"}, {Name: "wipe"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []int
+	review := &requiredHook{planHook{name: "review", fn: func(ctx context.Context, _ *engine.PipelineContext, plan *engine.RoutingPlan) (*engine.RoutingPlan, error) {
+		if info, _ := engine.RequestInfoFrom(ctx); info.ID != "req-1" {
+			t.Errorf("the hook sees request %q", info.ID)
+		}
+		phases = append(phases, plan.PhaseNumber)
+		if plan.Steps[0].Capability() == "wipe" {
+			return nil, errors.New("wipe is not allowed")
+		}
+		return plan, nil
+	}}}
+	p, err := engine.New([]engine.Hook{review}, engine.WithCatalog(catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := store.NewMemory(store.MemoryOptions{})
+	d, err := engine.NewDriver(engine.DriverConfig{
+		Generations: engine.Fixed{Gen: &engine.Generation{ID: "gen-test", Pipeline: p}}, States: mem, Records: mem,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	plan := func(id, capability string) *engine.RoutingPlan {
+		return &engine.RoutingPlan{PlanID: "p-" + id, Steps: []engine.RoutingStep{{
+			StepID: id, Namespace: "ns", AgentName: "tools", Metadata: map[string]any{"capability": capability},
+		}}}
+	}
+	sess, err := d.Resume(ctx, engine.StageAfterPlanning, "req-1", engine.Opening{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if out, err := sess.Preview(ctx, plan("step-1", "echo")); err != nil || out.Steps[0].StepID != "step-1" || out.PhaseNumber != 1 {
+		t.Fatalf("Preview(echo) = %+v, %v; want the plan accepted as phase 1", out, err)
+	}
+	if _, err := sess.Preview(ctx, plan("step-1", "wipe")); !isRequiredRejection(err) {
+		t.Errorf("Preview(wipe) error = %v, want the required hook's rejection", err)
+	}
+	var pe *engine.PlanError
+	if _, err := sess.Preview(ctx, plan("step-1", "format")); !errors.As(err, &pe) || pe.Rule != 3 {
+		t.Errorf("Preview(unknown capability) error = %v, want plan rule 3", err)
+	}
+	if _, err := mem.Get(ctx, "req-1"); !errors.Is(err, engine.ErrRecordNotFound) {
+		t.Fatalf("Preview wrote a record (err %v)", err)
+	}
+
+	if _, err := sess.AfterPlanning(ctx, plan("step-1", "echo"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// A preview after phase 1 is reviewed as phase 2, against phase 1's steps.
+	if _, err := sess.Preview(ctx, plan("step-1", "echo")); !errors.As(err, &pe) || pe.Rule != 8 {
+		t.Errorf("Preview reusing an executed step id: error %v, want plan rule 8", err)
+	}
+	if out, err := sess.Preview(ctx, plan("step-2", "echo")); err != nil || out.PhaseNumber != 2 {
+		t.Errorf("Preview(step-2) = %+v, %v; want phase 2", out, err)
+	}
+	rec, err := mem.Get(ctx, "req-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Phases) != 1 || len(rec.PipelineHooks) != 1 || rec.Revision != 1 {
+		t.Errorf("record after one phase and previews: %d phases, %d invocations, revision %d; want 1, 1, 1",
+			len(rec.Phases), len(rec.PipelineHooks), rec.Revision)
+	}
+	if want := []int{1, 1, 1, 2}; !slices.Equal(phases, want) {
+		t.Errorf("the hook saw phases %v, want %v", phases, want)
+	}
+}
+
+func isRequiredRejection(err error) bool {
+	_, ok := engine.AsRequiredAfterPlanningError(err)
+	return ok
+}

@@ -1,0 +1,104 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
+	"github.com/agentd-dev/agentd/engine/op"
+)
+
+// render is the JSON value v describes, as wiretest.JSON decodes JSON text.
+func render(tb testing.TB, v engine.View) any {
+	switch v.Kind() {
+	case engine.ViewBool:
+		return v.Bool()
+	case engine.ViewInt:
+		return json.Number(strconv.FormatInt(v.Int(), 10))
+	case engine.ViewString:
+		return v.Str()
+	case engine.ViewTime:
+		return v.Time().Format(time.RFC3339Nano)
+	case engine.ViewValue:
+		return wiretest.JSON(tb, v.Value())
+	case engine.ViewArray:
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = render(tb, v.Index(i))
+		}
+		return out
+	case engine.ViewObject:
+		out := map[string]any{}
+		for i := range v.NumField() {
+			name, f, ok := v.Field(i)
+			if m, found := v.Member(name); found != ok || (ok && !reflect.DeepEqual(render(tb, m), render(tb, f))) {
+				tb.Fatalf("Member(%q) disagrees with Field(%d)", name, i)
+			}
+			if ok {
+				out[name] = render(tb, f)
+			}
+		}
+		if len(out) != v.Len() {
+			tb.Fatalf("Len() = %d for %d members", v.Len(), len(out))
+		}
+		return out
+	}
+	return nil
+}
+
+// TestView_AgreesWithJSON: the View of generated plans, steps, results and calls, nil
+// ones included, describes exactly what encoding/json writes for them.
+func TestView_AgreesWithJSON(t *testing.T) {
+	r := wiretest.Rand(1)
+	check := func(what string, v engine.View, x any) {
+		t.Helper()
+		wiretest.Same(t, what, render(t, v), wiretest.JSON(t, x))
+	}
+	for range 2000 {
+		p, res, call := wiretest.Plan(r), wiretest.Result(r), wiretest.Call(r)
+		check("plan", engine.ViewOf(p), p)
+		check("result", engine.ViewOf(res), res)
+		check("call", engine.ViewOf(call), call)
+		if len(p.Steps) > 0 {
+			check("step", engine.ViewOf(&p.Steps[0]), &p.Steps[0])
+		}
+	}
+	check("nil plan", engine.ViewOf((*engine.RoutingPlan)(nil)), (*engine.RoutingPlan)(nil))
+	check("nil call", engine.ViewOf((*op.Call)(nil)), (*op.Call)(nil))
+	if v, _ := engine.ViewOf(&engine.RoutingPlan{}).Member("steps"); v.Kind() != engine.ViewNull {
+		t.Fatalf("nil steps are %v, want null", v.Kind())
+	}
+}
+
+func TestView_SharesStringSlices(t *testing.T) {
+	s := engine.RoutingStep{DependsOn: []string{"a"}}
+	v, _ := engine.ViewOf(&s).Member("depends_on")
+	if deps, ok := v.Strings(); !ok || &deps[0] != &s.DependsOn[0] {
+		t.Fatalf("Strings() = %v, %v; want the step's own slice", deps, ok)
+	}
+}
+
+func TestViewOf_PanicsOnTypesJSONWouldRenderDifferently(t *testing.T) {
+	for name, f := range map[string]func(){
+		"float":    func() { engine.ViewOf(&struct{ F float64 }{}) },
+		"embedded": func() { engine.ViewOf(&struct{ engine.NeedsUserInput }{}) },
+		"string": func() {
+			engine.ViewOf(&struct {
+				N int `json:",string"`
+			}{})
+		},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: ViewOf did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
