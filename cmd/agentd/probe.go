@@ -20,7 +20,8 @@ every plan the whole after_planning stage accepts although it holds an operation
 identity (namespace/agent_name/capability) the policy did not allow unmutated.
 
 Seeds are one plan per catalog capability, the after_planning plans of tests/*.yaml
-and the plans of requests/*.json. Each finding is one line: the mutation, the identity
+and the plans of requests/*.json (the catalog's plans with the request metadata of the
+first of those that has some). Each finding is one line: the mutation, the identity
 that got through, the minimal plan as JSON (a reproducing after_planning call and test
 case) and the deny rule that should have caught it. Runs in process, never writes into
 DIR, and is deterministic for a --seed.

@@ -4,7 +4,8 @@
 //
 // Seeds are the plans the directory already knows: one single-step plan per catalog
 // capability, the after_planning plans of tests/*.yaml and the plans of requests/*.json
-// (API bodies, or eval scripts of {call, body}). Every seed is reviewed unmutated; the
+// (API bodies, or eval scripts of {call, body}); the catalog's plans carry the request
+// metadata of the first of the others that has some. Every seed is reviewed unmutated; the
 // operation identities (namespace, agent_name, metadata.capability) of the plans the
 // whole after_planning stage accepts are the allowed identities, and the catalog
 // capabilities whose single-step plan the policy rejects are the denied ones.

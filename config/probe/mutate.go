@@ -3,7 +3,9 @@ package probe
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -63,6 +65,26 @@ var mutations = []Mutation{
 				c := b.with("steps", v.detail)
 				setOrDelete(c.plan(), "steps", v)
 				out = append(out, c)
+			}
+			return out
+		},
+	},
+	{
+		Name: "request_metadata", Doc: "the request metadata of a rejected plan missing, or one of its members missing, null or of another JSON type",
+		Catch: "deny rules that read request metadata through a helper with a default (lib.str_field), or a deny rule for its absence: a read of a missing member is undefined and denies nothing",
+		apply: func(_ *generator, b *base) []Case {
+			if b.accepted || len(b.Metadata) == 0 {
+				return nil
+			}
+			none := b.with("request_metadata", "request metadata missing")
+			none.Metadata = nil
+			out := []Case{none}
+			for _, key := range slices.Sorted(maps.Keys(b.Metadata)) {
+				for _, v := range memberVariants(nil) {
+					c := b.with("request_metadata", fmt.Sprintf("request metadata.%s %s", key, v.detail))
+					setOrDelete(c.Metadata, key, v)
+					out = append(out, c)
+				}
 			}
 			return out
 		},

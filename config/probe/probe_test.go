@@ -155,55 +155,75 @@ func TestRun_MutationFindsItsMistake(t *testing.T) {
 	tests := map[string]struct {
 		catalog bool
 		policy  string
+		tests   string // the seeds' pipeline cases; seedTests without a catalog
 	}{
 		"hidden_step": {true, `package review
 deny contains "no trades" if input.plan.steps[0].metadata.capability == "execute_trade"
-`},
+`, ""},
 		"later_phase": {true, `package review
 deny contains "no trades" if {
 	input.phase == 1
 	some step in input.plan.steps
 	step.metadata.capability != "stock_quote"
 }
-`},
+`, ""},
 		"override_request_metadata": {true, `package review
 deny contains "no trades" if {
 	not input.metadata.approved
 	some step in input.plan.steps
 	step.metadata.capability != "stock_quote"
 }
-`},
+`, ""},
 		"override_step_metadata": {true, `package review
 deny contains "no trades" if {
 	some step in input.plan.steps
 	step.metadata.capability != "stock_quote"
 	not step.metadata.approved
 }
-`},
+`, ""},
 		"identity_case": {false, `package review
 deny contains "no trades" if {
 	some step in input.plan.steps
 	step.metadata.capability == "execute_trade"
 }
-`},
+`, ""},
 		"reorder_steps": {false, `package review
 deny contains "no trades" if {
 	steps := input.plan.steps
 	steps[count(steps) - 1].metadata.capability == "execute_trade"
 }
-`},
+`, ""},
 		"duplicate_step": {false, `package review
 deny contains "one trade at most" if {
 	trades := [s | some s in input.plan.steps; s.metadata.capability == "execute_trade"]
 	count(trades) == 1
 }
+`, ""},
+		"request_metadata": {true, `package review
+deny contains msg if {
+	some step in input.plan.steps
+	step.metadata.capability != "stock_quote"
+	msg := sprintf("tenant %s may not %s", [input.metadata.tenant, step.metadata.capability])
+}
+`, `apiVersion: agentd.dev/v1
+kind: HookTests
+tests:
+  - name: acme may not trade
+    stage: after_planning
+    given:
+      metadata: {tenant: acme}
+      plan: {plan_id: t, steps: [{step_id: s1, agent_name: stock-service, namespace: demo-tools, metadata: {capability: execute_trade}}]}
+    expect: {plan: rejected}
 `},
 	}
 	for mutation, tc := range tests {
 		t.Run(mutation, func(t *testing.T) {
 			files := map[string]string{"hooks/plan.yaml": hookSet(tc.catalog), "policies/review.rego": tc.policy}
-			if !tc.catalog {
-				files["tests/seeds.yaml"] = seedTests
+			if tc.tests == "" && !tc.catalog {
+				tc.tests = seedTests
+			}
+			if tc.tests != "" {
+				files["tests/seeds.yaml"] = tc.tests
 			}
 			r := run(t, files, probe.Options{})
 			for _, f := range r.Findings {

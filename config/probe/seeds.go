@@ -16,9 +16,30 @@ const requestsDir = "requests"
 
 // seeds returns the plans the directory knows, in a fixed order: one single-step plan
 // per catalog capability, the after_planning plans of tests/*.yaml, then those of
-// requests/*.json.
+// requests/*.json. The catalog's plans carry the request metadata of the first test or
+// request that has some, so that a policy reading it judges them as it judges a real
+// request.
 func seeds(dir string, gen *config.Generation) ([]Case, error) {
+	known, err := knownSeeds(dir)
+	if err != nil {
+		return nil, err
+	}
 	out := catalogSeeds(gen.Catalog)
+	for _, k := range known {
+		if len(k.Metadata) > 0 {
+			for i := range out {
+				out[i].Metadata = cloneMap(k.Metadata)
+			}
+			break
+		}
+	}
+	return append(out, known...), nil
+}
+
+// knownSeeds are the after_planning plans of tests/*.yaml, then those of
+// requests/*.json.
+func knownSeeds(dir string) ([]Case, error) {
+	var out []Case
 	cases, err := config.LoadTests(dir)
 	if err != nil {
 		return nil, err
