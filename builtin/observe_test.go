@@ -69,7 +69,8 @@ func TestEffect_RecordedOnInvocation(t *testing.T) {
 			name: "a later report updates the effect",
 			steps: `      - effect: {id: job, status: pending, summary: "'queued'"}
       - effect: {id: job, status: partial, summary: "'half done'"}`,
-			want: []engine.Effect{{EffectID: "job", SchemaVersion: 1, Status: engine.EffectPartial, Summary: "half done"}},
+			want: []engine.Effect{{EffectID: "job", SchemaVersion: 1, Status: engine.EffectPartial, Summary: "half done",
+				History: []engine.EffectChange{{Status: engine.EffectPending}}}},
 			data: []string{""},
 		},
 		{
@@ -113,6 +114,12 @@ func TestEffect_RecordedOnInvocation(t *testing.T) {
 				}
 				if !e.StartedAt.Equal(started) || e.StartedAt.Location() != time.UTC {
 					t.Errorf("effect %s started_at = %v, want %v in UTC", e.EffectID, e.StartedAt, started)
+				}
+				for j, h := range e.History {
+					if h.ReplacedAt.IsZero() {
+						t.Errorf("effect %s: history entry %d has no time", e.EffectID, j)
+					}
+					e.History[j].ReplacedAt = time.Time{}
 				}
 				e.Data, e.StartedAt = nil, time.Time{}
 				if !reflect.DeepEqual(e, tt.want[i]) {

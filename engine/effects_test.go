@@ -120,8 +120,51 @@ func TestEffects_UpdateByIDReplaces(t *testing.T) {
 	effects := onlyEffects(t, trail)
 	wantA := terminal("a", engine.EffectPartial, `{"written":1}`)
 	wantA.Summary = "1 of 2"
-	if len(effects) != 2 || !reflect.DeepEqual(effects[0], wantA) || !reflect.DeepEqual(effects[1], done) {
-		t.Fatalf("effects = %+v; want a replaced in place by its update and b by its late update", effects)
+	if len(effects) != 2 {
+		t.Fatalf("effects = %+v; want a and b, each replaced in place", effects)
+	}
+	for i, want := range []engine.Effect{wantA, done} {
+		got := effects[i]
+		if len(got.History) != 1 || got.History[0].Status != engine.EffectPending || got.History[0].ReplacedAt.IsZero() {
+			t.Errorf("effect %s history = %+v, want the pending status it had", got.EffectID, got.History)
+		}
+		got.History = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("effect = %+v, want %+v", got, want)
+		}
+	}
+}
+
+// An effect keeps the statuses it had before, in order, with when each was replaced;
+// a report that keeps the status adds none, and a reporter cannot write the history.
+func TestEffects_HistoryKeepsEarlierStatuses(t *testing.T) {
+	trail := engine.NewTrail()
+	ctx := effectRun(t, trail, func(ctx context.Context) error {
+		forged := pending("job")
+		forged.History = []engine.EffectChange{{Status: engine.EffectFailed}}
+		if err := engine.ReportEffect(ctx, forged); err != nil {
+			return err
+		}
+		return engine.ReportEffect(ctx, pending("job"))
+	})
+	if h := onlyEffects(t, trail)[0].History; h != nil {
+		t.Fatalf("history after two pending reports = %+v, want none", h)
+	}
+	before := time.Now()
+	if err := engine.ReportEffect(ctx, terminal("job", engine.EffectPartial, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.ReportEffect(ctx, terminal("job", engine.EffectSucceeded, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	h := onlyEffects(t, trail)[0].History
+	if len(h) != 2 || h[0].Status != engine.EffectPending || h[1].Status != engine.EffectPartial ||
+		h[0].ReplacedAt.Before(before) || h[1].ReplacedAt.Before(h[0].ReplacedAt) {
+		t.Fatalf("history = %+v, want pending then partial, in order", h)
+	}
+	h[0].Status = "mutated"
+	if onlyEffects(t, trail)[0].History[0].Status != engine.EffectPending {
+		t.Fatal("a copy of the trail shares its effect history")
 	}
 }
 
@@ -480,8 +523,9 @@ func TestEffects_CompletedByIDOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _ := store.Get(ctx, "r")
-	if got := rec.PipelineHooks[0].Effects[0]; got.Status != engine.EffectSucceeded || string(got.Data) != `{"rows":1}` {
-		t.Fatalf("effect = %+v", got)
+	if got := rec.PipelineHooks[0].Effects[0]; got.Status != engine.EffectSucceeded || string(got.Data) != `{"rows":1}` ||
+		len(got.History) != 1 || got.History[0].Status != engine.EffectPending {
+		t.Fatalf("effect = %+v, want succeeded with the pending status in its history", got)
 	}
 	for name, tc := range map[string]struct {
 		id   string

@@ -127,10 +127,10 @@ func ExampleBeforePlanningHook() {
 		}
 		sc := out.ShortCircuit
 		fmt.Printf("%s: %q from %s (%s, %s)\n", region, sc.ShortCircuit.Response, sc.Hook, sc.Kind, sc.Reason)
-		fmt.Printf("record: %s, %s, answered by %s\n", rec.Status, rec.Lifecycle, rec.FinalResponseSource)
+		fmt.Printf("record of %q: %s, %s, answered by %s\n", rec.Request, rec.Status, rec.Lifecycle, rec.FinalResponseSource)
 	}
 	// Output:
 	// us-east: planning goes on
 	// eu-west: "eu-west is under maintenance until 06:00 UTC" from maintenance-window (authoritative, authoritative)
-	// record: succeeded, completed, answered by before_planning_short_circuit
+	// record of "is my order shipped?": succeeded, completed, answered by before_planning_short_circuit
 }

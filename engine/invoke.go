@@ -36,6 +36,9 @@ func (p *Pipeline) begin(ctx context.Context, e entry, stage Stage, seq, planPha
 		if !e.mode.Enforcing() {
 			rec.Mode = e.mode
 		}
+		if sc := trace.SpanContextFromContext(ctx); inv.span != nil && sc.IsValid() {
+			rec.TraceID, rec.SpanID = sc.TraceID().String(), sc.SpanID().String()
+		}
 		inv.index = trail.open(rec)
 		ctx = withEffectSink(ctx, trail, inv.index)
 	}

@@ -41,7 +41,9 @@ type ExecutionRecord struct {
 	RequestID  string `json:"request_id"`
 	Generation string `json:"generation,omitempty"`
 	// Tenant is the tenant the request's metadata names (TenantOf), if any.
-	Tenant    string           `json:"tenant,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
+	// Request is the request's text as it was opened.
+	Request   string           `json:"request,omitempty"`
 	Status    RecordStatus     `json:"status"`
 	Lifecycle RequestLifecycle `json:"lifecycle,omitempty"`
 	// Cause says why a failed request failed (see Cause).

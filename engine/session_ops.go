@@ -438,7 +438,7 @@ func (d *Driver) CompleteEffect(ctx context.Context, id string, e Effect) error 
 				if e.StartedAt.IsZero() {
 					e.StartedAt = effects[j].StartedAt
 				}
-				effects[j], problem = e, nil
+				effects[j], problem = e.replacing(effects[j], s.d.now().UTC()), nil
 				return true
 			}
 		}

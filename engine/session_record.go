@@ -235,7 +235,8 @@ func recordEntries(rec *ExecutionRecord) int {
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {
 	return &ExecutionRecord{
-		RequestID: s.state.ID, Generation: s.gen.ID, Tenant: TenantOf(s.state.Metadata), Status: RecordRunning, Lifecycle: LifecycleOpen,
+		RequestID: s.state.ID, Generation: s.gen.ID, Tenant: TenantOf(s.state.Metadata), Request: s.state.Request,
+		Status: RecordRunning, Lifecycle: LifecycleOpen,
 		PipelineHooks: []Invocation{}, CreatedAt: now, UpdatedAt: now,
 	}
 }

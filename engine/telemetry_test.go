@@ -322,3 +322,29 @@ func TestTelemetry_AcceptedShortCircuitIsASpanEvent(t *testing.T) {
 		t.Fatalf("decision events = %v, want %v", events, want)
 	}
 }
+
+// With a tracer, every invocation record names its span; without one, none does.
+func TestTelemetry_InvocationRecordsItsSpan(t *testing.T) {
+	opt, sr := spanRecorder()
+	hooks := []engine.Hook{&executionHook{name: "audit"}, &executionHook{name: "notify"}}
+	trail := engine.NewTrail()
+	mustNew(t, hooks, opt).AfterExecution(context.Background(), newPctx(), &engine.ExecutionResult{}, trail)
+	spans := sr.Ended()
+	invs := trail.Invocations()
+	if len(spans) != 2 || len(invs) != 2 {
+		t.Fatalf("%d spans, %d invocations, want 2 each", len(spans), len(invs))
+	}
+	for i, inv := range invs {
+		sc := spans[i].SpanContext()
+		if inv.TraceID != sc.TraceID().String() || inv.SpanID != sc.SpanID().String() {
+			t.Errorf("invocation %s names trace %q span %q, its span is %s/%s", inv.HookName, inv.TraceID, inv.SpanID, sc.TraceID(), sc.SpanID())
+		}
+	}
+	untraced := engine.NewTrail()
+	mustNew(t, hooks).AfterExecution(context.Background(), newPctx(), &engine.ExecutionResult{}, untraced)
+	for _, inv := range untraced.Invocations() {
+		if inv.TraceID != "" || inv.SpanID != "" {
+			t.Errorf("untraced invocation %s names trace %q span %q", inv.HookName, inv.TraceID, inv.SpanID)
+		}
+	}
+}

@@ -153,10 +153,11 @@ func (t *Trail) report(i int, e Effect) (late func(), err error) {
 		if inv.Effects[j].EffectID != e.EffectID {
 			continue
 		}
-		if inv.Effects[j].Status.Terminal() && !e.Status.Terminal() {
+		prev := inv.Effects[j]
+		if prev.Status.Terminal() && !e.Status.Terminal() {
 			return nil, fmt.Errorf("%w: effect %q", ErrEffectRegression, e.EffectID)
 		}
-		inv.Effects[j] = e
+		inv.Effects[j] = e.replacing(prev, time.Now().UTC())
 		if t.completed[i] {
 			return t.onLate, nil
 		}
@@ -165,6 +166,7 @@ func (t *Trail) report(i int, e Effect) (late func(), err error) {
 	if t.completed[i] {
 		return nil, fmt.Errorf("%w: effect %q", ErrEffectAfterComplete, e.EffectID)
 	}
+	e.History = nil
 	inv.Effects = append(inv.Effects, e)
 	return nil, nil
 }
@@ -176,6 +178,16 @@ func (t *Trail) find(i int, f Finding) {
 	t.invocations[i].WouldDeny = append(t.invocations[i].WouldDeny, f)
 }
 
+// replacing returns e as the update of prev at time at: prev's history, and prev's
+// status added to it when e changes the status.
+func (e Effect) replacing(prev Effect, at time.Time) Effect {
+	e.History = prev.History
+	if prev.Status != e.Status {
+		e.History = append(slices.Clip(e.History), EffectChange{Status: prev.Status, ReplacedAt: at})
+	}
+	return e
+}
+
 func copyInvocation(inv Invocation) Invocation {
 	if inv.WouldDeny != nil {
 		inv.WouldDeny = cloneFindings(inv.WouldDeny)
@@ -184,6 +196,7 @@ func copyInvocation(inv Invocation) Invocation {
 		effects := make([]Effect, len(inv.Effects))
 		for i, e := range inv.Effects {
 			e.Data = append(json.RawMessage(nil), e.Data...)
+			e.History = slices.Clone(e.History)
 			effects[i] = e
 		}
 		inv.Effects = effects

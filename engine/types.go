@@ -171,6 +171,15 @@ type Effect struct {
 	Error         string          `json:"error,omitempty"`
 	StartedAt     time.Time       `json:"started_at"`
 	Duration      time.Duration   `json:"duration"`
+	// History holds the statuses the effect had before a report under its id changed
+	// the status, oldest first; the recorder fills it, a reporter's own is ignored.
+	History []EffectChange `json:"history,omitempty"`
+}
+
+// EffectChange is a status an effect had and when a later report replaced it.
+type EffectChange struct {
+	Status     EffectStatus `json:"status"`
+	ReplacedAt time.Time    `json:"replaced_at"`
 }
 
 // InvocationStatus says whether a hook callback returned normally.
@@ -255,4 +264,7 @@ type Invocation struct {
 	// have denied.
 	Mode      RuleMode  `json:"mode,omitempty"`
 	WouldDeny []Finding `json:"would_deny,omitempty"`
+	// TraceID and SpanID identify the invocation's span when a tracer is configured.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }

@@ -161,10 +161,11 @@ func TestDriver_EveryEntryPointWritesTheSameRecords(t *testing.T) {
 	}
 }
 
-// volatile are record fields that differ between runs: times, durations and decision
-// ids.
+// volatile are record fields that differ between runs: times, durations, decision ids
+// and trace ids.
 var volatile = map[string]bool{"created_at": true, "updated_at": true, "started_at": true, "duration": true,
-	"open_until": true, "total_duration": true, "at": true, "decision_id": true}
+	"open_until": true, "total_duration": true, "at": true, "replaced_at": true, "decision_id": true,
+	"trace_id": true, "span_id": true}
 
 // decodeRecord decodes a record and drops its volatile fields at every depth.
 func decodeRecord(t *testing.T, data []byte) any {

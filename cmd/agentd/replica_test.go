@@ -169,6 +169,11 @@ func TestReplicas_StagesSplitAcrossReplicas(t *testing.T) {
 				t.Fatalf("record on %s lacks the invocation of %s: %s", name, h, hooks)
 			}
 		}
+		// The record, written four times through two replicas, is listed once by each.
+		status, data, err := d.try(http.MethodGet, "/v1/executions?status=succeeded&stage=after_synthesis", "")
+		if err != nil || status != 200 || strings.Count(string(data), `"request_id":"split"`) != 1 {
+			t.Fatalf("the list on %s = %d %v: %s", name, status, err, data)
+		}
 	}
 }
 

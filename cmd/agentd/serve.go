@@ -18,6 +18,7 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
@@ -26,12 +27,12 @@ import (
 )
 
 type serveFlags struct {
-	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel string
-	watch, logPayloads, requirePlanReview                     bool
-	debounce, successRetention, errorRetention, drain         time.Duration
-	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
-	maxBody, memoryBytes                                      int64
-	maxRecords, maxFailedRecords, maxRecordEntries, maxConns  int
+	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel, traceURL string
+	watch, logPayloads, requirePlanReview                               bool
+	debounce, successRetention, errorRetention, drain                   time.Duration
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
+	maxBody, memoryBytes                                                int64
+	maxRecords, maxFailedRecords, maxRecordEntries, maxConns            int
 }
 
 const serveDoc = `
@@ -68,6 +69,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
 	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
+	fs.StringVar(&f.traceURL, "trace-url", "", "the records viewer's trace link of each hook invocation, a URL template with {trace_id}, {span_id}, {span_name}, {hook}, {stage} or {request_id}, e.g. http://jaeger:16686/trace/{trace_id}")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -84,6 +86,9 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 		return nil, errUsage
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		fmt.Fprintln(stderr, "agentd serve: --tls-cert and --tls-key go together")
+		return nil, errUsage
+	case f.traceURL != "" && viewer.CheckTraceURL(f.traceURL) != nil:
+		fmt.Fprintf(stderr, "agentd serve: --trace-url: %v\n", viewer.CheckTraceURL(f.traceURL))
 		return nil, errUsage
 	case f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
 		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
@@ -177,9 +182,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
 			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
-			Mounts: append(gateway.Mounts(),
+			Mounts: append(append(gateway.Mounts(),
 				server.Mount{Pattern: "/mcp", Handler: mcpGateway.Handler(), Role: server.RoleOrchestrator, Stream: true}),
-			Gateways: map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
+				viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
+			Gateways:  map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
+			LoginPage: viewer.LoginPage,
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,
@@ -231,7 +238,7 @@ type stores struct {
 	states  engine.StateStore
 	cache   store.Cache
 	limiter store.Limiter
-	records engine.RecordStore
+	records store.RecordStore
 	close   func()
 }
 

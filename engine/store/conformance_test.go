@@ -32,3 +32,7 @@ func TestMemory_Binding(t *testing.T) {
 		return m, m
 	})
 }
+
+func TestMemory_Query(t *testing.T) {
+	storetest.Query(t, func(t *testing.T) store.RecordStore { return newMemory(t) })
+}

@@ -85,6 +85,7 @@ type memoryRecord struct {
 	revision int64
 	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
 	data     []byte                  // nil with rec: a tombstone
+	summary  *Summary                // what List matches and shows; never changed once stored
 }
 
 // NewMemory returns an empty store.
@@ -201,7 +202,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if size > m.maxRecord {
 		return fmt.Errorf("%w: request %q record holds about %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, size, m.maxRecord)
 	}
-	e := memoryRecord{revision: rec.Revision}
+	e := memoryRecord{revision: rec.Revision, summary: Summarize(rec)}
 	if c, err := engine.CloneRecord(rec); err == nil {
 		e.rec = c
 	} else if e.data, err = json.Marshal(rec); err != nil {
@@ -285,6 +286,7 @@ func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.D
 var (
 	_ engine.StateStore  = (*Memory)(nil)
 	_ engine.RecordStore = (*Memory)(nil)
+	_ RecordLister       = (*Memory)(nil)
 	_ Cache              = (*Memory)(nil)
 	_ Limiter            = (*Memory)(nil)
 )

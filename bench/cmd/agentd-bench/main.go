@@ -93,7 +93,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "7"
+	rows     map[string][]report.Row // by section: "1" … "8"
 	extra    []report.Row
 	profiles []profile
 	notes    []string
@@ -148,6 +148,7 @@ func run(c *config) error {
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
 		{"MCP gateway", b.mcpGateway},
+		{"records list", b.records},
 	}
 	for _, s := range steps {
 		t := time.Now()

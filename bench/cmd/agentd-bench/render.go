@@ -11,7 +11,7 @@ import (
 // table returns every row, section by section.
 func (b *bench) table() []report.Row {
 	var rows []report.Row
-	for _, s := range []string{"1", "2", "3", "4", "5", "6", "7"} {
+	for _, s := range []string{"1", "2", "3", "4", "5", "6", "7", "8"} {
 		rows = append(rows, b.rows[s]...)
 	}
 	return rows

@@ -402,3 +402,7 @@ func TestStore_CloseLeavesNoGoroutines(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestRecords_Query(t *testing.T) {
+	storetest.Query(t, func(t *testing.T) store.RecordStore { return open(t).Records(store.Retention{}) })
+}

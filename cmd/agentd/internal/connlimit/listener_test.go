@@ -27,14 +27,12 @@ func TestHardening_ConnectionCap(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	var clients []net.Conn
 	for range 3 {
 		c, err := net.Dial("tcp", inner.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		clients = append(clients, c)
 	}
 	first, second := <-accepted, <-accepted
 	select {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -59,20 +60,28 @@ func tokenOf(tokens []Token, header string) (Token, bool) {
 
 // authorize admits a call of a route that needs role: with no tokens configured every
 // call; otherwise a call presenting a token whose role may call the route, confined to
-// the token's tenant when it has one. A call without a valid token is answered 401
-// and its connection closed, its body never read; a token whose role may not call the
-// route is answered 403 forbidden.
-func authorize(tokens []Token, role Role, next http.Handler) http.Handler {
-	if len(tokens) == 0 {
+// the token's tenant when it has one. A GET or HEAD may present, instead of a token,
+// the cookie of a session the token opened (see Sessions). A call without a valid
+// token is answered 401 and its connection closed, its body never read (a browser
+// loading a page is sent to opts.LoginPage instead, when set); a token whose role may
+// not call the route is answered 403 forbidden.
+func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
+	if len(opts.Tokens) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := tokenOf(tokens, r.Header.Get("Authorization"))
-		if !ok {
+		tok, ok := tokenOf(opts.Tokens, r.Header.Get("Authorization"))
+		if !ok && safe(r) {
+			tok, ok = opts.Sessions.token(r)
+		}
+		switch {
+		case !ok && safe(r) && opts.LoginPage != "" && navigation(r):
+			http.Redirect(w, r, opts.LoginPage+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		case !ok:
 			refuseUnauthenticated(w)
 			return
-		}
-		if !tok.Role.may(role) {
+		case !tok.Role.may(role):
 			writeError(w, apiError(http.StatusForbidden, TypeForbidden, "a %s token may not call %s %s", tok.Role, r.Method, r.URL.Path).
 				with("role", tok.Role).with("required_role", role))
 			return

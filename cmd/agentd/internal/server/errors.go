@@ -20,6 +20,7 @@ const (
 	TypeInvalidJSON           ErrorType = "invalid_json"
 	TypeInvalidField          ErrorType = "invalid_field"
 	TypeUnknownField          ErrorType = "unknown_field"
+	TypeInvalidQuery          ErrorType = "invalid_query"
 	TypeMissingField          ErrorType = "missing_field"
 	TypeBodyTooLarge          ErrorType = "body_too_large"
 	TypeInvalidPlan           ErrorType = "invalid_plan"

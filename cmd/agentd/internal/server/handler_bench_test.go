@@ -50,7 +50,7 @@ func BenchmarkAuthorize(b *testing.B) {
 	for i := range 10 {
 		tokens = append(tokens, Token{SHA256: sha256.Sum256([]byte("token-" + strconv.Itoa(i))), Role: RoleOrchestrator, Tenant: "acme"})
 	}
-	h := authorize(tokens, RoleOrchestrator, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	h := authorize(HTTPOptions{Tokens: tokens}, RoleOrchestrator, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	req := httptest.NewRequest(http.MethodPost, "/v1/hooks/before_planning", nil)
 	req.Header.Set("Authorization", "Bearer token-7")
 	b.ReportAllocs()

@@ -31,6 +31,12 @@ type HTTPOptions struct {
 	Mounts []Mount
 	// Gateways report their state in GET /v1/status, under gateways.<name>.
 	Gateways map[string]func() any
+	// Sessions are the browser sessions that stand for a token on GET and HEAD calls
+	// (see Sessions); nil means a store of this handler's own.
+	Sessions *Sessions
+	// LoginPage, when set, is where a browser loading a page without a token or a
+	// session is sent (303), instead of answered 401.
+	LoginPage string
 }
 
 // Mount is one further route: a ServeMux pattern ("POST /v1/chat/completions",
@@ -45,6 +51,9 @@ type Mount struct {
 	// Stream marks a route that streams its response (server-sent events): its write
 	// timeout applies to each write rather than to the whole response.
 	Stream bool
+	// Public serves the route to every caller, without authorization: it must serve
+	// nothing secret (the viewer's login page).
+	Public bool
 }
 
 // Handler returns the HTTP API of s. Every route it serves is described in
@@ -72,9 +81,12 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 1 << 20
 	}
+	if opts.Sessions == nil {
+		opts.Sessions = NewSessions(0, 0)
+	}
 	mux := &apiMux{ServeMux: http.NewServeMux()}
 	route := func(role Role, method, path string, h http.Handler) {
-		mux.serve(method+" "+path, authorize(opts.Tokens, role, h))
+		mux.serve(method+" "+path, authorize(opts, role, h))
 		mux.Handle(path, methodNotAllowed(method))
 	}
 	post := func(role Role, path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
@@ -110,6 +122,14 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 	})
 	post(RoleOrchestrator, "/v1/operations/finish", stage(opts, s.FinishOperation))
 	post(RoleOrchestrator, "/v1/effects", stage(opts, s.UpdateEffect))
+	route(RoleViewer, http.MethodGet, "/v1/executions", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		q, e := parseListQuery(r.URL.Query())
+		if e != nil {
+			return nil, 0, e
+		}
+		page, e := s.Executions(ctx, q)
+		return page, http.StatusOK, e
+	}))
 	route(RoleViewer, http.MethodGet, "/v1/executions/{id}", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
@@ -139,9 +159,14 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		writeError(w, apiError(http.StatusServiceUnavailable, TypeNotReady, "no config generation is live"))
 	}))
 	if opts.Metrics != nil {
-		mux.serve("GET /metrics", authorize(opts.Tokens, RoleViewer, opts.Metrics))
+		mux.serve("GET /metrics", authorize(opts, RoleViewer, opts.Metrics))
 	}
+	serveSessions(mux, opts)
 	for _, m := range opts.Mounts {
+		if m.Public {
+			mux.serve(m.Pattern, m.Handler)
+			continue
+		}
 		role, h := m.Role, m.Handler
 		if role == "" {
 			role = RoleAdmin
@@ -149,7 +174,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		if m.Stream {
 			h = streaming(opts.Timeouts, h)
 		}
-		mux.serve(m.Pattern, authorize(opts.Tokens, role, h))
+		mux.serve(m.Pattern, authorize(opts, role, h))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))

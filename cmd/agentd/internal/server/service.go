@@ -14,13 +14,14 @@ import (
 
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Config configures a Service.
 type Config struct {
 	Registry *reload.Registry
 	States   engine.StateStore
-	Records  engine.RecordStore
+	Records  store.RecordStore
 	// RequestTTL is how long request state is kept between stage calls; 0 means
 	// engine.DefaultStateTTL.
 	RequestTTL time.Duration

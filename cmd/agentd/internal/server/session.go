@@ -1,0 +1,186 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SessionCookie is the cookie that holds a browser's session id.
+const SessionCookie = "agentd_session"
+
+// Session defaults.
+const (
+	DefaultSessionTTL  = 12 * time.Hour
+	DefaultMaxSessions = 10_000
+)
+
+// Sessions are the browser sessions of the records viewer. A browser opens one with
+// an API token (POST /v1/session) and gets a random session id in an HttpOnly,
+// SameSite=Strict cookie (Secure over TLS); the cookie never holds the token. A
+// session stands for the token that opened it (its role and tenant) on safe calls
+// only (GET and HEAD), so it reads records, status and the viewer but never changes
+// anything, and a forged cross-site request can do nothing with it. Sessions live in this process: they end
+// when it restarts, at their TTL, or at DELETE /v1/session; replicas do not share
+// them. Sessions is safe for concurrent use.
+type Sessions struct {
+	ttl time.Duration
+	max int
+	now func() time.Time
+
+	mu sync.Mutex
+	// live holds each session, keyed by the SHA-256 of its id, so that the ids
+	// themselves are nowhere but in the browsers.
+	live map[[sha256.Size]byte]session
+}
+
+// session is the token that opened a session, and when the session ends.
+type session struct {
+	token Token
+	end   time.Time
+}
+
+// NewSessions returns an empty session store whose sessions last ttl (0 means
+// DefaultSessionTTL); at most max live at once (0 means DefaultMaxSessions), the
+// oldest ending first.
+func NewSessions(ttl time.Duration, max int) *Sessions {
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	return &Sessions{ttl: ttl, max: max, now: time.Now, live: map[[sha256.Size]byte]session{}}
+}
+
+// open starts a session of tok and sets its cookie on w.
+func (s *Sessions) open(w http.ResponseWriter, r *http.Request, tok Token) {
+	var raw [32]byte
+	_, _ = rand.Read(raw[:])
+	id := base64.RawURLEncoding.EncodeToString(raw[:])
+	now := s.now()
+	s.mu.Lock()
+	if len(s.live) >= s.max {
+		s.evict(now)
+	}
+	s.live[sha256.Sum256([]byte(id))] = session{token: tok, end: now.Add(s.ttl)}
+	s.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(s.ttl / time.Second),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+}
+
+// evict ends the expired sessions, and the one closest to its end if none was. The
+// caller holds s.mu.
+func (s *Sessions) evict(now time.Time) {
+	var first [sha256.Size]byte
+	var firstEnd time.Time
+	n := len(s.live)
+	for k, se := range s.live {
+		if !now.Before(se.end) {
+			delete(s.live, k)
+		} else if firstEnd.IsZero() || se.end.Before(firstEnd) {
+			first, firstEnd = k, se.end
+		}
+	}
+	if len(s.live) == n {
+		delete(s.live, first)
+	}
+}
+
+// token returns the token whose live session r's cookie names; a nil Sessions has
+// none.
+func (s *Sessions) token(r *http.Request) (Token, bool) {
+	if s == nil {
+		return Token{}, false
+	}
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return Token{}, false
+	}
+	key := sha256.Sum256([]byte(c.Value))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.live[key]
+	if ok && !s.now().Before(se.end) {
+		delete(s.live, key)
+		return Token{}, false
+	}
+	return se.token, ok
+}
+
+// close ends the session of r, if any, and clears its cookie.
+func (s *Sessions) close(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		s.mu.Lock()
+		delete(s.live, sha256.Sum256([]byte(c.Value)))
+		s.mu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+}
+
+// safe reports whether r's method only reads.
+func safe(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
+
+// navigation reports whether r is a browser loading a page (not a script's fetch).
+func navigation(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Mode") == "navigate" ||
+		r.Header.Get("Sec-Fetch-Mode") == "" && acceptsHTML(r.Header.Get("Accept"))
+}
+
+func acceptsHTML(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		if mt, _, err := mime.ParseMediaType(part); err == nil && mt == "text/html" {
+			return true
+		}
+	}
+	return false
+}
+
+// SessionRequest is the body of POST /v1/session.
+type SessionRequest struct {
+	Token string `json:"token"`
+}
+
+// serveSessions serves POST /v1/session (log in: the token in a JSON body, which a
+// cross-site form cannot send; 204 and the cookie, or 401) and DELETE /v1/session (log
+// out: 204, the session ended and its cookie cleared). Neither needs a token in the
+// Authorization header. With no token configured, logging in opens no session: every
+// route is open anyway.
+func serveSessions(mux *apiMux, opts HTTPOptions) {
+	sessions := opts.Sessions
+	mux.serve("POST /v1/session", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeError(w, apiError(http.StatusBadRequest, TypeInvalidJSON, "the body must be JSON (Content-Type: application/json)"))
+			return
+		}
+		var req SessionRequest
+		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		if req.Token == "" {
+			writeError(w, missing("token"))
+			return
+		}
+		if len(opts.Tokens) > 0 {
+			tok, ok := tokenOf(opts.Tokens, "Bearer "+req.Token)
+			if !ok {
+				writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "wrong token"))
+				return
+			}
+			sessions.open(w, r, tok)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.serve("DELETE /v1/session", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sessions.close(w, r)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.Handle("/v1/session", methodNotAllowed("POST, DELETE"))
+}
