@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -92,7 +93,16 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		route(role, http.MethodPost, path, endpoint(h))
 	}
 	post(RoleOrchestrator, "/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
-	post(RoleOrchestrator, "/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
+	post(RoleOrchestrator, "/v1/hooks/after_planning", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		explain, e := queryBool(r, "explain")
+		if e != nil {
+			return nil, 0, e
+		}
+		return stage(opts, func(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
+			req.Explain = explain
+			return s.AfterPlanning(ctx, req)
+		})(ctx, r)
+	})
 	post(RoleOrchestrator, "/v1/hooks/after_execution", stage(opts, s.AfterExecution))
 	post(RoleOrchestrator, "/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
 	post(RoleOrchestrator, "/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
@@ -194,6 +204,20 @@ func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Res
 	}
 }
 
+// queryBool reads a boolean query parameter: absent is false; true, false, 1 and 0 are
+// accepted, anything else is a 400.
+func queryBool(r *http.Request, name string) (bool, *APIError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, apiError(http.StatusBadRequest, TypeInvalidField, "query parameter %s must be true or false, not %q", name, v).with("field", name)
+	}
+	return b, nil
+}
+
 // endpoint renders a JSON handler's answer or error.
 func endpoint(h func(ctx context.Context, r *http.Request) (any, int, *APIError)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -247,6 +271,7 @@ type StatusBody struct {
 	Generation     string                             `json:"generation,omitempty"`
 	LoadedAt       string                             `json:"loaded_at,omitempty"`
 	Files          []string                           `json:"files"`
+	DataMounts     []config.DataMount                 `json:"data_mounts"`
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
@@ -261,12 +286,13 @@ type StatusBody struct {
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() StatusBody {
-	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	g := s.cfg.Registry.Current()
 	if g == nil {
 		return body
 	}
 	body.Generation, body.LoadedAt, body.Files, body.PolicyRevision = g.ID, g.LoadedAt.Format("2006-01-02T15:04:05.000Z07:00"), g.Files, g.PolicyRevision
+	body.DataMounts = append(body.DataMounts, g.DataMounts...)
 	for _, st := range engine.Stages {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}
