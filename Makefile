@@ -15,6 +15,8 @@ FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/r
 	./cmd/agentd/internal/gateway/openai:FuzzChatRequest:6000 ./cmd/agentd/internal/gateway/openai:FuzzUpstreamReply:10000 \
 	./cmd/agentd/internal/gateway/mcp:FuzzVetLine:3000 ./cmd/agentd/internal/server:FuzzListQuery:10000
 FUZZTIME ?= 10s
+# BENCH_FLAGS are extra agentd-bench flags for make bench (see bench/README.md).
+BENCH_FLAGS ?=
 
 .PHONY: build run generate test test-race test-go test-policies fuzz bench lint fmt
 
@@ -69,8 +71,8 @@ bench:
 	$(GO) build -o bench/bin/agentd-bench ./bench/cmd/agentd-bench
 	$(GO) build -o bench/bin/openai-upstream ./examples/openai-gateway/upstream
 	$(GO) tool opa version >/dev/null
-	bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -upstream bench/bin/openai-upstream \
-		-opa "$$($(GO) tool -n opa)" -results bench/results
+	AGENTD_TEST_REDIS= scripts/redis.sh with bench/bin/agentd-bench -go "$(GO)" -agentd bench/bin/agentd -upstream bench/bin/openai-upstream \
+		-opa "$$($(GO) tool -n opa)" -results bench/results $(BENCH_FLAGS)
 
 ## lint: gofmt, go vet and staticcheck.
 lint:

@@ -27,6 +27,9 @@ type Context struct {
 	Services   Services
 	Source     *Source
 	Errors     *diag.List
+	// Queries collects the data reference of every Rego query prepared; nil collects
+	// nothing.
+	Queries *[]string
 }
 
 // Params gives an action's Compile typed, position-aware access to its params, each read
@@ -52,7 +55,7 @@ func CompileStep(c *Context, step *yaml.Node, field string) Action {
 	key, params := step.Content[0], step.Content[1]
 	spec, ok := Lookup(key.Value)
 	if !ok {
-		c.add(c.Source.Errorf(diag.KindUnknownAction, key, field, "unknown action %q (known: %s)", key.Value, strings.Join(Names(), ", ")))
+		c.add(c.Source.Errorf(diag.KindUnknownAction, key, field, "unknown action %q%s (known: %s)", key.Value, diag.DidYouMean(key.Value, Names()), strings.Join(Names(), ", ")))
 		return nil
 	}
 	field += "." + key.Value
@@ -94,7 +97,7 @@ func (p *Params) index() bool {
 	for i := 0; i+1 < len(p.node.Content); i += 2 {
 		k, v := p.node.Content[i], p.node.Content[i+1]
 		if _, known := p.spec.param(k.Value); !known {
-			p.ctx.add(p.ctx.Source.Errorf(diag.KindUnknownKey, k, p.field+"."+k.Value, "unknown param %q of %q (params: %s)", k.Value, p.spec.Name, p.paramNames()))
+			p.ctx.add(p.ctx.Source.Errorf(diag.KindUnknownKey, k, p.field+"."+k.Value, "unknown param %q of %q%s (params: %s)", k.Value, p.spec.Name, diag.DidYouMean(k.Value, p.spec.paramNames()), strings.Join(p.spec.paramNames(), ", ")))
 			ok = false
 			continue
 		}
@@ -115,14 +118,6 @@ func (p *Params) index() bool {
 		ok = false
 	}
 	return ok
-}
-
-func (p *Params) paramNames() string {
-	names := make([]string, len(p.spec.Params))
-	for i, param := range p.spec.Params {
-		names[i] = param.Name
-	}
-	return strings.Join(names, ", ")
 }
 
 // Hook is the name of the hook being compiled.

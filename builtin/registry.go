@@ -103,6 +103,15 @@ func (s *Spec) param(name string) (Param, bool) {
 	return s.Params[i], true
 }
 
+// paramNames lists the names of s's params in declaration order.
+func (s *Spec) paramNames() []string {
+	names := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
 var registry = map[string]*Spec{}
 
 // register adds s to the registry. A declaration that contradicts itself is a

@@ -59,6 +59,9 @@ func (c *Context) Query(n *yaml.Node, field string) *policy.Query {
 		c.add(c.Source.Errorf(diag.KindUndefinedQuery, n, field, "%s", policyMessage(err)))
 		return nil
 	}
+	if c.Queries != nil {
+		*c.Queries = append(*c.Queries, q.String())
+	}
 	return q
 }
 
@@ -181,11 +184,11 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 
 // decide returns the decision for s, from the memo when it has it (one hit in
 // auditEvery is evaluated as well: see audit). Failures (timeouts, evaluation errors)
-// are never memoized.
+// are never memoized. A traced evaluation (explain, coverage) never uses the memo.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
 	phase := max(s.Plan.PhaseNumber, 1)
 	memo := a.memo.Load()
-	if memo == nil {
+	if memo == nil || policy.Traced(ctx) {
 		return a.evaluate(ctx, s, phase)
 	}
 	key, err := memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)

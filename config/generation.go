@@ -19,8 +19,12 @@ type Generation struct {
 	Catalog *engine.Catalog
 	// Policies is the compiled Rego bundle (modules and data documents).
 	Policies *policy.Bundle
-	Hooks    []HookInfo
-	Guards   []GuardInfo
+	// Queries are the data references the rego steps and Rego guards query, sorted.
+	Queries []string
+	// DataMounts say where each data document is mounted, in file order.
+	DataMounts []DataMount
+	Hooks      []HookInfo
+	Guards     []GuardInfo
 	// Observers are the declarative operation observers, in order.
 	Observers []ObserverInfo
 	Gateways  Gateways
@@ -38,6 +42,13 @@ type Generation struct {
 type Gateways struct {
 	OpenAI *OpenAIGateway
 	MCP    *MCPGateway
+}
+
+// DataMount is where a data file's document is mounted: data/agentd/allowlist.json is
+// data.agentd (so its member allowlist is data.agentd.allowlist).
+type DataMount struct {
+	File string `json:"file"`
+	Path string `json:"path"`
 }
 
 // HookInfo describes one compiled hook, in registration order.

@@ -3,6 +3,8 @@ package config
 import (
 	"cmp"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -60,6 +62,8 @@ type loader struct {
 	cel        *expr.Compiler
 	rego       *policy.Bundle
 	regoFailed bool
+	queries    []string
+	mounts     []DataMount
 	observers  []ObserverInfo
 }
 
@@ -110,15 +114,18 @@ func Load(dir string, opts Options) (*Generation, error) {
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
-		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Hooks: infos, Guards: guards, Observers: l.observers,
-		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval,
-		LoadedAt: time.Now().UTC(),
+		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
+		DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
+		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 
 func (l *loader) compilePolicies(cf configFiles) {
 	data, errs := decodeData(cf.data)
 	l.errs = append(l.errs, errs...)
+	for _, d := range data {
+		l.mounts = append(l.mounts, DataMount{File: d.File, Path: strings.Join(append([]string{"data"}, d.Path...), ".")})
+	}
 	modules := make([]policy.Module, len(cf.policies))
 	for i, f := range cf.policies {
 		modules[i] = policy.Module{File: f.name, Source: f.data}
@@ -140,6 +147,6 @@ func (l *loader) compilePolicies(cf configFiles) {
 func (l *loader) context(d document, stage engine.Stage, hook string) *builtin.Context {
 	return &builtin.Context{
 		Stage: stage, Hook: hook, CEL: l.cel, Rego: l.rego, RegoFailed: l.regoFailed,
-		Services: l.opts.Services, Source: d.src, Errors: &l.errs,
+		Services: l.opts.Services, Source: d.src, Errors: &l.errs, Queries: &l.queries,
 	}
 }

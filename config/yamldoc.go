@@ -193,9 +193,12 @@ func schemaError(src *builtin.Source, root *yaml.Node, v schemas.Violation) *dia
 	if (kind == diag.KindUnknownKey || v.Keyword == "false") && key != nil {
 		at = key // a key that is unknown, or known but not allowed here
 	}
-	if kind == diag.KindUnknownKey && isStepKey(v.Path) {
+	switch {
+	case kind == diag.KindUnknownKey && isStepKey(v.Path):
 		kind = diag.KindUnknownAction
-		msg = fmt.Sprintf("unknown action %q (known: %s)", v.Path[4], strings.Join(builtin.Names(), ", "))
+		msg = fmt.Sprintf("unknown action %q%s (known: %s)", v.Path[4], diag.DidYouMean(v.Path[4], builtin.Names()), strings.Join(builtin.Names(), ", "))
+	case kind == diag.KindUnknownKey && len(v.Path) > 0:
+		msg += diag.DidYouMean(v.Path[len(v.Path)-1], v.Known)
 	}
 	return src.Errorf(kind, at, field, "%s", msg)
 }

@@ -136,6 +136,19 @@ func (c *Catalog) Agent(namespace, agent string) bool {
 	return ok
 }
 
+// Agents returns a deep copy of the catalog's agents in the order they were given; nil
+// for a nil catalog.
+func (c *Catalog) Agents() []CatalogAgent {
+	if c == nil {
+		return nil
+	}
+	out := make([]CatalogAgent, len(c.agents))
+	for i, a := range c.agents {
+		out[i] = cloneCatalogAgent(a)
+	}
+	return out
+}
+
 // capability is the uncopied lookup the validator uses; callers must not modify the
 // result.
 func (c *Catalog) capability(namespace, agent, capability string) (*Capability, bool) {

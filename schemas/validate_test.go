@@ -116,15 +116,16 @@ func TestViolationMessages(t *testing.T) {
 			name: "missing and additional property",
 			doc:  hook(map[string]any{"name": "h", "stgae": "before_planning", "steps": log}),
 			want: []Violation{
-				{"/hooks/0", []string{"hooks", "0"}, "required", `missing property "stage"`},
-				{"/hooks/0/stgae", []string{"hooks", "0", "stgae"}, "additionalProperties", `additional property "stgae" is not allowed`},
+				{"/hooks/0", []string{"hooks", "0"}, "required", `missing property "stage"`, nil},
+				{"/hooks/0/stgae", []string{"hooks", "0", "stgae"}, "additionalProperties", `additional property "stgae" is not allowed`,
+					[]string{"description", "mode", "name", "required", "stage", "steps", "timeout", "when"}},
 			},
 		},
 		{
 			name: "enum",
 			doc:  hook(map[string]any{"name": "h", "stage": "later", "steps": log}),
 			want: []Violation{{"/hooks/0/stage", []string{"hooks", "0", "stage"}, "enum",
-				`value must be one of "before_planning", "after_planning", "after_execution", "after_synthesis"`}},
+				`value must be one of "before_planning", "after_planning", "after_execution", "after_synthesis"`, nil}},
 		},
 		{
 			name: "type and pointer escaping",
@@ -132,12 +133,12 @@ func TestViolationMessages(t *testing.T) {
 				"steps": []any{map[string]any{"http.retrieve": map[string]any{
 					"url": "u", "key": "k", "headers": map[string]any{"a/b~c": 1}}}}}),
 			want: []Violation{{"/hooks/0/steps/0/http.retrieve/headers/a~1b~0c",
-				[]string{"hooks", "0", "steps", "0", "http.retrieve", "headers", "a/b~c"}, "type", "expected string, got number"}},
+				[]string{"hooks", "0", "steps", "0", "http.retrieve", "headers", "a/b~c"}, "type", "expected string, got number", nil}},
 		},
 		{
 			name: "document itself",
 			doc:  []any{},
-			want: []Violation{{"", []string{}, "type", "expected object, got array"}},
+			want: []Violation{{"", []string{}, "type", "expected object, got array", nil}},
 		},
 	}
 	for _, tt := range tests {

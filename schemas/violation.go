@@ -33,6 +33,9 @@ type Violation struct {
 	Path    []string
 	Keyword string
 	Message string
+	// Known are, for an unexpected key (additionalProperties), the property names
+	// the schema declares there, sorted, for suggesting what was meant.
+	Known []string
 }
 
 // Validate checks doc against s and returns the leaf violations, sorted by path
@@ -62,9 +65,12 @@ func Validate(s *jsonschema.Schema, doc any) []Violation {
 func collect(e *jsonschema.ValidationError, out *[]Violation) {
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
+		known := knownProperties(e.SchemaURL)
 		for _, p := range k.Properties {
-			*out = append(*out, violation(append(slices.Clone(e.InstanceLocation), p), "additionalProperties",
-				fmt.Sprintf("additional property %q is not allowed", p)))
+			v := violation(append(slices.Clone(e.InstanceLocation), p), "additionalProperties",
+				fmt.Sprintf("additional property %q is not allowed", p))
+			v.Known = known
+			*out = append(*out, v)
 		}
 		return
 	case *kind.AnyOf, *kind.OneOf:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,35 +13,54 @@ import (
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
+const checkDoc = `
+Compile a config directory and print its summary: the hooks of each stage in run
+order, the required hook, the guards, where each data document is mounted. Every
+config error is printed as file:line:col: kind: message with the offending line.
+
+Then the warnings: what compiles but lets every plan through or silently does
+nothing: no required after_planning hook, a top-level folder that looks like a
+misspelled one (hook/ for hooks/), a data reference nothing provides, a rego query
+whose package has no deny rule, a deny rule that reads a member a plan may lack
+(undefined, so it denies nothing), and what OPA's strict mode rejects.
+
+Exit 0: compiles (with --strict: and no warning); 1: config errors (or warnings with
+--strict); 2: usage.`
+
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	_, gen, code := loadDirArg("check", args, stderr)
+	fs := newFlags("check", "agentd check [--strict] DIR", checkDoc, stderr)
+	strict := fs.Bool("strict", false, "fail (exit 1) when there are warnings")
+	pos, code, ok := fs.parse(args, stdout, 1, 1)
+	if !ok {
+		return code
+	}
+	gen, code := loadDir(pos[0], stderr)
 	if gen == nil {
 		return code
 	}
 	printSummary(stdout, gen)
+	warnings := config.Warnings(gen)
+	for _, w := range warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(stdout, "%d warning(s)\n", len(warnings))
+		if *strict {
+			return exitFailed
+		}
+	}
 	return exitOK
 }
 
-// loadDirArg parses the single DIR argument of command and compiles it. On failure it
-// prints the usage or every config error and returns a nil generation with the exit
-// code.
-func loadDirArg(command string, args []string, stderr io.Writer) (string, *config.Generation, int) {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "usage: agentd %s DIR\n", command) }
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			fs.Usage()
-		}
-		return "", nil, exitUsage
-	}
-	dir := fs.Arg(0)
+// loadDir compiles dir; on failure it prints every config error and returns a nil
+// generation with exit code 1.
+func loadDir(dir string, stderr io.Writer) (*config.Generation, int) {
 	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
 		printLoadError(stderr, dir, err)
-		return dir, nil, exitFailed
+		return nil, exitFailed
 	}
-	return dir, gen, exitOK
+	return gen, exitOK
 }
 
 // printLoadError renders config errors with their source lines.
@@ -106,6 +124,7 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	if gen.AllowBoundaryRemoval {
 		fmt.Fprintln(w, "boundary removal: allowed (settings.allow_boundary_removal): a reload to this config may drop the live required hook, guard rules or plan binding")
 	}
+	printDataMounts(w, gen)
 	printOpenAIGateway(w, gen.Gateways.OpenAI)
 	printMCPGateway(w, gen.Gateways.MCP)
 	for i, o := range gen.Observers {
@@ -129,6 +148,15 @@ func printSummary(w io.Writer, gen *config.Generation) {
 			mode = " mode " + string(g.Mode) + " (records what it would deny, allows)"
 		}
 		fmt.Fprintf(w, "  %d. %s on %s (%s)%s%s  %s:%d\n", i+1, g.Name, g.Operation, g.Kind, code, mode, g.File, g.Line)
+	}
+	fmt.Fprintf(w, "  policy revision %s is your name for these guard rules: it is stamped on every operation decision and record,\n"+
+		"  so change it whenever you change the rules (the generation id changes with any file)\n", gen.PolicyRevision)
+}
+
+// printDataMounts prints where each data document is mounted below data.
+func printDataMounts(w io.Writer, gen *config.Generation) {
+	for _, m := range gen.DataMounts {
+		fmt.Fprintf(w, "data: %s mounted at %s\n", m.File, m.Path)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -49,26 +50,39 @@ type scriptOutput struct {
 	Records map[string]json.RawMessage `json:"records"`
 }
 
+const evalDoc = `
+Compile a config directory and run, in process and exactly as the HTTP API would, one
+stage call (--stage with --input: the answer body is printed) or a script of calls on
+one store (--script: a JSON list of {"call": STAGE, "body": {...}}; every answer and
+the execution record of every request named are printed). With --explain, every
+after_planning call is explained (?explain=true): the answer names, for each
+violation, the deny rule (file:line) that produced it, its variables and the input it
+read, or the rules consulted for an allowed plan; a one-line summary per violation
+goes to stderr.
+
+Exit 0: every answer is 2xx; 1: otherwise (rejections, denials, invalid input); 2:
+usage.`
+
 // runEval compiles the config and runs, in process and exactly as the HTTP API would,
 // one stage call (--stage with --input: the answer body is printed) or a script of
 // calls on one store (--script: a JSON list of {call, body}; every answer and the
 // record of every request named is printed). Exit 0 when every answer is 2xx, 1
 // otherwise (rejections, denials and invalid input included), 2 for usage errors.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("eval", "agentd eval --config DIR (--stage STAGE --input FILE | --script FILE) [--explain]", evalDoc, stderr)
 	dir := fs.String("config", "", "config directory (required)")
 	stage := fs.String("stage", "", "before_planning, after_planning, after_execution, after_synthesis, operation or finish")
 	input := fs.String("input", "", "file with the call's API request body (JSON); - for stdin")
 	script := fs.String("script", "", "file with a JSON list of {\"call\": STAGE, \"body\": {...}}, run in order on one store; - for stdin")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	explain := fs.Bool("explain", false, "explain every after_planning call (?explain=true): the answer names, for each violation, the deny rule (file:line) and the values it read; a summary goes to stderr")
+	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
+		return code
 	}
 	route, ok := evalRoutes[*stage]
 	single := ok && *input != "" && *script == ""
-	if *dir == "" || fs.NArg() > 0 || !single && (*script == "" || *stage != "" || *input != "") {
-		fmt.Fprintln(stderr, "usage: agentd eval --config DIR (--stage STAGE --input FILE | --script FILE)")
-		fs.PrintDefaults()
+	if *dir == "" || !single && (*script == "" || *stage != "" || *input != "") {
+		fmt.Fprintln(stderr, "agentd eval: give --config and either --stage with --input or --script")
+		fs.printUsage(stderr)
 		return exitUsage
 	}
 	svc, err := evalService(*dir, stderr)
@@ -82,8 +96,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 			return exitFailed
 		}
-		status, answer := callHandler(ctx, h, http.MethodPost, route, body)
+		status, answer := callHandler(ctx, h, http.MethodPost, explained(route, *explain), body)
 		printJSON(stdout, answer)
+		if *explain {
+			printExplanation(stderr, answer)
+		}
 		return exitOf(status)
 	}
 	calls, err := readScript(*script)
@@ -91,7 +108,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 		return exitFailed
 	}
-	out, code := runScript(ctx, h, calls)
+	out, code := runScript(ctx, h, calls, *explain)
 	var data bytes.Buffer
 	enc := json.NewEncoder(&data)
 	enc.SetEscapeHTML(false)
@@ -136,13 +153,14 @@ func readScript(path string) ([]scriptCall, error) {
 	return calls, nil
 }
 
-// runScript runs calls in order and collects the records of the requests they name.
-func runScript(ctx context.Context, h http.Handler, calls []scriptCall) (scriptOutput, int) {
+// runScript runs calls in order and collects the records of the requests they name;
+// with explain, every after_planning call is explained.
+func runScript(ctx context.Context, h http.Handler, calls []scriptCall, explain bool) (scriptOutput, int) {
 	out := scriptOutput{Answers: []scriptAnswer{}, Records: map[string]json.RawMessage{}}
 	code := exitOK
 	var ids []string
 	for _, c := range calls {
-		status, body := callHandler(ctx, h, http.MethodPost, evalRoutes[c.Call], c.Body)
+		status, body := callHandler(ctx, h, http.MethodPost, explained(evalRoutes[c.Call], explain), c.Body)
 		out.Answers = append(out.Answers, scriptAnswer{Call: c.Call, Status: status, Body: body})
 		if exitOf(status) != exitOK {
 			code = exitFailed
@@ -179,6 +197,45 @@ func callHandler(ctx context.Context, h http.Handler, method, route string, body
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, method, route, bytes.NewReader(body)))
 	return rec.Code, bytes.TrimSpace(rec.Body.Bytes())
+}
+
+// explained adds ?explain=true to the after_planning route when explain is set.
+func explained(route string, explain bool) string {
+	if explain && route == evalRoutes[string(engine.StageAfterPlanning)] {
+		return route + "?explain=true"
+	}
+	return route
+}
+
+// printExplanation writes one line per violation of an explained after_planning
+// answer (the deny rule and where it is written), or the rules consulted when nothing
+// was denied.
+func printExplanation(w io.Writer, answer []byte) {
+	var a struct {
+		Explanation []*policy.Explanation `json:"explanation"`
+		Error       struct {
+			Explanation []*policy.Explanation `json:"explanation"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(answer, &a)
+	for _, x := range append(a.Explanation, a.Error.Explanation...) {
+		if len(x.Violations) == 0 {
+			produced := 0
+			for _, r := range x.Consulted {
+				if r.Produced {
+					produced++
+				}
+			}
+			fmt.Fprintf(w, "explain %s: no violation; %d rule(s) consulted, %d produced a value\n", x.Query, len(x.Consulted), produced)
+		}
+		for _, v := range x.Violations {
+			step := ""
+			if v.Violation.StepID != "" {
+				step = " (step " + v.Violation.StepID + ")"
+			}
+			fmt.Fprintf(w, "explain %s: %s%s produced by %s at %s\n", x.Query, v.Violation.Code, step, v.Source.Rule, v.Source.Location)
+		}
+	}
 }
 
 func exitOf(status int) int {

@@ -2,10 +2,14 @@
 //
 //	agentd serve   --config DIR [flags]   run the HTTP API (and the MCP gateway at /mcp) on a config directory
 //	agentd mcp     --config DIR [flags]   serve the MCP gateway of a config directory over stdio
-//	agentd check   DIR                    compile a config directory and print its summary
-//	agentd test    DIR                    run the Rego tests and pipeline cases of DIR
-//	agentd eval    --config DIR --stage STAGE --input FILE
-//	agentd replay  --config CANDIDATE --records FILE|URL
+//	agentd check   [--strict] DIR         compile a config directory, print its summary and warnings
+//	agentd test    [--coverage] DIR       run the Rego tests and pipeline cases of DIR
+//	agentd eval    --config DIR --stage STAGE --input FILE [--explain]
+//	agentd replay  --config CANDIDATE --records FILE|URL [--allow-changes] [--json]
+//	agentd probe   [--seed N] [--json] DIR   attack the required plan policy with mutated plans
+//	agentd opa     ARGS...                OPA's own command line at the pinned version
+//	agentd init    DIR                    write a starter config
+//	agentd schema  DIR                    write the JSON Schemas for editors
 //	agentd version
 package main
 
@@ -17,6 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 // Exit codes.
@@ -38,10 +44,14 @@ type command struct {
 var commands = []command{
 	{"serve", "run the HTTP API on a config directory", runServe},
 	{"mcp", "serve the MCP gateway of a config directory over stdio", runMCP},
-	{"check", "compile a config directory and print its summary", runCheck},
+	{"check", "compile a config directory and print its summary and warnings", runCheck},
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},
 	{"replay", "re-run recorded plans and checks against a candidate config and print what would change", runReplay},
+	{"probe", "attack the required plan policy with mutated plans", runProbe},
+	{"opa", "run OPA's own command line (opa test, eval, check, fmt) at the pinned version", runOPA},
+	{"init", "write a working starter config into a new directory", runInit},
+	{"schema", "write the JSON Schemas of the config files into a directory, for editors", runSchema},
 	{"version", "print the version of agentd, OPA and CEL", runVersion},
 }
 
@@ -62,10 +72,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
 		usage(stdout)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "agentd: unknown command %q\n", args[0])
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	fmt.Fprintf(stderr, "agentd: unknown command %q%s\n", args[0], diag.DidYouMean(args[0], names))
 	usage(stderr)
 	return exitUsage
 }
@@ -75,4 +92,5 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nagentd help <command> (or agentd <command> --help) describes a command and its flags.")
 }

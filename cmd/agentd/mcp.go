@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,25 +19,30 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
+const mcpDoc = `
+Serve the MCP gateway of a config directory over stdio, one session for one client
+that spawns its servers: stdin and stdout carry the protocol, logs go to stderr. The
+config is watched and reloaded as 'agentd serve' does; with --store redis://... the
+session's record is in the store a daemon's records API reads.`
+
 // runMCP serves the MCP gateway of a config directory over stdio, one session for one
 // client that spawns its servers: stdin and stdout carry the protocol, logs go to
 // stderr. The config is watched and reloaded as `agentd serve` does; with --store
 // redis://... the session's record is in the store a daemon's records API reads.
 func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("mcp", "agentd mcp --config DIR [flags]", mcpDoc, stderr)
 	var f serveFlags
 	fs.StringVar(&f.config, "config", "", "config directory (required)")
 	fs.BoolVar(&f.watch, "watch", true, "reload when files in the config directory change")
 	fs.DurationVar(&f.debounce, "debounce", 100*time.Millisecond, "quiet period before a reload")
 	fs.StringVar(&f.store, "store", "memory", "where request states, cache entries and records live: memory, or redis://host:port/db")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
+		return code
 	}
-	if f.config == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: agentd mcp --config DIR [flags]")
-		fs.PrintDefaults()
+	if f.config == "" {
+		fmt.Fprintln(stderr, "agentd mcp: --config is required")
+		fs.printUsage(stderr)
 		return exitUsage
 	}
 	if f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://") {

@@ -26,23 +26,30 @@ func TestREADME_CommandsAreExercised(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("README has no sh blocks")
 	}
+	scratch := t.TempDir()
 	for _, b := range blocks {
 		for _, line := range strings.Split(b[1], "\n") {
 			cmd := strings.TrimSpace(strings.SplitN(line, "#", 2)[0])
 			if cmd == "" {
 				continue
 			}
-			t.Run(cmd, func(t *testing.T) { exerciseCommand(t, root, cmd) })
+			t.Run(cmd, func(t *testing.T) { exerciseCommand(t, root, scratch, cmd) })
 		}
 	}
 }
 
-func exerciseCommand(t *testing.T, root, cmd string) {
+// exerciseCommand runs or checks one README command. agentd commands run in root,
+// except those on the directory `agentd init` writes (my-agent), which run in scratch
+// so that the repository is left untouched.
+func exerciseCommand(t *testing.T, root, scratch, cmd string) {
 	fields := strings.Fields(cmd)
 	switch {
 	case strings.HasPrefix(cmd, "go run ./cmd/agentd "):
 		c := exec.Command(binary, fields[3:]...)
 		c.Dir = root
+		if strings.Contains(cmd, " my-agent") {
+			c.Dir = scratch
+		}
 		if out, err := c.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", cmd, err, out)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,10 +37,19 @@ type serveFlags struct {
 	evidence                                                            evidenceFlags
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+const serveDoc = `
+Run the HTTP API (docs/openapi.yaml) on a config directory: the stage calls, operation
+checks, execution records, /v1/status, /healthz, /readyz and /metrics, and the
+gateways the config declares. The directory is compiled into a generation and, with
+--watch, recompiled and swapped in on every save; a config that fails to compile keeps
+the last good generation serving and shows its errors in /v1/status.`
+
+// errHelp marks a --help the command has answered.
+var errHelp = errors.New("help")
+
+func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, error) {
 	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("serve", "agentd serve --config DIR [flags]", serveDoc, stderr)
 	fs.StringVar(&f.config, "config", "", "config directory (required)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8181", "listen address")
 	fs.BoolVar(&f.watch, "watch", true, "reload when files in the config directory change")
@@ -67,17 +75,20 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
-	f.evidence.register(fs)
-	if err := fs.Parse(args); err != nil {
+	f.evidence.register(fs.FlagSet)
+	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
+		if code == exitOK {
+			return nil, errHelp
+		}
 		return nil, errUsage
 	}
 	if err := f.evidence.check(stderr); err != nil {
 		return nil, err
 	}
 	switch {
-	case f.config == "" || fs.NArg() > 0:
-		fmt.Fprintln(stderr, "usage: agentd serve --config DIR [flags]")
-		fs.PrintDefaults()
+	case f.config == "":
+		fmt.Fprintln(stderr, "agentd serve: --config is required")
+		fs.printUsage(stderr)
 		return nil, errUsage
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		fmt.Fprintln(stderr, "agentd serve: --tls-cert and --tls-key go together")
@@ -98,8 +109,11 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	return &f, nil
 }
 
-func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
-	f, err := parseServeFlags(args, stderr)
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseServeFlags(args, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
 	if err != nil {
 		return exitUsage
 	}

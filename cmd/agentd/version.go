@@ -11,7 +11,11 @@ import (
 // otherwise they come from the build info.
 var version, commit string
 
-func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("version", "agentd version", "Print the version and commit of agentd and the versions of OPA and cel-go it is built with.", stderr)
+	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
+		return code
+	}
 	v, c := version, commit
 	deps := map[string]string{}
 	if info, ok := debug.ReadBuildInfo(); ok {

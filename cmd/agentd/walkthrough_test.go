@@ -26,3 +26,21 @@ func TestWalkthrough(t *testing.T) {
 		})
 	}
 }
+
+// TestWalkthrough_VerboseShowsEachExchange: a walkthrough run with -v prints every
+// request it sends and every answer, the rejected plan's 403 included.
+func TestWalkthrough_VerboseShowsEachExchange(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "examples", "stock-agent")
+	d := startDaemon(t, dir)
+	cmd := exec.Command("bash", filepath.Join(dir, "walkthrough.sh"), "-v")
+	cmd.Env = append(cmd.Environ(), "AGENTD="+d.url)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "walkthrough passed") {
+		t.Fatalf("walkthrough -v failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"  > POST /v1/hooks/after_planning\n", `        "capability": "execute_trade",`, "  < 403\n", `      "code": "capability_not_allowed",`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("walkthrough -v output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -9,17 +9,24 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/topdown/lineage"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -29,6 +36,9 @@ type Result struct {
 	Suite    string
 	Name     string
 	Failures []string
+	// Trace is OPA's trace of a failed test (Options.Trace): of the Rego test, or of
+	// the policy evaluations of a pipeline case.
+	Trace string
 }
 
 // Passed reports whether the test passed.
@@ -37,6 +47,8 @@ func (r Result) Passed() bool { return len(r.Failures) == 0 }
 // Report is the outcome of a run.
 type Report struct {
 	Results []Result
+	// Coverage is the policies' line coverage (Options.Coverage), else nil.
+	Coverage *Coverage
 }
 
 // Counts returns the number of passed and failed tests.
@@ -51,7 +63,8 @@ func (r Report) Counts() (passed, failed int) {
 	return passed, failed
 }
 
-// Print writes every failure with its details, then the line "N passed, N failed".
+// Print writes every failure with its details (and trace), the coverage when measured,
+// then the line "N passed, N failed".
 func (r Report) Print(w io.Writer) {
 	for _, res := range r.Results {
 		if res.Passed() {
@@ -61,6 +74,12 @@ func (r Report) Print(w io.Writer) {
 		for _, f := range res.Failures {
 			fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
 		}
+		if res.Trace != "" {
+			fmt.Fprintf(w, "    trace:\n      %s\n", strings.ReplaceAll(strings.TrimRight(res.Trace, "\n"), "\n", "\n      "))
+		}
+	}
+	if r.Coverage != nil {
+		r.Coverage.Print(w)
 	}
 	passed, failed := r.Counts()
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
@@ -73,6 +92,12 @@ type Options struct {
 	// cases left.
 	States  engine.StateStore
 	Records engine.RecordStore
+	// Coverage measures the line coverage of the policies (their _test.rego files
+	// left out) by the Rego tests and the pipeline cases together, with OPA's cover.
+	// Decision memos are bypassed, so every case evaluates.
+	Coverage bool
+	// Trace keeps OPA's trace of each failed test in Result.Trace.
+	Trace bool
 }
 
 // Run runs the Rego tests of dir/policies with the data documents of dir/data mounted
@@ -84,7 +109,16 @@ type Options struct {
 // case left.
 func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) (Report, error) {
 	var report Report
-	rego, err := runRego(ctx, dir, gen)
+	modules, err := regoModules(dir)
+	if err != nil {
+		return report, err
+	}
+	var cov *cover.Cover
+	if opts.Coverage {
+		cov = cover.New()
+		ctx = policy.WithQueryTracer(ctx, cov)
+	}
+	rego, err := runRego(ctx, gen, modules, cov, opts.Trace)
 	if err != nil {
 		return report, err
 	}
@@ -103,17 +137,31 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	}
 	r := &runner{driver: driver, states: opts.States, gen: gen}
 	for _, c := range cases {
-		report.Results = append(report.Results, Result{
-			Suite:    fmt.Sprintf("%s:%d", c.File, c.Line),
-			Name:     c.Name,
-			Failures: r.runCase(ctx, c),
-		})
+		caseCtx, explainer := ctx, (*policy.Explainer)(nil)
+		if opts.Trace {
+			explainer = policy.NewExplainer()
+			caseCtx = explainer.Context(ctx)
+		}
+		res := Result{Suite: fmt.Sprintf("%s:%d", c.File, c.Line), Name: c.Name, Failures: r.runCase(caseCtx, c)}
+		if !res.Passed() && explainer != nil {
+			var b strings.Builder
+			for _, x := range explainer.Explanations() {
+				fmt.Fprintf(&b, "%s:\n", x.Query)
+				x.PrettyFails(&b)
+			}
+			res.Trace = b.String()
+		}
+		report.Results = append(report.Results, res)
+	}
+	if cov != nil {
+		report.Coverage = coverage(cov, modules)
 	}
 	return report, nil
 }
 
-// runRego runs OPA's tester over dir/policies, with the data document gen serves.
-func runRego(ctx context.Context, dir string, gen *config.Generation) ([]Result, error) {
+// regoModules parses the Rego files of dir/policies, tests included, named by their
+// path in dir as the generation names them (policies/agentd/plan/plan.rego).
+func regoModules(dir string) (map[string]*ast.Module, error) {
 	root, err := filepath.EvalSymlinks(filepath.Join(dir, "policies"))
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -121,19 +169,53 @@ func runRego(ctx context.Context, dir string, gen *config.Generation) ([]Result,
 	if err != nil {
 		return nil, err
 	}
-	modules, _, err := tester.Load([]string{root}, func(abspath string, info os.FileInfo, _ int) bool {
-		return strings.HasPrefix(info.Name(), ".")
+	modules := map[string]*ast.Module{}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case p != root && strings.HasPrefix(d.Name(), "."):
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		case d.IsDir() || filepath.Ext(p) != ".rego":
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		name := path.Join("policies", filepath.ToSlash(rel))
+		m, err := ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+		if err != nil {
+			return fmt.Errorf("load policies for testing: %w", err)
+		}
+		modules[name] = m
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("load policies for testing: %w", err)
+	return modules, err
+}
+
+// runRego runs OPA's tester over the modules, with the data document gen serves; cov,
+// when not nil, records their coverage, and trace keeps the trace of failed tests.
+func runRego(ctx context.Context, gen *config.Generation, modules map[string]*ast.Module, cov *cover.Cover, trace bool) ([]Result, error) {
+	if len(modules) == 0 {
+		return nil, nil
 	}
 	data := map[string]any{}
 	if gen.Policies != nil {
+		var err error
 		if data, err = gen.Policies.Data(); err != nil {
 			return nil, err
 		}
 	}
-	ch, err := tester.NewRunner().SetStore(inmem.NewFromObject(data)).SetTimeout(10*time.Second).SetModules(modules).RunTests(ctx, nil)
+	runner := tester.NewRunner().SetStore(inmem.NewFromObject(data)).SetTimeout(10 * time.Second).SetModules(modules).EnableTracing(trace)
+	if cov != nil {
+		runner = runner.SetCoverageQueryTracer(cov)
+	}
+	ch, err := runner.RunTests(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("run policy tests: %w", err)
 	}
@@ -155,6 +237,11 @@ func runRego(ctx context.Context, dir string, gen *config.Generation) ([]Result,
 				msg += ": " + r.FailedAt.String()
 			}
 			res.Failures = []string{msg}
+		}
+		if !res.Passed() && len(r.Trace) > 0 {
+			var b strings.Builder
+			topdown.PrettyTraceWithLocation(&b, lineage.Fails(r.Trace))
+			res.Trace = b.String()
 		}
 		out = append(out, res)
 	}

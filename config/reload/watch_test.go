@@ -60,6 +60,10 @@ func TestWatch_CELEditInHook(t *testing.T) {
 func TestWatch_NewFileInNewFolder(t *testing.T) {
 	t.Run("data", func(t *testing.T) {
 		dir := stockAgent(t, "")
+		// The limits come from the new folder alone.
+		if err := os.Remove(filepath.Join(dir, "data", "agentd", "limits.json")); err != nil {
+			t.Fatal(err)
+		}
 		r, reg := newReloader(t, dir)
 		quotes := plan(stockStep("step-1", "stock_quote"), stockStep("step-2", "stock_quote"))
 		requireAllowed(t, reg.Current(), quotes)

@@ -135,7 +135,7 @@ func commonPrefixLen(a, b string) int {
 func (q *Query) eval(ctx context.Context, input ast.Value) (value any, defined bool, err error) {
 	evalCtx, cancel := context.WithTimeout(ctx, q.timeout)
 	defer cancel()
-	rs, err := q.prepared.Eval(evalCtx, rego.EvalParsedInput(input))
+	rs, err := q.prepared.Eval(evalCtx, q.evalOptions(ctx, rego.EvalParsedInput(input))...)
 	if err != nil {
 		return nil, false, q.evalError(evalCtx, ctx, err)
 	}

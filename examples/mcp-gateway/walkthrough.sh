@@ -15,13 +15,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/walkthrough.bash"
 # starts one and sets SESSION and REQUEST_ID from the response headers.
 mcp_id=0
 mcp() {
-  local headers out
+  local headers out request
   mcp_id=$((mcp_id + 1))
+  request="{\"jsonrpc\":\"2.0\",\"id\":$mcp_id,\"method\":\"$1\",\"params\":${2:-{\}}}"
   headers=$(mktemp)
   out=$(curl -sS -X POST "${AUTH[@]}" -D "$headers" -w '\n%{http_code}' \
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     ${SESSION:+-H "Mcp-Session-Id: $SESSION" -H 'MCP-Protocol-Version: 2025-11-25'} \
-    --data "{\"jsonrpc\":\"2.0\",\"id\":$mcp_id,\"method\":\"$1\",\"params\":${2:-{\}}}" "$AGENTD/mcp")
+    --data "$request" "$AGENTD/mcp")
   status=${out##*$'\n'}
   body=$(sed -n 's/^data: //p' <<<"${out%$'\n'*}")
   [[ -n "$body" ]] || body=${out%$'\n'*}
@@ -30,6 +31,7 @@ mcp() {
     REQUEST_ID=$(sed -n 's/^X-Agentd-Request-Id: *\([^[:space:]]*\).*/\1/ip' "$headers")
   fi
   rm -f "$headers"
+  exchange POST /mcp "$request"
 }
 
 echo "== 0. the gateway has connected the reference server"

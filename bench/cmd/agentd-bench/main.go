@@ -1,7 +1,11 @@
 // Command agentd-bench is the driver of `make bench`: in one run it measures agentd
-// against raw OPA, `opa run --server` and raw cel-go, measures reload latency and
-// memory, writes CPU and allocation profiles, prints the markdown table and writes the
-// report to <results>/latest.md. See bench/README.md for what each row means.
+// against raw OPA, `opa run --server`, raw cel-go and an HTTP floor, measures reload
+// latency, memory and the Redis store's cost, writes CPU and allocation profiles,
+// prints the markdown table and writes the report to <results>/latest.md with the
+// ratio chart beside it. See bench/README.md for what each row means.
+//
+// `agentd-bench floor ADDR` serves the HTTP floor on ADDR; the driver starts itself so
+// to measure it.
 package main
 
 import (
@@ -42,6 +46,13 @@ type config struct {
 	mcpSessions, mcpCalls int
 
 	only []string // the steps to run; all when empty
+
+	cheapRequests int
+	redis         string
+
+	// setFlags are the flags given other values than their defaults, as -name=value,
+	// bar the paths of the binaries and the results.
+	setFlags []string
 }
 
 func parseFlags() *config {
@@ -58,6 +69,8 @@ func parseFlags() *config {
 	flag.IntVar(&c.concurrency, "concurrency", 16, "load generator workers (and keep-alive connections)")
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
 	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
+	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
+	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 11; its CPU and every command it receives are counted as agentd's")
 	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:identical:20000,30:newtext:5000,30:unseen:5000",
 		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
@@ -67,7 +80,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.mcpSessions, "mcp-sessions", 300, "paired MCP sessions measured (a tenth more warm up)")
 	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
-	flag.DurationVar(&c.timeout, "timeout", 9*time.Minute, "bound on the whole run")
+	flag.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound on the whole run")
 	only := flag.String("only", "", "comma-separated steps to run (for example \"decision log\"); all when empty")
 	flag.Parse()
 	if *only != "" {
@@ -80,15 +93,27 @@ func parseFlags() *config {
 	if c.httpCases, err = parseHTTPCases(*cases); err != nil {
 		log.Fatal(err)
 	}
+	paths := map[string]bool{"repo": true, "agentd": true, "opa": true, "go": true, "upstream": true, "results": true, "redis": true}
+	flag.Visit(func(f *flag.Flag) {
+		if !paths[f.Name] && f.Value.String() != f.DefValue {
+			c.setFlags = append(c.setFlags, "-"+f.Name+"="+f.Value.String())
+		}
+	})
 	if err := flag.Set("test.benchtime", c.benchtime.String()); err != nil {
 		log.Fatal(err)
 	}
 	return c
 }
 
+// chartFile is the ratio chart, written beside latest.md.
+const chartFile = "ratios.svg"
+
 func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("agentd-bench: ")
+	if len(os.Args) == 3 && os.Args[1] == "floor" {
+		log.Fatal(serveFloor(os.Args[2]))
+	}
 	c := parseFlags()
 	if err := run(c); err != nil {
 		log.Fatal(err)
@@ -101,8 +126,11 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "9"
+	rows     map[string][]report.Row // by section: "1" … "12"
 	extra    []report.Row
+	bars     map[string][]report.Bar       // the ratios the chart shows, by section
+	stockCPU map[fixture.Variation]float64 // agentd's CPU per request, section 2's 3-step cases
+	scale    map[fixture.Variation]scaleInputs
 	profiles []profile
 	notes    []string
 	goals    []string
@@ -139,7 +167,8 @@ func run(c *config) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{}}
+	b := &bench{config: c, ctx: ctx, tmp: tmp, policies: policies, rows: map[string][]report.Row{}, bars: map[string][]report.Bar{},
+		stockCPU: map[fixture.Variation]float64{}, scale: map[fixture.Variation]scaleInputs{}}
 	machine := report.ReadMachine(c.repo)
 	log.Print(machine.Line())
 	loadBefore := report.LoadAverage()
@@ -150,6 +179,8 @@ func run(c *config) error {
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
+		{"HTTP, cheap policy and floor", b.cheapPolicy},
+		{"Redis store", b.sharedStore},
 		{"HTTP profiles", b.httpProfiles},
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
@@ -178,6 +209,9 @@ func run(c *config) error {
 	md := b.render(machine, time.Since(began))
 	out := filepath.Join(c.results, "latest.md")
 	if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.results, chartFile), report.Chart("agentd against its peers and the HTTP floor", b.chartBars()), 0o644); err != nil {
 		return err
 	}
 	fmt.Println(report.Table(b.table()))

@@ -8,13 +8,26 @@ import (
 	"github.com/agentd-dev/agentd/bench/internal/report"
 )
 
+// sections are the report's sections in table order: each comparison with OPA or the
+// HTTP floor first.
+var sections = []string{"1", "2", "9", "10", "11", "3", "4", "5", "6", "7", "8", "12"}
+
 // table returns every row, section by section.
 func (b *bench) table() []report.Row {
 	var rows []report.Row
-	for _, s := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9"} {
+	for _, s := range sections {
 		rows = append(rows, b.rows[s]...)
 	}
 	return rows
+}
+
+// chartBars returns every ratio of the chart, section by section.
+func (b *bench) chartBars() []report.Bar {
+	var bars []report.Bar
+	for _, s := range sections {
+		bars = append(bars, b.bars[s]...)
+	}
+	return bars
 }
 
 func (b *bench) render(m report.Machine, took time.Duration) string {
@@ -24,15 +37,21 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 	p("Written by `make bench` (bench/cmd/agentd-bench) on %s; every figure below comes from this one run, "+
 		"which took %v (driver wall time, builds not included).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
 	p("%s\n\n%s\n\n", m.Line(), m.CommitLine())
+	if len(b.setFlags) > 0 {
+		p("Flags changed from their defaults: `%s`.\n\n", strings.Join(b.setFlags, " "))
+	}
 	p("The machine is shared and noisy: other work may have run beside the benchmark. In-process pairs are " +
 		"interleaved round by round and HTTP runs alternate between the two servers so that noise falls on both " +
 		"sides, and ratios are computed from figures of this run only; repeat runs can still differ by 10–20%%.\n\n")
 
+	p("## Ratios at a glance\n\n![agentd ÷ peer for each comparison with a peer](%s)\n\n"+
+		"[%s](%s): one bar per ratio, from parity (1×); green meets the issue's goal, red misses it, grey has none.\n\n", chartFile, chartFile, chartFile)
 	p("## Results\n\n%s\n", report.Table(b.table()))
 	p("## Goals\n\n")
 	for _, g := range b.goals {
 		p("- %s\n", g)
 	}
+	b.renderScale(p)
 	p("\n## Projection (not agentd code)\n\n")
 	p("What a decision memo hit would cost at least: hashing the generation id and every input path " +
 		"`data.agentd.plan` can read, then one map lookup. Compare with row 1's agentd figure for the same plan.\n\n")
@@ -56,6 +75,12 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"rejects for repeated step ids). Plans vary per request in both servers' bodies alike: a new plan of a known shape, an "+
 		"unseen plan, or the identical plan, as in process.\n",
 		b.concurrency, b.concurrency, b.httpRounds)
+	p("- Cheap policy and HTTP floor (sections 9 and 10): agentd and OPA serve `data.bench.cheap`, an object-lookup allow-list "+
+		"(`not data.x.allowed[step.namespace][step.agent_name][step.metadata.capability]` per step, violations named by step_id) "+
+		"over the same 5,000 entries; the floor is `agentd-bench floor`, a net/http server in a process of its own that reads the "+
+		"after_planning body as agentd does (bounded read, UTF-8 check, strict decoding into the engine's wire types) and writes "+
+		"a fixed allowed answer. The three servers get the same bodies from the same load generator, %s measured requests per "+
+		"run, %d runs each, the order rotating (median reported).\n", report.Count(int64(b.cheapRequests)), b.httpRounds)
 	p("- Load generator, agentd and OPA share the machine's %d cores.\n", m.Cores)
 	for _, n := range b.notes {
 		p("- %s\n", n)

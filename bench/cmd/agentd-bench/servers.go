@@ -20,9 +20,18 @@ import (
 	"github.com/agentd-dev/agentd/bench/internal/report"
 )
 
-// httpGoal is the issue's HTTP goal: agentd's plan-review throughput is at least this
-// many times `opa run --server`'s.
-const httpGoal = 2.0
+// httpGoal is the issue's HTTP goal for v: agentd's plan-review throughput is at least
+// this many times `opa run --server`'s (0: no goal, the identical plan shows the memo
+// effect).
+func httpGoal(v fixture.Variation) float64 {
+	switch v {
+	case fixture.NewText:
+		return 2
+	case fixture.Unseen:
+		return 1.5
+	}
+	return 0
+}
 
 // startTimeout bounds a server's start-up.
 const startTimeout = 60 * time.Second
@@ -86,13 +95,40 @@ func parseHTTPCases(spec string) ([]httpCase, error) {
 	return out, nil
 }
 
-// servers are agentd and OPA serving the same policy and 5,000-entry allow-list.
+// served is a policy over the 5,000-entry allow-list as each server loads it.
+type served struct {
+	agentdConfig func(dir string) error
+	opaDir       func(dir string) (policyDir, dataFile string, err error)
+	opaPath      string // the decision in OPA's data API
+}
+
+// stock is the repository's allow-list policy, data.agentd.plan.
+func (b *bench) stock() served {
+	return served{
+		agentdConfig: func(dir string) error { return fixture.AgentdConfig(dir, b.policies, fixture.Large) },
+		opaDir:       func(dir string) (string, string, error) { return fixture.OPADir(dir, b.policies, fixture.Large) },
+		opaPath:      "/v1/data/agentd/plan",
+	}
+}
+
+// cheap is the object-lookup allow-list, data.bench.cheap.
+func cheap() served {
+	return served{
+		agentdConfig: func(dir string) error { return fixture.CheapAgentdConfig(dir, fixture.Large) },
+		opaDir:       func(dir string) (string, string, error) { return fixture.CheapOPADir(dir, fixture.Large) },
+		opaPath:      fixture.CheapPath,
+	}
+}
+
+// servers are agentd and OPA serving the same policy and 5,000-entry allow-list, and
+// optionally the HTTP floor.
 type servers struct {
-	agentd, opa *procs.Server
+	agentd, opa, floor *procs.Server
+	opaPath            string
 }
 
 func (s *servers) stop() {
-	for _, p := range []*procs.Server{s.agentd, s.opa} {
+	for _, p := range []*procs.Server{s.agentd, s.opa, s.floor} {
 		if p != nil {
 			if err := p.Stop(); err != nil {
 				log.Print(err)
@@ -103,16 +139,16 @@ func (s *servers) stop() {
 
 // startPair writes the configs and starts agentd (bin, with env) and OPA (with
 // opaExtra flags).
-func (b *bench) startPair(tag, bin string, env []string, opaExtra ...string) (*servers, error) {
+func (b *bench) startPair(tag, bin string, env []string, p served, opaExtra ...string) (*servers, error) {
 	agentdDir := filepath.Join(b.tmp, tag+"-agentd")
-	if err := fixture.AgentdConfig(agentdDir, b.policies, fixture.Large); err != nil {
+	if err := p.agentdConfig(agentdDir); err != nil {
 		return nil, err
 	}
-	policyDir, dataFile, err := fixture.OPADir(filepath.Join(b.tmp, tag+"-opa"), b.policies, fixture.Large)
+	policyDir, dataFile, err := p.opaDir(filepath.Join(b.tmp, tag+"-opa"))
 	if err != nil {
 		return nil, err
 	}
-	s := &servers{}
+	s := &servers{opaPath: p.opaPath}
 	aAddr, err := procs.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -137,18 +173,24 @@ func (b *bench) startPair(tag, bin string, env []string, opaExtra ...string) (*s
 // targets returns the load targets of c on s: agentd's after_planning and OPA's
 // data API, with the same plan, varied alike.
 func (s *servers) targets(tag string, c httpCase) (agentd, opa load.Target, err error) {
-	plan := fixture.Plan(c.steps, fixture.Large)
-	ab, err := fixture.AgentdBody(plan, tag, c.variation)
+	if agentd, err = agentdTarget(s.agentd.Addr, tag, c); err != nil {
+		return load.Target{}, load.Target{}, err
+	}
+	ob, err := fixture.OPABody(fixture.Plan(c.steps, fixture.Large), tag, c.variation)
 	if err != nil {
 		return load.Target{}, load.Target{}, err
 	}
-	ob, err := fixture.OPABody(plan, tag, c.variation)
-	if err != nil {
-		return load.Target{}, load.Target{}, err
-	}
-	agentd = load.Target{URL: "http://" + s.agentd.Addr + "/v1/hooks/after_planning", Body: ab.Append, Want: []byte(`"plan":{"plan_id":"`)}
-	opa = load.Target{URL: "http://" + s.opa.Addr + "/v1/data/agentd/plan", Body: ob.Append, Want: []byte(`"allow":true`)}
+	opa = load.Target{URL: "http://" + s.opa.Addr + s.opaPath, Body: ob.Append, Want: []byte(`"allow":true`)}
 	return agentd, opa, nil
+}
+
+// agentdTarget is the after_planning load of c on the agentd serving at addr.
+func agentdTarget(addr, tag string, c httpCase) (load.Target, error) {
+	body, err := fixture.AgentdBody(fixture.Plan(c.steps, fixture.Large), tag, c.variation)
+	if err != nil {
+		return load.Target{}, err
+	}
+	return load.Target{URL: "http://" + addr + "/v1/hooks/after_planning", Body: body.Append, Want: []byte(`"plan":{"plan_id":"`)}, nil
 }
 
 func (b *bench) loadOptions(requests, warmup int) load.Options {
@@ -160,7 +202,7 @@ func (b *bench) loadOptions(requests, warmup int) load.Options {
 // http measures section 2: every case against one agentd and one OPA server, runs
 // alternating between the two.
 func (b *bench) http() error {
-	s, err := b.startPair("http", b.agentd, nil)
+	s, err := b.startPair("http", b.agentd, nil, b.stock())
 	if err != nil {
 		return err
 	}
@@ -171,69 +213,104 @@ func (b *bench) http() error {
 		if err != nil {
 			return err
 		}
-		var ra, ro []load.Result
-		var ca, co []float64 // server CPU per measured request, ns
-		for r := range b.httpRounds {
-			order := []string{"agentd", "opa"}
-			if r%2 == 1 {
-				order = []string{"opa", "agentd"}
-			}
-			for _, side := range order {
-				t, srv := at, s.agentd
-				if side == "opa" {
-					t, srv = ot, s.opa
-				}
-				res, cpu, err := b.measure(t, srv, b.loadOptions(c.requests, c.requests/10))
-				if err != nil {
-					return fmt.Errorf("%v, %s: %w", c, side, err)
-				}
-				log.Printf("%v, %s, round %d: %v; server CPU %s/req", c, side, r+1, res, report.NS(cpu))
-				if side == "opa" {
-					ro, co = append(ro, res), append(co, cpu)
-				} else {
-					ra, ca = append(ra, res), append(ca, cpu)
-				}
-			}
+		figs, err := b.alternate(c, []side{{"agentd", s.agentd, at}, {"opa", s.opa, ot}})
+		if err != nil {
+			return err
 		}
-		a, o := medianResult(ra), medianResult(ro)
-		cpuA, cpuO := medianOf(ca), medianOf(co)
-		ratio := a.Throughput / o.Throughput
-		g := "memo effect, not the goal"
-		if c.variation != fixture.Identical {
-			g = goal(ratio >= httpGoal, fmt.Sprintf("≥ %.0f×", httpGoal))
+		a, o := figs[0], figs[1]
+		if c.steps == 3 {
+			b.stockCPU[c.variation] = a.cpu
+		}
+		if ratio := a.Throughput / o.Throughput; c.variation != fixture.Identical {
 			if w, ok := worst[c.variation]; !ok || ratio < w {
 				worst[c.variation] = ratio
 			}
 		}
 		what := fmt.Sprintf("HTTP: after_planning, %v; %d workers, %s req", c, b.concurrency, report.Count(int64(c.requests)))
-		id := func(k string) string { return fmt.Sprintf("2%c%s", 'a'+i, k) }
-		b.rows["2"] = append(b.rows["2"],
-			report.Row{ID: id("1"), Figure: what + " — throughput",
-				Agentd: report.Count(int64(a.Throughput)) + " req/s", Peer: report.Count(int64(o.Throughput)) + " req/s (opa run --server)",
-				Ratio: report.Ratio(a.Throughput, o.Throughput), Goal: g},
-			report.Row{ID: id("2"), Figure: what + " — p50 latency",
-				Agentd: report.Duration(a.P50), Peer: report.Duration(o.P50), Ratio: report.Ratio(float64(a.P50), float64(o.P50)), Goal: "lower is better"},
-			report.Row{ID: id("3"), Figure: what + " — p99 latency",
-				Agentd: report.Duration(a.P99), Peer: report.Duration(o.P99), Ratio: report.Ratio(float64(a.P99), float64(o.P99)), Goal: "lower is better"},
-			report.Row{ID: id("4"), Figure: what + " — server CPU per request (/proc/PID/stat)",
-				Agentd: report.NS(cpuA), Peer: report.NS(cpuO), Ratio: report.Ratio(cpuA, cpuO), Goal: "lower is better"},
-		)
+		b.peerRows("2", fmt.Sprintf("2%c", 'a'+i), what, c.variation, a, o, "opa run --server")
+		if c.variation != fixture.Identical {
+			b.bars["2"] = append(b.bars["2"], report.Bar{Label: fmt.Sprintf("2%c stock policy, %d steps, %s: throughput vs OPA", 'a'+i, c.steps, c.variation.Name()),
+				Ratio: a.Throughput / o.Throughput, Goal: httpGoal(c.variation), HigherIsBetter: true})
+		}
 	}
 	for _, v := range []fixture.Variation{fixture.NewText, fixture.Unseen} {
 		if w, ok := worst[v]; ok {
-			b.goals = append(b.goals, fmt.Sprintf("Over HTTP, agentd's throughput ≥ %.0f× opa run --server, %v per request: %s (worst case %.2f×).",
-				httpGoal, v, metOrNot(w >= httpGoal), w))
+			b.goals = append(b.goals, fmt.Sprintf("Over HTTP, stock policy, agentd's throughput ≥ %.1f× opa run --server, %v per request: %s (worst case %.2f×).",
+				httpGoal(v), v, metOrNot(w >= httpGoal(v)), w))
 		}
 	}
 	return nil
 }
 
+// peerRows adds the four rows of one HTTP case of agentd (a) against a peer (o):
+// throughput, p50 and p99 latency and server CPU per request.
+func (b *bench) peerRows(section, id, what string, v fixture.Variation, a, o sideFigures, peer string) {
+	g := "memo effect, not the goal"
+	if want := httpGoal(v); want > 0 {
+		g = goal(a.Throughput/o.Throughput >= want, fmt.Sprintf("≥ %.1f×", want))
+	}
+	b.rows[section] = append(b.rows[section],
+		report.Row{ID: id + "1", Figure: what + " — throughput",
+			Agentd: report.Count(int64(a.Throughput)) + " req/s", Peer: report.Count(int64(o.Throughput)) + " req/s (" + peer + ")",
+			Ratio: report.Ratio(a.Throughput, o.Throughput), Goal: g},
+		report.Row{ID: id + "2", Figure: what + " — p50 latency",
+			Agentd: report.Duration(a.P50), Peer: report.Duration(o.P50), Ratio: report.Ratio(float64(a.P50), float64(o.P50)), Goal: "lower is better"},
+		report.Row{ID: id + "3", Figure: what + " — p99 latency",
+			Agentd: report.Duration(a.P99), Peer: report.Duration(o.P99), Ratio: report.Ratio(float64(a.P99), float64(o.P99)), Goal: "lower is better"},
+		report.Row{ID: id + "4", Figure: what + " — server CPU per request (/proc/PID/stat)",
+			Agentd: report.NS(a.cpu), Peer: report.NS(o.cpu), Ratio: report.Ratio(a.cpu, o.cpu), Goal: "lower is better"},
+	)
+}
+
+// side is one server of an HTTP comparison and its load target.
+type side struct {
+	name string
+	srv  *procs.Server
+	t    load.Target
+}
+
+// sideFigures are one side's medians over the runs of a case.
+type sideFigures struct {
+	load.Result
+	cpu float64 // server CPU per measured request, ns
+}
+
+// alternate runs c's load against every side b.httpRounds times, the order rotating
+// from round to round, and returns each side's medians in the order of sides.
+func (b *bench) alternate(c httpCase, sides []side) ([]sideFigures, error) {
+	results := make([][]load.Result, len(sides))
+	cpus := make([][]float64, len(sides))
+	for r := range b.httpRounds {
+		for k := range sides {
+			i := (k + r) % len(sides)
+			sd := sides[i]
+			res, cpu, err := b.measure(sd.t, sd.srv, b.loadOptions(c.requests, c.requests/10))
+			if err != nil {
+				return nil, fmt.Errorf("%v, %s: %w", c, sd.name, err)
+			}
+			log.Printf("%v, %s, round %d: %v; server CPU %s/req", c, sd.name, r+1, res, report.NS(cpu))
+			results[i], cpus[i] = append(results[i], res), append(cpus[i], cpu)
+		}
+	}
+	out := make([]sideFigures, len(sides))
+	for i := range sides {
+		out[i] = sideFigures{Result: medianResult(results[i]), cpu: medianOf(cpus[i])}
+	}
+	return out, nil
+}
+
 // measure runs a load against srv and returns, besides the result, the server's CPU
-// time per measured request in nanoseconds.
+// time per measured request in nanoseconds. An opts.BeforeMeasure runs too.
 func (b *bench) measure(t load.Target, srv *procs.Server, opts load.Options) (load.Result, float64, error) {
 	var before time.Duration
 	var cpuErr error
-	opts.BeforeMeasure = func() { before, cpuErr = srv.CPUTime() }
+	also := opts.BeforeMeasure
+	opts.BeforeMeasure = func() {
+		if also != nil {
+			also()
+		}
+		before, cpuErr = srv.CPUTime()
+	}
 	res, err := load.Run(b.ctx, t, opts)
 	if err != nil {
 		return res, 0, err
@@ -288,7 +365,7 @@ func (b *bench) httpProfiles() error {
 	if err != nil {
 		return err
 	}
-	s, err := b.startPair("prof", pprofAgentd, []string{"AGENTD_BENCH_PPROF=" + pprofAddr}, "--pprof")
+	s, err := b.startPair("prof", pprofAgentd, []string{"AGENTD_BENCH_PPROF=" + pprofAddr}, b.stock(), "--pprof")
 	if err != nil {
 		return err
 	}

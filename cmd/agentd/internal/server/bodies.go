@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/policy"
 )
 
 // Request and response bodies of the stage API (JSON, snake_case).
@@ -50,17 +51,22 @@ type AfterPlanningRequest struct {
 	Plan      *engine.RoutingPlan `json:"plan"`
 	Request   *string             `json:"request,omitempty"`
 	Metadata  map[string]any      `json:"metadata,omitempty"`
+	// Explain asks for the explanation of every Rego evaluation of the call (the
+	// ?explain=true query parameter; it is not part of the body).
+	Explain bool `json:"-"`
 }
 
-// AfterPlanningResponse carries the accepted plan.
+// AfterPlanningResponse carries the accepted plan, and with ?explain=true the
+// explanation of each Rego evaluation.
 type AfterPlanningResponse struct {
 	DecisionID string `json:"decision_id"`
 	// Warnings are what rules in warn mode would have denied.
-	Warnings    []engine.Finding    `json:"warnings,omitempty"`
-	RequestID   string              `json:"request_id"`
-	Generation  string              `json:"generation"`
-	Plan        *engine.RoutingPlan `json:"plan"`
-	Invocations []engine.Invocation `json:"invocations"`
+	Warnings    []engine.Finding      `json:"warnings,omitempty"`
+	RequestID   string                `json:"request_id"`
+	Generation  string                `json:"generation"`
+	Plan        *engine.RoutingPlan   `json:"plan"`
+	Invocations []engine.Invocation   `json:"invocations"`
+	Explanation []*policy.Explanation `json:"explanation,omitempty"`
 }
 
 // AfterExecutionRequest reports the combined execution result.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -82,12 +83,30 @@ func (e *APIError) with(k string, v any) *APIError {
 	return e
 }
 
+// bodyBuffers recycle the buffers decodeBody reads bodies into: decoding copies every
+// value out of the bytes, so a buffer is free again once decodeBody returns.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody bounds the buffers kept for reuse, so that one large body does not
+// stay allocated.
+const maxPooledBody = 64 << 10
+
+func recycleBody(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBody {
+		buf.Reset()
+		bodyBuffers.Put(buf)
+	}
+}
+
 // decodeBody decodes exactly one JSON object from r into v, strictly: unknown fields,
 // wrong types, trailing data, invalid UTF-8 and bodies over limit bytes are typed 4xx
 // errors naming the offending field where there is one.
 func decodeBody(r io.Reader, limit int64, v any) *APIError {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer recycleBody(buf)
 	lr := &io.LimitedReader{R: r, N: limit + 1}
-	data, err := io.ReadAll(lr)
+	_, err := buf.ReadFrom(lr)
+	data := buf.Bytes()
 	if lr.N <= 0 {
 		return apiError(http.StatusRequestEntityTooLarge, TypeBodyTooLarge, "request body exceeds %d bytes", limit).with("limit", limit)
 	}

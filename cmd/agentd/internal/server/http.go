@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
@@ -93,7 +94,16 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		route(role, http.MethodPost, path, endpoint(h))
 	}
 	post(RoleOrchestrator, "/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
-	post(RoleOrchestrator, "/v1/hooks/after_planning", stage(opts, s.AfterPlanning))
+	post(RoleOrchestrator, "/v1/hooks/after_planning", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+		explain, e := queryBool(r, "explain")
+		if e != nil {
+			return nil, 0, e
+		}
+		return stage(opts, func(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
+			req.Explain = explain
+			return s.AfterPlanning(ctx, req)
+		})(ctx, r)
+	})
 	post(RoleOrchestrator, "/v1/hooks/after_execution", stage(opts, s.AfterExecution))
 	post(RoleOrchestrator, "/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
 	post(RoleOrchestrator, "/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
@@ -195,6 +205,20 @@ func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Res
 	}
 }
 
+// queryBool reads a boolean query parameter: absent is false; true, false, 1 and 0 are
+// accepted, anything else is a 400.
+func queryBool(r *http.Request, name string) (bool, *APIError) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, apiError(http.StatusBadRequest, TypeInvalidField, "query parameter %s must be true or false, not %q", name, v).with("field", name)
+	}
+	return b, nil
+}
+
 // endpoint renders a JSON handler's answer or error.
 func endpoint(h func(ctx context.Context, r *http.Request) (any, int, *APIError)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -248,6 +272,7 @@ type StatusBody struct {
 	Generation     string                             `json:"generation,omitempty"`
 	LoadedAt       string                             `json:"loaded_at,omitempty"`
 	Files          []string                           `json:"files"`
+	DataMounts     []config.DataMount                 `json:"data_mounts"`
 	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
 	RequiredHook   string                             `json:"required_hook,omitempty"`
 	Guards         []config.GuardInfo                 `json:"guards"`
@@ -265,7 +290,7 @@ type StatusBody struct {
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() StatusBody {
-	body := StatusBody{Files: []string{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	if s.cfg.Shadow != nil {
 		body.Shadow = s.cfg.Shadow()
 	}
@@ -274,6 +299,7 @@ func (s *Service) Status() StatusBody {
 		return body
 	}
 	body.Generation, body.LoadedAt, body.Files, body.PolicyRevision = g.ID, g.LoadedAt.Format("2006-01-02T15:04:05.000Z07:00"), g.Files, g.PolicyRevision
+	body.DataMounts = append(body.DataMounts, g.DataMounts...)
 	for _, st := range engine.Stages {
 		body.Hooks[st] = append([]config.HookInfo{}, g.StageHooks(st)...)
 	}

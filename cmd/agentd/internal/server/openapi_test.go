@@ -1,28 +1,24 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
-	"github.com/agentd-dev/agentd/docs"
+	"github.com/agentd-dev/agentd/docs/apitest"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
@@ -49,173 +45,15 @@ func isMounted(path string) bool {
 		if !ok {
 			mp = p
 		}
-		return samePath(path, mp, true)
+		return apitest.SamePath(path, mp, true)
 	})
-}
-
-// apiDoc is the OpenAPI document, decoded, with a compiler over its schemas.
-type apiDoc struct {
-	root     map[string]any
-	paths    map[string]any
-	compiler *jsonschema.Compiler
-}
-
-const apiDocURL = "https://agentd.dev/openapi.json"
-
-func loadAPIDoc(t *testing.T) *apiDoc {
-	t.Helper()
-	raw, err := jsonschema.UnmarshalJSON(bytes.NewReader(docs.OpenAPIJSON()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource(apiDocURL, raw); err != nil {
-		t.Fatal(err)
-	}
-	root, _ := raw.(map[string]any)
-	paths, _ := root["paths"].(map[string]any)
-	if len(paths) == 0 {
-		t.Fatal("docs/openapi.yaml has no paths")
-	}
-	return &apiDoc{root: root, paths: paths, compiler: c}
-}
-
-var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-
-// operations returns every documented operation as "METHOD /path/{param}", sorted.
-func (d *apiDoc) operations() []string {
-	var out []string
-	for path, item := range d.paths {
-		for _, m := range httpMethods {
-			if _, ok := item.(map[string]any)[m]; ok {
-				out = append(out, strings.ToUpper(m)+" "+path)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// template returns the documented path that path matches ({param} matches one
-// segment), or "".
-func (d *apiDoc) template(path string) string {
-	for tmpl := range d.paths {
-		if samePath(tmpl, path, false) {
-			return tmpl
-		}
-	}
-	return ""
-}
-
-// checkQuery fails when query has a parameter the operation does not document.
-func (d *apiDoc) checkQuery(t *testing.T, name, method, tmpl, query string) {
-	t.Helper()
-	values, err := url.ParseQuery(query)
-	if err != nil {
-		t.Fatalf("%s: query %q: %v", name, query, err)
-	}
-	params, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)["parameters"].([]any)
-	for param := range values {
-		if !slices.ContainsFunc(params, func(p any) bool {
-			m, _ := p.(map[string]any)
-			return m["in"] == "query" && m["name"] == param
-		}) {
-			t.Errorf("%s: query parameter %q is not documented for %s %s", name, param, method, tmpl)
-		}
-	}
-}
-
-// samePath compares two paths segment by segment. A {param} segment of a matches any
-// non-empty segment of b; with bothTemplates, a {param} matches only a {param}.
-func samePath(a, b string, bothTemplates bool) bool {
-	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
-	if len(as) != len(bs) {
-		return false
-	}
-	param := func(s string) bool { return strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") }
-	for i := range as {
-		switch {
-		case param(as[i]) && bothTemplates:
-			if !param(bs[i]) {
-				return false
-			}
-		case param(as[i]):
-			if bs[i] == "" {
-				return false
-			}
-		case as[i] != bs[i]:
-			return false
-		}
-	}
-	return true
-}
-
-// pointer escapes one JSON-pointer token for use in a URL fragment.
-func pointer(token string) string {
-	return url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1"))
-}
-
-// response returns the schema of the JSON body the document gives for status of the
-// operation (nil for a non-JSON body), and whether the status is documented at all.
-func (d *apiDoc) response(t *testing.T, method, tmpl string, status int) (*jsonschema.Schema, bool) {
-	t.Helper()
-	op, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
-	resp, ok := op["responses"].(map[string]any)[fmt.Sprint(status)].(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	loc := "#/paths/" + pointer(tmpl) + "/" + strings.ToLower(method) + "/responses/" + fmt.Sprint(status)
-	if ref, ok := resp["$ref"].(string); ok {
-		loc = ref
-		resp = d.component(t, ref)
-	}
-	content, _ := resp["content"].(map[string]any)
-	if _, ok := content["application/json"]; !ok {
-		return nil, true
-	}
-	return d.schema(t, loc+"/content/application~1json/schema"), true
-}
-
-// component follows a local "#/components/..." reference.
-func (d *apiDoc) component(t *testing.T, ref string) map[string]any {
-	t.Helper()
-	var v any = d.root
-	for _, tok := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
-		v, _ = v.(map[string]any)[strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")]
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		t.Fatalf("docs/openapi.yaml: %s does not resolve", ref)
-	}
-	return m
-}
-
-// requestSchema returns the schema of the operation's JSON request body, or nil.
-func (d *apiDoc) requestSchema(t *testing.T, method, tmpl string) *jsonschema.Schema {
-	t.Helper()
-	op, _ := d.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
-	if _, ok := op["requestBody"]; !ok {
-		return nil
-	}
-	return d.schema(t, "#/paths/"+pointer(tmpl)+"/"+strings.ToLower(method)+"/requestBody/content/application~1json/schema")
-}
-
-func (d *apiDoc) schema(t *testing.T, fragment string) *jsonschema.Schema {
-	t.Helper()
-	s, err := d.compiler.Compile(apiDocURL + fragment)
-	if err != nil {
-		t.Fatalf("docs/openapi.yaml: schema %s does not compile: %v", fragment, err)
-	}
-	return s
 }
 
 // TestOpenAPI_RoutesMatchHandler: every documented operation reaches a route the
 // handler serves (not the not-found or method-not-allowed answers), and every route
 // the handler serves is documented.
 func TestOpenAPI_RoutesMatchHandler(t *testing.T) {
-	doc := loadAPIDoc(t)
+	doc := apitest.Load(t)
 	svc, _ := newTestService(t)
 	opts := HTTPOptions{Metrics: metricsStub()}
 	for _, p := range mountedRoutes {
@@ -223,7 +61,7 @@ func TestOpenAPI_RoutesMatchHandler(t *testing.T) {
 	}
 	mux := svc.routes(opts)
 	param := regexp.MustCompile(`\{[^}]*\}`)
-	for _, op := range doc.operations() {
+	for _, op := range doc.Operations() {
 		method, path, _ := strings.Cut(op, " ")
 		req := httptest.NewRequest(method, param.ReplaceAllString(path, "x"), nil)
 		if _, pattern := mux.Handler(req); !slices.Contains(mux.served, pattern) {
@@ -235,7 +73,7 @@ func TestOpenAPI_RoutesMatchHandler(t *testing.T) {
 		if !ok {
 			method, path = "", pattern
 		}
-		if !documents(doc, method, path) {
+		if !doc.Documents(method, path) {
 			verb := strings.ToLower(method)
 			if verb == "" {
 				verb = "<each method it serves>"
@@ -244,23 +82,6 @@ func TestOpenAPI_RoutesMatchHandler(t *testing.T) {
 				pattern, param.ReplaceAllString(path, "{name}"), verb)
 		}
 	}
-}
-
-// documents reports whether the document has an operation for a served pattern; a
-// pattern without a method needs some operation on its path.
-func documents(doc *apiDoc, method, path string) bool {
-	for tmpl, item := range doc.paths {
-		if !samePath(tmpl, path, true) {
-			continue
-		}
-		ops := item.(map[string]any)
-		if method == "" {
-			return slices.ContainsFunc(httpMethods, func(m string) bool { _, ok := ops[m]; return ok })
-		}
-		_, ok := ops[strings.ToLower(method)]
-		return ok
-	}
-	return false
 }
 
 func metricsStub() http.Handler {
@@ -409,7 +230,7 @@ const (
 // of every route and validates each answer against the document's schema for that
 // route and status (and each well-formed request body against the request schema).
 func TestOpenAPI_ResponsesMatch(t *testing.T) {
-	doc := loadAPIDoc(t)
+	doc := apitest.Load(t)
 	stock := stockHandler(t)
 
 	faultyRegistry := reload.NewRegistry(1)
@@ -443,20 +264,20 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 			return
 		}
 		path, query, _ := strings.Cut(c.path, "?")
-		tmpl := doc.template(path)
+		tmpl := doc.Template(path)
 		if tmpl != "" {
-			doc.checkQuery(t, c.name, c.method, tmpl, query)
+			doc.CheckQuery(t, c.name, c.method, tmpl, query)
 		}
 		if tmpl == "" {
 			t.Errorf("%s: %s is not a documented path", c.name, c.path)
 			return
 		}
 		if c.body != "" && !c.bad && !c.slow {
-			if s := doc.requestSchema(t, c.method, tmpl); s != nil {
-				validate(t, c.name+": request body", s, []byte(c.body))
+			if s := doc.RequestSchema(t, c.method, tmpl); s != nil {
+				apitest.Validate(t, c.name+": request body", s, []byte(c.body))
 			}
 		}
-		schema, documented := doc.response(t, c.method, tmpl, rec.Code)
+		schema, documented := doc.Response(t, c.method, tmpl, strconv.Itoa(rec.Code))
 		if !documented {
 			t.Errorf("%s: %s %s answered %d, which docs/openapi.yaml does not document for that route: add responses: '%d': {description, content: {application/json: {schema: ...}}} to paths.%s.%s (body: %s)",
 				c.name, c.method, tmpl, rec.Code, rec.Code, tmpl, strings.ToLower(c.method), rec.Body)
@@ -475,7 +296,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s: Content-Type %q, want application/json", c.name, ct)
 		}
-		validate(t, fmt.Sprintf("%s: %d answer of %s %s", c.name, rec.Code, c.method, tmpl), schema, rec.Body.Bytes())
+		apitest.Validate(t, fmt.Sprintf("%s: %d answer of %s %s", c.name, rec.Code, c.method, tmpl), schema, rec.Body.Bytes())
 	}
 	post := func(name, path, body string, want int) apiCall {
 		return apiCall{name: name, method: http.MethodPost, path: path, body: body, token: testToken, want: want}
@@ -524,6 +345,9 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("after_synthesis", as, `{"request_id":"r1","response":"ACME trades at 182.50 USD; ask ops@example.com"}`, 200),
 		post("cache hit", bp, `{"request_id":"r2","request":"What is ACME trading at?","metadata":{"tenant":"acme"},"cache_vary":{"tenant":"acme"}}`, 200),
 		post("rejected plan", ap, `{"request_id":"r3","request":"Buy ACME","plan":`+tradePlan+`}`, 403),
+		post("explained allowed plan", ap+"?explain=true", `{"request_id":"r5","request":"ACME?","plan":`+quotePlan+`}`, 200),
+		post("explained rejected plan", ap+"?explain=true", `{"request_id":"r6","request":"Buy ACME","plan":`+tradePlan+`}`, 403),
+		post("explain that is not a boolean", ap+"?explain=maybe", `{"request_id":"r7","request":"ACME?","plan":`+quotePlan+`}`, 400),
 		post("failed request reopened", bp, `{"request_id":"r3","request":"Buy ACME"}`, 409),
 		post("failed request after_planning", ap, `{"request_id":"r3","plan":`+quotePlan+`}`, 409),
 		post("failed request after_execution", ae, `{"request_id":"r3","result":`+result+`}`, 409),
@@ -668,13 +492,12 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		run(retired, c)
 	}
 
-	for _, op := range doc.operations() {
+	for _, op := range doc.Operations() {
 		method, tmpl, _ := strings.Cut(op, " ")
 		if isMounted(tmpl) {
 			continue
 		}
-		statuses, _ := doc.paths[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)["responses"].(map[string]any)
-		for status := range statuses {
+		for _, status := range doc.Statuses(method, tmpl) {
 			if !covered[op+" "+status] {
 				t.Errorf("docs/openapi.yaml documents %s for %s, but no call of TestOpenAPI_ResponsesMatch produced it: add one to the script (or remove the status if the route cannot answer it)", status, op)
 			}
@@ -698,21 +521,9 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 			t.Errorf("%s %s answered %d, want %d", c.method, c.path, rec.Code, c.want)
 			continue
 		}
-		validate(t, c.method+" "+c.path, doc.schema(t, c.ref+"/content/application~1json/schema"), rec.Body.Bytes())
+		apitest.Validate(t, c.method+" "+c.path, doc.Schema(t, c.ref+"/content/application~1json/schema"), rec.Body.Bytes())
 		if c.want == 405 && rec.Header().Get("Allow") == "" {
 			t.Errorf("%s %s: 405 without an Allow header", c.method, c.path)
 		}
-	}
-}
-
-func validate(t *testing.T, what string, s *jsonschema.Schema, body []byte) {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		t.Errorf("%s: not JSON: %v: %s", what, err, body)
-		return
-	}
-	if err := s.Validate(v); err != nil {
-		t.Errorf("%s does not match docs/openapi.yaml: %v\nbody: %s", what, err, body)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/policy"
 )
 
 // BeforePlanning opens the request (replacing any earlier request with the same id) on
@@ -43,7 +44,8 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 
 // AfterPlanning reviews one phase's plan. An invalid plan is a 422 naming the plan rule;
 // a required-hook rejection is a 403 naming the hook, the reason and the policy's
-// violations.
+// violations. With req.Explain, every Rego evaluation of the call is traced (bypassing
+// decision memos) and its explanation is in the answer, the 403 included.
 func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
 	if req.Plan == nil {
 		return nil, missing("plan")
@@ -52,14 +54,27 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	var explainer *policy.Explainer
+	if req.Explain {
+		explainer = policy.NewExplainer()
+		ctx = explainer.Context(ctx)
+	}
 	out, err := sess.AfterPlanning(ctx, req.Plan, req.Phase)
 	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
-		return nil, decided(ctx, rejection(r))
+		e := rejection(r)
+		if explainer != nil {
+			e.with("explanation", explainer.Explanations())
+		}
+		return nil, decided(ctx, e)
 	}
 	if err != nil {
 		return nil, decided(ctx, driverError(err))
 	}
-	return &AfterPlanningResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}, nil
+	resp := &AfterPlanningResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}
+	if explainer != nil {
+		resp.Explanation = explainer.Explanations()
+	}
+	return resp, nil
 }
 
 // rejection is the 403 of a required-hook rejection: the hook, its decision reason,

@@ -11,6 +11,7 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/docs/apitest"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
@@ -47,9 +48,8 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	svc.Handler(HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
-	doc := loadAPIDoc(t)
-	schema, _ := doc.response(t, http.MethodGet, "/v1/status", http.StatusOK)
-	validate(t, "status with a shadow", schema, rec.Body.Bytes())
+	schema, _ := apitest.Load(t).Response(t, http.MethodGet, "/v1/status", "200")
+	apitest.Validate(t, "status with a shadow", schema, rec.Body.Bytes())
 	if s := sh.Summary(); s.Disagreed != 1 || s.Changes["newly_allowed"] != 1 || len(s.Recent) != 1 || s.Recent[0].RequestID != "r1" {
 		t.Fatalf("summary = %+v, want the one newly allowed turn", s)
 	}

@@ -36,11 +36,13 @@ func TestGateway_UpstreamCrashMidCall(t *testing.T) {
 }
 
 func TestGateway_ToolTimeout(t *testing.T) {
-	h := newHarness(t, strings.Replace(stdioServer("local", ""), "{name: slow}", "{name: slow, timeout: 150ms}", 1))
+	// The timeout leaves a loaded machine time to start the call upstream (a call
+	// cancelled before its handler runs logs nothing there); the call would take 20s.
+	h := newHarness(t, strings.Replace(stdioServer("local", ""), "{name: slow}", "{name: slow, timeout: 2s}", 1))
 	h.waitReady("local")
 	c := h.connect()
-	res := c.call(t, "slow", map[string]any{"steps": 50, "delay_ms": 100})
-	if !res.IsError || !strings.Contains(text(res), "timeout of 150ms") {
+	res := c.call(t, "slow", map[string]any{"steps": 200, "delay_ms": 100})
+	if !res.IsError || !strings.Contains(text(res), "timeout of 2s") {
 		t.Fatalf("slow = %q, want the timeout", text(res))
 	}
 	if text(c.call(t, "echo", map[string]any{"message": "after"})) != "Echo: after (from local)" {

@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/agentd-dev/agentd/docs"
+	"github.com/agentd-dev/agentd/docs/apitest"
 )
 
 // scriptedUpstream answers by the last message's text: a get_quote or a place_trade
@@ -78,7 +76,7 @@ func scriptedUpstream(t *testing.T) *httptest.Server {
 // documents for the gateway's routes (but 401, which the daemon's authorization
 // answers for every route) and checks each body against the document's schema.
 func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
-	doc := openAPI(t)
+	doc := apitest.Load(t)
 	up := scriptedUpstream(t)
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
@@ -165,7 +163,7 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 			continue
 		}
 		status := fmt.Sprint(rec.Code)
-		if !doc.documents(route, c.method, status) {
+		if !slices.Contains(doc.Statuses(c.method, route), status) {
 			status = "default"
 		}
 		covered[c.method+" "+route+" "+status] = true
@@ -175,10 +173,11 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 			}
 			continue
 		}
-		doc.validate(t, c.name, route, c.method, status, rec.Body.Bytes())
+		schema, _ := doc.Response(t, c.method, route, status)
+		apitest.Validate(t, fmt.Sprintf("%s: the %s answer of %s %s", c.name, status, c.method, route), schema, rec.Body.Bytes())
 	}
 	for _, op := range []struct{ method, route string }{{"POST", "/v1/chat/completions"}, {"GET", "/v1/models"}, {"GET", "/v1/models/{model}"}} {
-		for _, status := range doc.statuses(op.route, op.method) {
+		for _, status := range doc.Statuses(op.method, op.route) {
 			if status != "401" && !covered[op.method+" "+op.route+" "+status] {
 				t.Errorf("no call answers %s %s with the documented %s", op.method, op.route, status)
 			}
@@ -188,75 +187,14 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 
 // TestOpenAPI_DocumentsEveryMount: every route the gateway mounts is in the document.
 func TestOpenAPI_DocumentsEveryMount(t *testing.T) {
-	doc := openAPI(t)
+	doc := apitest.Load(t)
 	for _, m := range New(Config{}).Mounts() {
 		method, path, ok := strings.Cut(m.Pattern, " ")
 		if !ok {
 			method, path = "POST", m.Pattern
 		}
-		if len(doc.statuses(path, method)) == 0 {
+		if len(doc.Statuses(method, path)) == 0 {
 			t.Errorf("docs/openapi.yaml does not document %s", m.Pattern)
 		}
-	}
-}
-
-type apiDocument struct {
-	paths    map[string]any
-	compiler *jsonschema.Compiler
-}
-
-const documentURL = "https://agentd.dev/openapi.json"
-
-func openAPI(t *testing.T) *apiDocument {
-	t.Helper()
-	raw, err := jsonschema.UnmarshalJSON(bytes.NewReader(docs.OpenAPIJSON()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(documentURL, raw); err != nil {
-		t.Fatal(err)
-	}
-	paths, _ := raw.(map[string]any)["paths"].(map[string]any)
-	return &apiDocument{paths: paths, compiler: c}
-}
-
-func (d *apiDocument) responses(route, method string) map[string]any {
-	op, _ := d.paths[route].(map[string]any)[strings.ToLower(method)].(map[string]any)
-	r, _ := op["responses"].(map[string]any)
-	return r
-}
-
-func (d *apiDocument) statuses(route, method string) []string {
-	var out []string
-	for s := range d.responses(route, method) {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (d *apiDocument) documents(route, method, status string) bool {
-	_, ok := d.responses(route, method)[status]
-	return ok
-}
-
-// validate checks body against the document's application/json schema of a response.
-func (d *apiDocument) validate(t *testing.T, name, route, method, status string, body []byte) {
-	t.Helper()
-	escape := strings.NewReplacer("~", "~0", "/", "~1").Replace
-	ref := documentURL + "#/paths/" + escape(route) + "/" + strings.ToLower(method) + "/responses/" + status + "/content/application~1json/schema"
-	s, err := d.compiler.Compile(ref)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		t.Errorf("%s: the answer is not JSON: %s", name, body)
-		return
-	}
-	if err := s.Validate(v); err != nil {
-		t.Errorf("%s: the %s answer of %s %s does not match the document: %v\n%s", name, status, method, route, err, body)
 	}
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/bench/internal/floor"
+	"github.com/agentd-dev/agentd/bench/internal/load"
+	"github.com/agentd-dev/agentd/bench/internal/procs"
+	"github.com/agentd-dev/agentd/bench/internal/report"
+)
+
+// floorGoal is the issue's floor goal: on a memo hit agentd spends at most this many
+// times the HTTP floor's CPU per request.
+const floorGoal = 2.0
+
+// serveFloor is the driver's `floor ADDR` mode: the HTTP floor as a process of its
+// own, so that /proc reads its CPU time apart from the load generator's.
+func serveFloor(addr string) error { return floor.Serve(addr) }
+
+// startFloor starts this binary in floor mode on a free loopback port.
+func (b *bench) startFloor() (*procs.Server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return procs.Start(procs.Spec{
+		Name: "floor", Addr: addr, Bin: self, Args: []string{"floor", addr}, Ready: "/readyz",
+		Log: filepath.Join(b.tmp, "floor.log"),
+	}, startTimeout)
+}
+
+// cheapPolicy measures sections 9 and 10: the object-lookup allow-list served by agentd
+// and `opa run --server`, and the HTTP floor beside them, all three driven by the same
+// load with the same bodies, runs rotating between them.
+func (b *bench) cheapPolicy() error {
+	s, err := b.startPair("cheap", b.agentd, nil, cheap())
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if s.floor, err = b.startFloor(); err != nil {
+		return err
+	}
+	for i, v := range []fixture.Variation{fixture.NewText, fixture.Unseen} {
+		c := httpCase{steps: 3, requests: b.cheapRequests, variation: v}
+		at, ot, err := s.targets(fmt.Sprintf("cheap%d", i), c)
+		if err != nil {
+			return err
+		}
+		ft := load.Target{URL: "http://" + s.floor.Addr + "/v1/hooks/after_planning", Body: at.Body, Want: at.Want}
+		figs, err := b.alternate(c, []side{{"agentd", s.agentd, at}, {"opa", s.opa, ot}, {"floor", s.floor, ft}})
+		if err != nil {
+			return err
+		}
+		a, o, f := figs[0], figs[1], figs[2]
+		id := fmt.Sprintf("%c", 'a'+i)
+		what := fmt.Sprintf("HTTP, cheap policy (object lookup, data.x.allowed[ns][agent][capability]): after_planning, 3 steps × 5,000 entries, %v; %d workers, %s req",
+			v, b.concurrency, report.Count(int64(c.requests)))
+		b.peerRows("9", "9"+id, what, v, a, o, "opa run --server")
+		b.bars["9"] = append(b.bars["9"], report.Bar{Label: fmt.Sprintf("9%s cheap policy, 3 steps, %s: throughput vs OPA", id, v.Name()),
+			Ratio: a.Throughput / o.Throughput, Goal: httpGoal(v), HigherIsBetter: true})
+		b.goals = append(b.goals, fmt.Sprintf("Over HTTP, cheap policy, agentd's throughput ≥ %.1f× opa run --server, %v per request: %s (%.2f×).",
+			httpGoal(v), v, metOrNot(a.Throughput/o.Throughput >= httpGoal(v)), a.Throughput/o.Throughput))
+		b.floorRows(id, v, a, f)
+	}
+	return nil
+}
+
+// floorRows adds section 10's rows for one case: agentd's CPU per request on the cheap
+// policy (a) and on the stock policy (section 2, when it ran that case) over the
+// floor's (f), and the throughputs.
+func (b *bench) floorRows(id string, v fixture.Variation, a, f sideFigures) {
+	g := "none set (memo miss)"
+	if v == fixture.NewText {
+		g = goal(a.cpu/f.cpu <= floorGoal, fmt.Sprintf("≤ %.0f× (memo hit)", floorGoal))
+		b.goals = append(b.goals, fmt.Sprintf("On a memo hit (cheap policy, %v), agentd's CPU per request ≤ %.0f× the HTTP floor's: %s (%.2f×).",
+			v, floorGoal, metOrNot(a.cpu/f.cpu <= floorGoal), a.cpu/f.cpu))
+	}
+	what := fmt.Sprintf("HTTP floor (net/http, the same body decoded strictly into the engine's wire types, a fixed allowed answer), 3 steps, %v", v)
+	floorPeer := func(x string) string { return x + " (floor)" }
+	b.rows["10"] = append(b.rows["10"],
+		report.Row{ID: "10" + id + "1", Figure: what + " — server CPU per request, agentd on the cheap policy (row 9" + id + "4)",
+			Agentd: report.NS(a.cpu), Peer: floorPeer(report.NS(f.cpu)), Ratio: report.Ratio(a.cpu, f.cpu), Goal: g},
+		report.Row{ID: "10" + id + "2", Figure: what + " — throughput, agentd on the cheap policy (row 9" + id + "1)",
+			Agentd: report.Count(int64(a.Throughput)) + " req/s", Peer: floorPeer(report.Count(int64(f.Throughput)) + " req/s"),
+			Ratio: report.Ratio(a.Throughput, f.Throughput), Goal: "none set"},
+	)
+	bar := report.Bar{Label: fmt.Sprintf("10%s1 cheap policy, %s: CPU per request vs the floor", id, v.Name()), Ratio: a.cpu / f.cpu}
+	if v == fixture.NewText {
+		bar.Goal = floorGoal
+	}
+	b.bars["10"] = append(b.bars["10"], bar)
+	if stock, ok := b.stockCPU[v]; ok {
+		b.rows["10"] = append(b.rows["10"], report.Row{ID: "10" + id + "3", Figure: what + " — server CPU per request, agentd on the stock policy (section 2's 3-step case)",
+			Agentd: report.NS(stock), Peer: floorPeer(report.NS(f.cpu)), Ratio: report.Ratio(stock, f.cpu), Goal: "none set"})
+		b.bars["10"] = append(b.bars["10"], report.Bar{Label: fmt.Sprintf("10%s3 stock policy, %s: CPU per request vs the floor", id, v.Name()), Ratio: stock / f.cpu})
+	}
+}

@@ -1,0 +1,268 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxPlans = 5000
+	DefaultTimeout  = 60 * time.Second
+)
+
+// Options configure Run. The zero value is valid.
+type Options struct {
+	// Seed makes the run reproducible: the same seed on the same directory gives the
+	// same report.
+	Seed int64
+	// MaxPlans bounds the mutated plans reviewed; 0 means DefaultMaxPlans. When more
+	// are generated, a sample chosen by Seed is reviewed.
+	MaxPlans int
+	// Timeout bounds the run; 0 means DefaultTimeout. A run cut short says so
+	// (Report.Truncated) and reports what it found.
+	Timeout time.Duration
+}
+
+// ErrNoRequiredPolicy is the cause of an InputError about a generation without a
+// required after-planning hook that runs a rego step: there is no policy to attack.
+var ErrNoRequiredPolicy = errors.New("no required after-planning Rego policy")
+
+// InputError is a directory the probe cannot attack. It unwraps to its cause.
+type InputError struct {
+	Message string
+	Cause   error
+}
+
+func (e *InputError) Error() string { return e.Message }
+func (e *InputError) Unwrap() error { return e.Cause }
+
+// Report is the outcome of a run.
+type Report struct {
+	Seed int64 `json:"seed"`
+	// Hook is the required after-planning hook attacked.
+	Hook string `json:"hook"`
+	// Seeds are the unmutated plans, with their verdicts.
+	Seeds []SeedResult `json:"seeds"`
+	// Allowed are the operation identities the stage accepted unmutated.
+	Allowed []string `json:"allowed_identities"`
+	// Generated counts the mutated plans built, Reviewed those reviewed.
+	Generated int `json:"generated"`
+	Reviewed  int `json:"reviewed"`
+	// Truncated: the run stopped at its timeout before reviewing every plan.
+	Truncated bool            `json:"truncated"`
+	Mutations []MutationStats `json:"mutations"`
+	Findings  []Finding       `json:"findings"`
+	// cases are, per mutation whose plans reached the policy, one the policy rejected
+	// (else one accepted that is no finding), for Cases.
+	cases []reviewed
+}
+
+// SeedResult is one seed and where it ended.
+type SeedResult struct {
+	Source  string  `json:"source"`
+	Verdict Verdict `json:"verdict"`
+}
+
+// MutationStats counts, per mutation, the plans reviewed and where each ended.
+type MutationStats struct {
+	Name     string          `json:"name"`
+	Doc      string          `json:"doc"`
+	Reviewed int             `json:"reviewed"`
+	Verdicts map[Verdict]int `json:"verdicts"`
+	Findings int             `json:"findings"`
+}
+
+// Finding is a mutated plan the stage accepted although it holds an operation identity
+// the policy did not allow unmutated, minimized.
+type Finding struct {
+	Mutation string `json:"mutation"`
+	Detail   string `json:"detail"`
+	// Seed is the source of the seed the plan was made from.
+	Seed string `json:"seed"`
+	// Identity is the operation identity that got through.
+	Identity string `json:"identity"`
+	// Request, Metadata, Phase and PriorSteps complete Plan into a reproducing
+	// after_planning call (and test case).
+	Request    string               `json:"request,omitempty"`
+	Metadata   map[string]any       `json:"metadata,omitempty"`
+	PriorSteps []engine.RoutingStep `json:"prior_steps,omitempty"`
+	// Plan is the minimal plan, in its wire form.
+	Plan any `json:"plan"`
+	// Rule says which deny rule should have caught it: the rules that stopped on the
+	// offending step (Misses), else the kind of rule that would.
+	Rule   string `json:"rule"`
+	Misses []Miss `json:"misses,omitempty"`
+}
+
+// Miss is a deny rule that evaluated the offending step and stopped at an expression.
+type Miss struct {
+	Rule      string `json:"rule"`
+	Source    string `json:"source"`
+	StoppedAt string `json:"stopped_at"`
+	Expr      string `json:"expr"`
+}
+
+// prober holds one run's state.
+type prober struct {
+	gen      *config.Generation
+	pipeline *engine.Pipeline
+	allowed  map[string]bool
+}
+
+// reviewed is a case and its outcome.
+type reviewed struct {
+	c Case
+	o outcome
+}
+
+// Run probes the required after-planning policy of gen, compiled from dir. It returns
+// an *InputError when there is nothing to attack or the directory's tests or requests
+// do not load. It never writes anywhere: the stage runs in process, recording nothing.
+func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) (*Report, error) {
+	opts = opts.withDefaults()
+	hook, err := requiredRegoHook(gen)
+	if err != nil {
+		return nil, err
+	}
+	all, err := seeds(dir, gen)
+	if err != nil {
+		return nil, &InputError{Message: "probe: " + err.Error(), Cause: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+
+	p := &prober{gen: gen, pipeline: gen.Pipeline, allowed: map[string]bool{}}
+	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}}
+	g := &generator{rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))}
+	var bases []*base
+	for _, s := range all {
+		o := p.review(ctx, &s)
+		r.Seeds = append(r.Seeds, SeedResult{Source: s.Source, Verdict: o.verdict})
+		switch o.verdict {
+		case Accepted:
+			for _, id := range identities(o.plan) {
+				p.allowed[id] = true
+			}
+			bases = append(bases, &base{Case: s, accepted: true})
+		case RejectedStage:
+			bases = append(bases, &base{Case: s})
+			if steps := s.steps(); len(steps) == 1 {
+				g.denied = append(g.denied, steps[0])
+			}
+		}
+	}
+	r.Allowed = slices.Sorted(func(yield func(string) bool) {
+		for id := range p.allowed {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+
+	candidates := generate(g, bases)
+	r.Generated = len(candidates)
+	candidates = sample(g.rng, candidates, opts.MaxPlans)
+	stats := map[string]*MutationStats{}
+	for _, m := range mutations {
+		stats[m.Name] = &MutationStats{Name: m.Name, Doc: m.Doc, Verdicts: map[Verdict]int{}}
+	}
+	seen := map[string]bool{}
+	example := map[string]reviewed{}
+	var found []reviewed
+	for i := range candidates {
+		if ctx.Err() != nil {
+			r.Truncated = true
+			break
+		}
+		c := &candidates[i]
+		o := p.review(ctx, c)
+		if ctx.Err() != nil { // a review cut short by the timeout proves nothing
+			r.Truncated = true
+			break
+		}
+		r.Reviewed++
+		st := stats[c.Mutation]
+		st.Reviewed++
+		st.Verdicts[o.verdict]++
+		id := p.escaped(o)
+		if prev, ok := example[c.Mutation]; o.verdict == RejectedStage && (!ok || prev.o.verdict != RejectedStage) ||
+			o.verdict == Accepted && id == "" && !ok {
+			example[c.Mutation] = reviewed{*c, o}
+		}
+		if id == "" || seen[c.Mutation+" "+id] {
+			continue
+		}
+		seen[c.Mutation+" "+id] = true
+		st.Findings++
+		found = append(found, reviewed{*c, o})
+	}
+	for _, m := range mutations {
+		r.Mutations = append(r.Mutations, *stats[m.Name])
+		if e, ok := example[m.Name]; ok {
+			r.cases = append(r.cases, e)
+		}
+	}
+	for _, f := range found {
+		r.Findings = append(r.Findings, p.finding(context.WithoutCancel(ctx), f.c))
+	}
+	return r, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxPlans <= 0 {
+		o.MaxPlans = DefaultMaxPlans
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// requiredRegoHook returns the name of gen's required after-planning hook, which must
+// run a rego step.
+func requiredRegoHook(gen *config.Generation) (string, error) {
+	name, ok := gen.Pipeline.RequiredHook()
+	if !ok {
+		return "", &InputError{Cause: ErrNoRequiredPolicy, Message: "probe: " + gen.Dir + " has no required after_planning hook " +
+			"(`required: true` with a rego step): every plan passes the stage, and there is no policy to probe"}
+	}
+	for _, h := range gen.Hooks {
+		if h.Name == name && slices.Contains(h.Steps, "rego") {
+			return name, nil
+		}
+	}
+	return "", &InputError{Cause: ErrNoRequiredPolicy, Message: fmt.Sprintf("probe: the required after_planning hook %q has no rego step: probe attacks Rego policies", name)}
+}
+
+// generate builds every candidate, mutation by mutation, seed by seed.
+func generate(g *generator, bases []*base) []Case {
+	var out []Case
+	for _, m := range mutations {
+		for _, b := range bases {
+			out = append(out, m.apply(g, b)...)
+		}
+	}
+	return out
+}
+
+// sample keeps at most n candidates, chosen by rng, in their generated order.
+func sample(rng *rand.Rand, candidates []Case, n int) []Case {
+	if len(candidates) <= n {
+		return candidates
+	}
+	keep := rng.Perm(len(candidates))[:n]
+	slices.Sort(keep)
+	out := make([]Case, n)
+	for i, k := range keep {
+		out[i] = candidates[k]
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// Verdict is where a reviewed plan ended.
+type Verdict string
+
+// Verdicts, in the order a plan meets them.
+const (
+	// RejectedWire: the API would not decode the body (an unknown member, a value of
+	// the wrong JSON type for a typed field).
+	RejectedWire Verdict = "wire"
+	// RejectedValidation: plan validation (docs/semantics.md §2) rejected the plan, or
+	// the plan a hook returned.
+	RejectedValidation Verdict = "validation"
+	// RejectedStage: the after_planning stage rejected the plan: the required hook's
+	// policy denied it, or the hook failed (which fails closed).
+	RejectedStage Verdict = "policy"
+	// Accepted: the whole stage accepted the plan.
+	Accepted Verdict = "accepted"
+)
+
+// outcome is what reviewing one case gave.
+type outcome struct {
+	verdict Verdict
+	err     error
+	// plan is the accepted plan (Accepted only).
+	plan *engine.RoutingPlan
+	// violations are the policy's violation codes (RejectedStage only).
+	violations []string
+}
+
+// review runs c through what the daemon does with an after_planning call: decoding,
+// validation of the incoming plan, then the after_planning stage of the pipeline,
+// recording nothing. A hook panic is a rejection (the daemon answers 500).
+func (p *prober) review(ctx context.Context, c *Case) (out outcome) {
+	plan, err := decodePlan(c.Plan)
+	if err != nil {
+		return outcome{verdict: RejectedWire, err: err}
+	}
+	if err := p.pipeline.ValidatePlan(plan, c.Prior); err != nil {
+		return outcome{verdict: RejectedValidation, err: err}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			out = outcome{verdict: RejectedStage, err: fmt.Errorf("hook panic: %v", v)}
+		}
+	}()
+	pctx := &engine.PipelineContext{Request: c.Request, Metadata: cloneMap(c.Metadata), Enrichments: cloneMap(c.Enrichments)}
+	if pctx.Metadata == nil {
+		pctx.Metadata = map[string]any{}
+	}
+	if pctx.Enrichments == nil {
+		pctx.Enrichments = map[string]any{}
+	}
+	accepted, err := p.pipeline.AfterPlanning(ctx, pctx, plan, c.Prior, nil)
+	if err != nil {
+		if r, ok := engine.AsRequiredAfterPlanningError(err); ok && r.Reason == engine.ReasonInvalidPlan {
+			return outcome{verdict: RejectedValidation, err: err}
+		}
+		out := outcome{verdict: RejectedStage, err: err, violations: []string{}}
+		for _, v := range engine.ViolationsOf(err) {
+			out.violations = append(out.violations, v.Code)
+		}
+		return out
+	}
+	return outcome{verdict: Accepted, plan: accepted}
+}
+
+// escaped returns the first identity of an accepted plan that is not allowed, or "".
+func (p *prober) escaped(o outcome) string {
+	if o.verdict != Accepted {
+		return ""
+	}
+	for _, id := range identities(o.plan) {
+		if !p.allowed[id] {
+			return id
+		}
+	}
+	return ""
+}

@@ -1,0 +1,154 @@
+package probe
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// requestsDir holds example API bodies and eval scripts, read for their plans.
+const requestsDir = "requests"
+
+// seeds returns the plans the directory knows, in a fixed order: one single-step plan
+// per catalog capability, the after_planning plans of tests/*.yaml, then those of
+// requests/*.json. The catalog's plans carry the request metadata of the first test or
+// request that has some, so that a policy reading it judges them as it judges a real
+// request.
+func seeds(dir string, gen *config.Generation) ([]Case, error) {
+	known, err := knownSeeds(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := catalogSeeds(gen.Catalog)
+	for _, k := range known {
+		if len(k.Metadata) > 0 {
+			for i := range out {
+				out[i].Metadata = cloneMap(k.Metadata)
+			}
+			break
+		}
+	}
+	return append(out, known...), nil
+}
+
+// knownSeeds are the after_planning plans of tests/*.yaml, then those of
+// requests/*.json.
+func knownSeeds(dir string) ([]Case, error) {
+	var out []Case
+	cases, err := config.LoadTests(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, tc := range cases {
+		if engine.Stage(tc.Stage) != engine.StageAfterPlanning || tc.Given.Plan == nil {
+			continue
+		}
+		g := tc.Given
+		plan := planWire(g.Plan)
+		prior := g.PriorSteps
+		if g.Phase > 1 && len(prior) > 0 {
+			plan["phase_number"] = json.Number(fmt.Sprint(g.Phase))
+		} else if len(prior) == 0 {
+			delete(plan, "phase_number") // a continued request's earlier phases are not known here
+		}
+		out = append(out, Case{
+			Source: fmt.Sprintf("%s:%d", tc.File, tc.Line), Request: g.Request,
+			Metadata: cloneMap(g.Metadata), Enrichments: cloneMap(g.Enrichments), Prior: prior, Plan: plan,
+		})
+	}
+	reqs, err := requestSeeds(dir)
+	return append(out, reqs...), err
+}
+
+// catalogSeeds is one single-step plan per capability of the catalog, in catalog order.
+func catalogSeeds(c *engine.Catalog) []Case {
+	var out []Case
+	for _, a := range c.Agents() {
+		for _, cp := range a.Capabilities {
+			out = append(out, Case{
+				Source:  "catalog " + a.Namespace + "/" + a.Agent + "/" + cp.Name,
+				Request: "probe " + cp.Name,
+				Plan: map[string]any{"plan_id": "probe", "steps": []any{map[string]any{
+					"step_id": "step-1", "agent_name": a.Agent, "namespace": a.Namespace, "instruction": "probe " + cp.Name,
+					"metadata": map[string]any{"capability": cp.Name, "parameters": map[string]any{}},
+				}}},
+			})
+		}
+	}
+	return out
+}
+
+// planWire is plan's wire form without a zero created_at.
+func planWire(p *engine.RoutingPlan) map[string]any {
+	m := wire(p).(map[string]any)
+	if p.CreatedAt.IsZero() {
+		delete(m, "created_at")
+	}
+	return m
+}
+
+// requestBody is the part of an after_planning API body a seed needs.
+type requestBody struct {
+	Request  string          `json:"request"`
+	Metadata map[string]any  `json:"metadata"`
+	Plan     json.RawMessage `json:"plan"`
+}
+
+// requestSeeds reads the plans of requests/*.json: each file is an after_planning body
+// (a JSON object with a plan) or an eval script (a list of {call, body}) whose
+// after_planning calls carry plans. Other files and calls are skipped.
+func requestSeeds(dir string) ([]Case, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, requestsDir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	var out []Case
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		name := requestsDir + "/" + filepath.Base(path)
+		var bodies []requestBody
+		var script []struct {
+			Call string      `json:"call"`
+			Body requestBody `json:"body"`
+		}
+		var body requestBody
+		switch {
+		case json.Unmarshal(data, &script) == nil:
+			for _, c := range script {
+				if c.Call == string(engine.StageAfterPlanning) {
+					bodies = append(bodies, c.Body)
+				}
+			}
+		case json.Unmarshal(data, &body) == nil:
+			bodies = append(bodies, body)
+		default:
+			return nil, fmt.Errorf("%s: neither an API body nor an eval script: %w", name, json.Unmarshal(data, &body))
+		}
+		for i, b := range bodies {
+			if len(b.Plan) == 0 {
+				continue
+			}
+			plan, err := decodePlan(decodeJSON(b.Plan))
+			if err != nil {
+				return nil, fmt.Errorf("%s: plan: %w", name, err)
+			}
+			source := name
+			if len(bodies) > 1 {
+				source = fmt.Sprintf("%s[%d]", name, i)
+			}
+			w := planWire(plan)
+			delete(w, "phase_number")
+			out = append(out, Case{Source: source, Request: b.Request, Metadata: b.Metadata, Plan: w})
+		}
+	}
+	return out, nil
+}
