@@ -52,11 +52,13 @@ var allowed = map[string]map[string][]string{
 }
 
 // hookSet is the plan hook, the guards and the gateway section with servers (YAML list
-// items, indented as under `servers:`).
+// items, indented as under `servers:`). A generous rego_timeout keeps a loaded machine
+// (or -race) from turning reviews into evaluation timeouts.
 func hookSet(servers string) string {
 	return `apiVersion: agentd.dev/v1
 kind: HookSet
 metadata: {name: gateway-test}
+settings: {rego_timeout: 10s}
 hooks:
   - name: allowed-operations
     stage: after_planning
