@@ -149,7 +149,7 @@ func (q *Query) isDenyRule(rule *ast.Rule) bool {
 	if rule.Module == nil {
 		return false
 	}
-	path := rule.Path()
+	path := rule.Ref().GroundPrefix() // the document the rule contributes to
 	if q.members != nil {
 		return path.Equal(q.ref.Append(ast.InternedTerm("deny")))
 	}
@@ -157,7 +157,7 @@ func (q *Query) isDenyRule(rule *ast.Rule) bool {
 }
 
 func ruleAt(rule *ast.Rule) RuleAt {
-	at := RuleAt{Rule: rule.Path().String()}
+	at := RuleAt{Rule: rule.Ref().GroundPrefix().String()}
 	if loc := rule.Location; loc != nil {
 		at.File, at.Line = loc.File, loc.Row
 		at.Location = fmt.Sprintf("%s:%d", loc.File, loc.Row)
