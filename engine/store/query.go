@@ -228,7 +228,7 @@ func parseCursor(c string) (Position, error) {
 	}
 	ms, id, ok := strings.Cut(strings.TrimPrefix(string(raw), cursorVersion), ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || n < 0 || id == "" {
+	if !ok || err != nil || n < 0 || id == "" || strconv.FormatInt(n, 10) != ms { // one spelling per position
 		return Position{}, bad
 	}
 	return Position{Millis: n, ID: id}, nil
