@@ -18,7 +18,8 @@ import (
 // call with its plan and the steps accepted before it, and each operation check, bound
 // against the plans the request's events show accepted and the steps its checks
 // allowed before it. Events without a payload (the JSON log's, unless payloads were
-// logged) are skipped; other kinds of events decide nothing to replay.
+// logged) are skipped, and so are events without a request id or an outcome (no
+// decision agentd wrote); other kinds of events decide nothing to replay.
 func fromEvents(events []*decisionlog.Event) *Set {
 	set := &Set{}
 	slices.SortStableFunc(events, func(a, b *decisionlog.Event) int { return cmp.Compare(a.RequestID, b.RequestID) })
@@ -40,6 +41,8 @@ func requestEvents(events []*decisionlog.Event) *Set {
 	st := &engine.RequestState{ID: events[0].RequestID, Runs: map[string]*engine.StepRun{}}
 	for _, e := range events {
 		switch {
+		case e.RequestID == "" || e.Outcome == "":
+			set.Skips = append(set.Skips, Skip{RequestID: e.RequestID, DecisionID: e.DecisionID, Reason: "a decision event without a request id or an outcome"})
 		case e.SchemaVersion != decisionlog.SchemaVersion:
 			set.Skips = append(set.Skips, Skip{RequestID: e.RequestID, DecisionID: e.DecisionID, Reason: schemaSkip("decision event", e.SchemaVersion, decisionlog.SchemaVersion)})
 		case e.Kind == config.EventStage && e.Stage == engine.StageAfterPlanning && e.Outcome != string(engine.OutcomeReplayed):
