@@ -43,6 +43,9 @@ type completionWire struct {
 // are well formed. A legacy function_call is refused: it would be a tool call the
 // gateway cannot review.
 func parseCompletion(data []byte) (*reply, *apiError) {
+	if err := vetMembers(data); err != nil {
+		return nil, malformed("%v", err)
+	}
 	var w completionWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -140,6 +143,9 @@ type assembler struct {
 // add takes one chunk and returns the text deltas it carries (for pass-through).
 func (a *assembler) add(data []byte) (content, refusal string, e *apiError) {
 	var c chunk
+	if err := vetMembers(data); err != nil {
+		return "", "", malformed("a stream event: %v", err)
+	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		return "", "", malformed("a stream event is not a chat.completion.chunk: %v", err)
 	}

@@ -65,12 +65,13 @@ func TestAssembler_MergesToolCallPieces(t *testing.T) {
 
 func TestAssembler_RefusesWhatCannotBeReviewed(t *testing.T) {
 	tests := map[string][]string{
-		"a second choice":      {`{"choices":[{"index":1,"delta":{"content":"x"},"finish_reason":"stop"}]}`},
-		"legacy function_call": {`{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}},"finish_reason":"stop"}]}`},
-		"no finish_reason":     {`{"choices":[{"index":0,"delta":{"content":"x"}}]}`},
-		"a call without id":    {`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]},"finish_reason":"tool_calls"}]}`},
-		"not a chunk":          {`{"choices":"x"}`},
-		"an error event":       {`{"error":{"message":"boom"}}`},
+		"a second choice":          {`{"choices":[{"index":1,"delta":{"content":"x"},"finish_reason":"stop"}]}`},
+		"legacy function_call":     {`{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}},"finish_reason":"stop"}]}`},
+		"no finish_reason":         {`{"choices":[{"index":0,"delta":{"content":"x"}}]}`},
+		"a call without id":        {`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]},"finish_reason":"tool_calls"}]}`},
+		"not a chunk":              {`{"choices":"x"}`},
+		"an error event":           {`{"error":{"message":"boom"}}`},
+		"tool calls read two ways": {`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}],"TOOL_CALLS":[]},"finish_reason":"stop"}]}`},
 	}
 	for name, chunks := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -88,6 +89,36 @@ func TestAssembler_RefusesWhatCannotBeReviewed(t *testing.T) {
 				t.Errorf("error = %v, want a 502", e)
 			}
 		})
+	}
+}
+
+// A reply a client could read differently from the review is malformed: encoding/json
+// folds member names and keeps the last, a client in another language matches exactly,
+// so in {"choices":[tool call],"Choices":[answer]} the review would see the answer and
+// forward the reply as it came, while the client ran the tool call.
+func TestParseCompletion_RefusesMembersReadTwoWays(t *testing.T) {
+	call := `[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"place_trade","arguments":"{}"}}]},"finish_reason":"tool_calls"}]`
+	answer := `[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]`
+	for name, body := range map[string]string{
+		"choices, then Choices":         `{"choices":` + call + `,"Choices":` + answer + `}`,
+		"a repeated member":             `{"choices":` + call + `,"choices":` + answer + `}`,
+		"tool_calls in another case":    `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi","Tool_Calls":[]},"finish_reason":"stop"}]}`,
+		"a long s folding into choices": `{"choiceſ":` + answer + `}`,
+		"a repeat deep in the content":  `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi","content":"ho"},"finish_reason":"stop"}]}`,
+	} {
+		if rep, e := parseCompletion([]byte(body)); e == nil || e.Status != http.StatusBadGateway {
+			t.Errorf("%s: %+v, %v, want a malformed reply (502)", name, rep, e)
+		}
+	}
+	// Members the gateway does not read may take any case, once each.
+	if _, e := parseCompletion([]byte(`{"choices":` + answer + `,"Service_Tier":"x","service_tier":"y"}`)); e == nil {
+		t.Error("two members folding together were accepted")
+	}
+	if _, e := parseCompletion([]byte(`{"choices":` + answer + `,"X-Vendor":{"A":1,"a":[]}}`)); e == nil {
+		t.Error("two members folding together in a vendor object were accepted")
+	}
+	if _, e := parseCompletion([]byte(`{"choices":` + answer + `,"X-Vendor":{"A":1,"B":[{"c":null}]},"usage":{"total_tokens":1}}`)); e != nil {
+		t.Errorf("a vendor member: %v", e)
 	}
 }
 
