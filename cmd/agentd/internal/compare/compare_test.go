@@ -2,12 +2,10 @@ package compare_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/stocktest"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
@@ -48,44 +46,14 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// stockAgent loads examples/stock-agent, with edit applied to a copy of its files
-// first (file name -> function of its content).
-func stockAgent(t *testing.T, edit map[string]func(string) string) *config.Generation {
+// stockAgent loads a copy of examples/stock-agent with edits applied.
+func stockAgent(t *testing.T, edits ...stocktest.Edit) *config.Generation {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, sub := range []string{"hooks", "data"} {
-		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, "examples", "stock-agent", sub))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.CopyFS(filepath.Join(dir, "policies"), os.DirFS(filepath.Join(root, "policies"))); err != nil {
-		t.Fatal(err)
-	}
-	for name, fn := range edit {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(fn(string(data))), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gen, err := config.Load(dir, config.Options{Services: compare.Services(nil)})
+	gen, err := config.Load(stocktest.Dir(t, edits...), config.Options{Services: compare.Services(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gen
-}
-
-// stricter forbids the broker's trades and halves the trade limit.
-var stricter = map[string]func(string) string{
-	"data/agentd/allowlist.json": func(s string) string { return strings.Replace(s, `"broker": ["execute_trade"]`, `"broker": []`, 1) },
-	"hooks/20-plan.yaml":         func(s string) string { return strings.Replace(s, "amount) > 10000.0", "amount) > 5000.0", 1) },
 }
 
 func trade(amount float64) engine.RoutingStep {
@@ -95,7 +63,7 @@ func trade(amount float64) engine.RoutingStep {
 
 func TestPlanAndCheck_AgainstTwoGenerations(t *testing.T) {
 	ctx := context.Background()
-	live, strict := stockAgent(t, nil), stockAgent(t, stricter)
+	live, strict := stockAgent(t), stockAgent(t, stocktest.Stricter...)
 	in := compare.Input{RequestID: "r", Request: "buy", Plan: &engine.RoutingPlan{PlanID: "p", PhaseNumber: 1, Steps: []engine.RoutingStep{trade(8000)}}}
 	lv, sv := compare.Plan(ctx, &live.Generation, in), compare.Plan(ctx, &strict.Generation, in)
 	if lv.Outcome != engine.OutcomeAccepted || sv.Outcome != engine.OutcomeRejected || len(sv.Violations) == 0 || sv.Cause != engine.CausePolicyDenied {
@@ -122,7 +90,7 @@ func TestPlanAndCheck_AgainstTwoGenerations(t *testing.T) {
 }
 
 func TestBeforePlanning_CacheNeverAnswers(t *testing.T) {
-	gen := stockAgent(t, nil)
+	gen := stockAgent(t)
 	in := compare.Input{Request: "hi", Metadata: map[string]any{"tenant": "acme"}, Enrichments: map[string]any{"seed": "x"}}
 	if v := compare.BeforePlanning(context.Background(), &gen.Generation, in); v.Outcome != engine.OutcomeContinue {
 		t.Fatalf("verdict %+v, want continue", v)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,47 +13,20 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/replay"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/stocktest"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
-// stockAgent loads a copy of examples/stock-agent with old -> new replaced in files.
-func stockAgent(t *testing.T, edits ...[3]string) *config.Generation {
+// stockAgent loads a copy of examples/stock-agent with edits applied.
+func stockAgent(t *testing.T, edits ...stocktest.Edit) *config.Generation {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, sub := range []string{"hooks", "data"} {
-		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, "examples", "stock-agent", sub))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.CopyFS(filepath.Join(dir, "policies"), os.DirFS(filepath.Join(root, "policies"))); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range edits {
-		p := filepath.Join(dir, e[0])
-		data, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(data), e[1]) {
-			t.Fatalf("%s: %v, or no %q", e[0], err, e[1])
-		}
-		if err := os.WriteFile(p, []byte(strings.Replace(string(data), e[1], e[2], 1)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gen, err := config.Load(dir, config.Options{Services: compare.Services(nil)})
+	gen, err := config.Load(stocktest.Dir(t, edits...), config.Options{Services: compare.Services(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return gen
-}
-
-var stricter = [][3]string{
-	{"data/agentd/allowlist.json", `"broker": ["execute_trade"]`, `"broker": []`},
-	{"hooks/20-plan.yaml", "amount) > 10000.0", "amount) > 5000.0"},
 }
 
 func brokerStep(id string, amount float64) engine.RoutingStep {
@@ -114,7 +85,7 @@ func TestRun_RecordsAgainstAStricterCandidate(t *testing.T) {
 	if same.Changed() || same.Plans != 4 || same.Checks != 4 || same.Unchanged != 8 || len(same.Skips) != 4 || same.Requests != 2 {
 		t.Fatalf("the live config itself: %+v, want 8 unchanged decisions and 4 skipped", same)
 	}
-	res := replay.Run(context.Background(), stockAgent(t, stricter...), set)
+	res := replay.Run(context.Background(), stockAgent(t, stocktest.Stricter...), set)
 	got := map[string]compare.Change{}
 	for _, d := range res.Differences {
 		got[d.Decision.DecisionID] = d.Change
@@ -209,7 +180,7 @@ func TestRun_DecisionLogEvents(t *testing.T) {
 	if len(set.Decisions) != 2 || len(set.Skips) != 2 {
 		t.Fatalf("%d decisions, skips %+v: want the plan and the first check, the payload-less check and the v9 event skipped", len(set.Decisions), set.Skips)
 	}
-	res := replay.Run(context.Background(), stockAgent(t, stricter...), set)
+	res := replay.Run(context.Background(), stockAgent(t, stocktest.Stricter...), set)
 	if len(res.Differences) != 2 || res.Differences[1].Candidate.Denial == nil || res.Differences[1].Candidate.Denial.Code != "trade_limit" {
 		t.Fatalf("differences %+v: want the plan and the check newly denied", res.Differences)
 	}

@@ -2,9 +2,6 @@ package shadow_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,51 +10,13 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/stocktest"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
 )
-
-// stockAgent copies examples/stock-agent to a temporary directory, replacing old with
-// new in the named files.
-func stockAgent(t *testing.T, edits ...[3]string) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, sub := range []string{"hooks", "data"} {
-		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, "examples", "stock-agent", sub))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.CopyFS(filepath.Join(dir, "policies"), os.DirFS(filepath.Join(root, "policies"))); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range edits {
-		p := filepath.Join(dir, e[0])
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(data), e[1]) {
-			t.Fatalf("%s has no %q", e[0], e[1])
-		}
-		if err := os.WriteFile(p, []byte(strings.Replace(string(data), e[1], e[2], 1)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// stricter forbids the broker's trades and halves the trade limit.
-var stricter = [][3]string{
-	{"data/agentd/allowlist.json", `"broker": ["execute_trade"]`, `"broker": []`},
-	{"hooks/20-plan.yaml", "amount) > 10000.0", "amount) > 5000.0"},
-}
 
 type emitted struct {
 	mu     sync.Mutex
@@ -80,7 +39,7 @@ type fixture struct {
 func newFixture(t *testing.T, shadowDir string) *fixture {
 	t.Helper()
 	mem := store.NewMemory(store.MemoryOptions{})
-	gen, err := config.Load(stockAgent(t), config.Options{Services: builtin.Services{Cache: mem, Limiter: mem}})
+	gen, err := config.Load(stocktest.Dir(t), config.Options{Services: builtin.Services{Cache: mem, Limiter: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +82,7 @@ func tradePlan(amount float64) *engine.RoutingPlan {
 // A stricter shadow changes no live answer; it reports the plan and the check it would
 // have denied, under the live decisions' ids.
 func TestShadow_ReportsWhatAStricterConfigWouldDeny(t *testing.T) {
-	f := newFixture(t, stockAgent(t, stricter...))
+	f := newFixture(t, stocktest.Dir(t, stocktest.Stricter...))
 	ctx := context.Background()
 	s, err := f.driver.Open(ctx, "r1", engine.Opening{Text: "buy ACME", Metadata: map[string]any{"tenant": "acme"}})
 	if err != nil {
@@ -165,7 +124,7 @@ func TestShadow_ReportsWhatAStricterConfigWouldDeny(t *testing.T) {
 // An answer from the cache is not the rules': the shadow, whose cache never answers,
 // skips it rather than report a disagreement.
 func TestShadow_SkipsCachedAnswers(t *testing.T) {
-	f := newFixture(t, stockAgent(t))
+	f := newFixture(t, stocktest.Dir(t))
 	ctx := context.Background()
 	for i, id := range []string{"c1", "c2"} {
 		s, err := f.driver.Open(ctx, id, engine.Opening{Text: "quote ACME"})
