@@ -20,7 +20,8 @@ var readMembers = []string{"choices", "message", "delta", "content", "refusal", 
 // the first): in an object with two members whose names fold together, or with a
 // member the gateway reads spelled in another case, the review could see one answer
 // and the client act on another (a tool call the review never saw, or the text a
-// redaction replaced). Such a reply is malformed, whatever else it holds.
+// redaction replaced). Such a reply is malformed, whatever else it holds. data is JSON
+// the caller has decoded already: a syntax error is reported, not explained.
 func vetMembers(data []byte) error {
 	type object struct {
 		names     map[string]string // folded name -> name as sent

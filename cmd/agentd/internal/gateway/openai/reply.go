@@ -43,9 +43,6 @@ type completionWire struct {
 // are well formed. A legacy function_call is refused: it would be a tool call the
 // gateway cannot review.
 func parseCompletion(data []byte) (*reply, *apiError) {
-	if err := vetMembers(data); err != nil {
-		return nil, malformed("%v", err)
-	}
 	var w completionWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -53,6 +50,9 @@ func parseCompletion(data []byte) (*reply, *apiError) {
 			return nil, malformed("%s has the wrong type", typeErr.Field)
 		}
 		return nil, malformed("not a JSON object")
+	}
+	if err := vetMembers(data); err != nil {
+		return nil, malformed("%v", err)
 	}
 	if len(w.Choices) != 1 {
 		return nil, malformed("%d choices, want 1", len(w.Choices))
@@ -143,11 +143,11 @@ type assembler struct {
 // add takes one chunk and returns the text deltas it carries (for pass-through).
 func (a *assembler) add(data []byte) (content, refusal string, e *apiError) {
 	var c chunk
-	if err := vetMembers(data); err != nil {
-		return "", "", malformed("a stream event: %v", err)
-	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		return "", "", malformed("a stream event is not a chat.completion.chunk: %v", err)
+	}
+	if err := vetMembers(data); err != nil {
+		return "", "", malformed("a stream event: %v", err)
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 		return "", "", &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: codeUpstreamError,
