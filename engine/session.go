@@ -240,7 +240,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		if err := s.commit(c, change{
 			state: func(st *RequestState) {
 				st.PhaseStart, st.PhasePlanID, st.PhaseHash = len(st.PriorSteps), planID, hash
-				st.PriorSteps = append(slices.Clip(st.PriorSteps), accepted.Steps...)
+				st.PriorSteps = append(slices.Clip(st.PriorSteps), ownSteps(accepted.Steps)...)
 				st.Phase = accepted.PhaseNumber
 			},
 			record: func(rec *ExecutionRecord) {
@@ -255,6 +255,17 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		return nil
 	})
 	return out, err
+}
+
+// ownSteps copies accepted steps for the request's state, which shares them between
+// its stored revisions (CloneState): the answer's plan holds the same steps, and its
+// caller may change them. A value that does not deep-copy (not JSON-shaped) stays shared.
+func ownSteps(steps []RoutingStep) []RoutingStep {
+	own := slices.Clone(steps)
+	if err := deepCopy(&own); err != nil {
+		return steps
+	}
+	return own
 }
 
 // resent reports whether plan re-sends the last accepted phase's plan: the same

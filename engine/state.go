@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -83,6 +84,8 @@ type StateStore interface {
 	// state of state.ID has a revision greater than or equal to state.Revision, in which
 	// case it returns ErrStaleRevision and changes nothing. The check and the write are
 	// one atomic step, so of two writers that read the same revision only one wins.
+	// Accepted steps (PriorSteps) never change once accepted: a store may share them
+	// between the states it is given and the states it returns (CloneState does).
 	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
 }
 
@@ -101,8 +104,12 @@ func (st *RequestState) runOf(id string) *StepRun {
 	return runs[id]
 }
 
-// CloneState returns a deep copy of st sharing no mutable memory with it. Values its
-// metadata, enrichments or steps hold that are not JSON-shaped fail with a *CloneError.
+// CloneState returns a copy of st sharing no memory with it that either may change: the
+// metadata, enrichments, cache dimensions and runs are deep-copied. Accepted steps never
+// change once accepted (the driver copies them into the state when it accepts them and
+// only appends after them), so PriorSteps is shared, clipped so that an append on either
+// side never writes into the other's array. Values the metadata, enrichments or run
+// responses hold that are not JSON-shaped fail with a *CloneError.
 func CloneState(st *RequestState) (*RequestState, error) {
 	out := *st
 	var err error
@@ -113,9 +120,7 @@ func CloneState(st *RequestState) (*RequestState, error) {
 		return nil, err
 	}
 	out.CacheVary = cloneStrings(st.CacheVary)
-	if err = deepCopy(&out.PriorSteps); err != nil {
-		return nil, err
-	}
+	out.PriorSteps = slices.Clip(st.PriorSteps)
 	if st.Runs != nil {
 		out.Runs = make(map[string]*StepRun, len(st.Runs))
 		for id, r := range st.Runs {

@@ -163,8 +163,9 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestStat
 	return &s, true, nil
 }
 
-// PutRequest implements engine.StateStore, revision-gated. States are deep-copied
-// (engine.CloneState), or JSON-encoded when they hold values that are not JSON-shaped.
+// PutRequest implements engine.StateStore, revision-gated. States are copied
+// (engine.CloneState: accepted steps are shared, as they never change), or JSON-encoded
+// when they hold values that are not JSON-shaped.
 func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
