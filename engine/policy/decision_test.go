@@ -8,18 +8,19 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
 func TestLibraryPlanDecision(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
 
-	d, err := q.PlanDecision(t.Context(), mustPlanInput(t, plan(step("step-1", "stock_quote"))))
+	d, err := q.PlanDecision(t.Context(), mustPlanInput(t, wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"))))
 	if err != nil || !d.Allowed() || d.Plan != nil {
 		t.Fatalf("stock_quote: PlanDecision = %+v, %v; want allowed", d, err)
 	}
 
-	p := plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1"))
+	p := wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"), wiretest.StockStep("step-2", "execute_trade", "step-1"))
 	d, err = q.PlanDecision(t.Context(), mustPlanInput(t, p))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/cover"
+
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 )
 
 // TestExplain_ViolationNamesTheDenyRule: a rejected plan's explanation names, for each
@@ -16,7 +18,7 @@ import (
 func TestExplain_ViolationNamesTheDenyRule(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
 	x := NewExplainer()
-	d, err := q.PlanDecision(x.Context(context.Background()), mustPlanInput(t, plan(step("step-1", "stock_quote"), step("step-2", "execute_trade"))))
+	d, err := q.PlanDecision(x.Context(context.Background()), mustPlanInput(t, wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"), wiretest.StockStep("step-2", "execute_trade"))))
 	if err != nil || d.Allowed() {
 		t.Fatalf("decision = %+v, %v; want a denial", d, err)
 	}
@@ -53,7 +55,7 @@ func TestExplain_ViolationNamesTheDenyRule(t *testing.T) {
 func TestExplain_AllowedPlanListsConsultedRules(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
 	x := NewExplainer()
-	if d, err := q.PlanDecision(x.Context(context.Background()), mustPlanInput(t, plan(step("step-1", "stock_quote")))); err != nil || !d.Allowed() {
+	if d, err := q.PlanDecision(x.Context(context.Background()), mustPlanInput(t, wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote")))); err != nil || !d.Allowed() {
 		t.Fatalf("decision = %+v, %v; want allowed", d, err)
 	}
 	e := x.Explanations()[0]
@@ -92,10 +94,10 @@ deny contains msg if {
 }
 `)
 	q := mustPrepare(t, b, "data.p")
-	bad := step("step-1", "x")
+	bad := wiretest.StockStep("step-1", "x")
 	delete(bad.Metadata, "capability")
 	x := NewExplainer()
-	if d, err := q.PlanDecision(x.Context(context.Background()), mustPlanInput(t, plan(bad))); err != nil || !d.Allowed() {
+	if d, err := q.PlanDecision(x.Context(context.Background()), mustPlanInput(t, wiretest.StockPlan(bad))); err != nil || !d.Allowed() {
 		t.Fatalf("decision = %+v, %v; want the fail-open allow", d, err)
 	}
 	stepValue := map[string]any{"step_id": "step-1", "agent_name": "stock-service", "namespace": "demo-tools", "instruction": "run x",
@@ -116,7 +118,7 @@ func TestTracer_CoverageCountsEvaluations(t *testing.T) {
 	if !Traced(ctx) || Traced(context.Background()) {
 		t.Fatal("Traced disagrees with WithQueryTracer")
 	}
-	if _, err := q.PlanDecision(ctx, mustPlanInput(t, plan(step("step-1", "stock_quote")))); err != nil {
+	if _, err := q.PlanDecision(ctx, mustPlanInput(t, wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote")))); err != nil {
 		t.Fatal(err)
 	}
 	report := cov.Report(b.compiler.Modules)
@@ -150,7 +152,7 @@ func TestTracer_ExplainerAndCoverageTogether(t *testing.T) {
 	cov := cover.New()
 	x := NewExplainer()
 	ctx := x.Context(WithQueryTracer(context.Background(), cov))
-	if _, err := q.PlanDecision(ctx, mustPlanInput(t, plan(step("step-1", "execute_trade")))); err != nil {
+	if _, err := q.PlanDecision(ctx, mustPlanInput(t, wiretest.StockPlan(wiretest.StockStep("step-1", "execute_trade")))); err != nil {
 		t.Fatal(err)
 	}
 	if e := x.Explanations(); len(e) != 1 || len(e[0].Violations) != 1 {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -81,31 +80,6 @@ func mustPrepare(tb testing.TB, b *Bundle, query string) *Query {
 		tb.Fatalf("Prepare(%s): %v", query, err)
 	}
 	return q
-}
-
-func step(id, capability string, deps ...string) engine.RoutingStep {
-	return engine.RoutingStep{
-		StepID:      id,
-		AgentName:   "stock-service",
-		Namespace:   "demo-tools",
-		Instruction: "run " + capability,
-		DependsOn:   deps,
-		Metadata: map[string]any{
-			"capability": capability,
-			"parameters": map[string]any{"symbol": "AAPL", "amount": 10},
-		},
-	}
-}
-
-func plan(steps ...engine.RoutingStep) *engine.RoutingPlan {
-	return &engine.RoutingPlan{
-		PlanID:          "plan-1",
-		OriginalRequest: "Quote AAPL and buy 10",
-		Mode:            engine.ModeAutonomous,
-		Steps:           steps,
-		CreatedAt:       time.Date(2025, 3, 1, 12, 30, 0, 123456789, time.UTC),
-		PhaseNumber:     1,
-	}
 }
 
 // mustPlanInput is PlanInput for p in phase 1, failing the test on error.

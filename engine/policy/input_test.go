@@ -36,7 +36,7 @@ func viaJSON(t *testing.T, v any) ast.Value {
 
 func TestPlanInputMatchesJSON(t *testing.T) {
 	no := false
-	full := plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1"))
+	full := wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"), wiretest.StockStep("step-2", "execute_trade", "step-1"))
 	full.Terminal = &no
 	full.ContinuationNote = "then summarise"
 	full.Mode = engine.ModeWorkflow
@@ -54,7 +54,7 @@ func TestPlanInputMatchesJSON(t *testing.T) {
 		"zero":        {},
 		"empty_steps": {PlanID: "p", Steps: []engine.RoutingStep{}},
 		"bare_step":   {Steps: []engine.RoutingStep{{StepID: "s", DependsOn: []string{}, Metadata: map[string]any{}}}},
-		"typical":     plan(step("step-1", "stock_quote")),
+		"typical":     wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote")),
 		"full":        full,
 	}
 	envs := []struct {
@@ -98,12 +98,12 @@ func TestCallInputMatchesJSON(t *testing.T) {
 }
 
 func TestInputErrors(t *testing.T) {
-	p := plan(step("step-1", "stock_quote"))
+	p := wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"))
 	p.Steps[0].Metadata["parameters"] = map[string]any{"amount": math.NaN()}
 	if _, err := PlanInput(p, 1, "", nil, nil); err == nil {
 		t.Error("PlanInput accepted a NaN parameter")
 	}
-	p = plan()
+	p = wiretest.StockPlan()
 	p.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	if _, err := PlanInput(p, 1, "", nil, nil); err == nil {
 		t.Error("PlanInput accepted a year JSON cannot encode")
@@ -121,7 +121,7 @@ func TestInputErrors(t *testing.T) {
 }
 
 func TestInputValueStructs(t *testing.T) {
-	p := plan(step("step-1", "stock_quote"))
+	p := wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"))
 	got, err := regovalue.Of(p)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -114,5 +115,5 @@ func jsonMap(b *testing.B, v any) map[string]any {
 
 // threeStepPlan quotes, trades and quotes again; the library denies the trade.
 func threeStepPlan() *engine.RoutingPlan {
-	return plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1"), step("step-3", "stock_quote"))
+	return wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"), wiretest.StockStep("step-2", "execute_trade", "step-1"), wiretest.StockStep("step-3", "stock_quote"))
 }

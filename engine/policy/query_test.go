@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
@@ -152,8 +153,8 @@ func TestQueryConcurrentUse(t *testing.T) {
 	b := libraryBundle(t, Options{Timeout: 10 * time.Second}) // generous: -race is slow
 	q := mustPrepare(t, b, "data.agentd.plan")
 	plans := []*engine.RoutingPlan{
-		plan(step("step-1", "stock_quote")),
-		plan(step("step-1", "stock_quote"), step("step-2", "execute_trade", "step-1")),
+		wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote")),
+		wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"), wiretest.StockStep("step-2", "execute_trade", "step-1")),
 	}
 	const goroutines, rounds = 8, 25
 	var wg sync.WaitGroup

@@ -3,7 +3,8 @@
 // results and operation calls with every optional member present or absent, nil and
 // empty slices and maps, nil and set pointers, zero and zoned times, and JSON-shaped
 // values nested a few levels deep. Values are drawn from small pools, so that two draws
-// often agree on some parts and differ in others.
+// often agree on some parts and differ in others. StockStep and StockPlan are the fixed
+// stock-agent step and plan the policy tests share.
 package wiretest
 
 import (
@@ -216,5 +217,33 @@ func Same(tb testing.TB, what string, got, want any) {
 	}
 	if !bytes.Equal(g, w) {
 		tb.Fatalf("%s:\n got  %s\n want %s", what, g, w)
+	}
+}
+
+// StockStep is a step of the stock agent (demo-tools/stock-service) with capability,
+// fixed parameters and the given dependencies.
+func StockStep(id, capability string, deps ...string) engine.RoutingStep {
+	return engine.RoutingStep{
+		StepID:      id,
+		AgentName:   "stock-service",
+		Namespace:   "demo-tools",
+		Instruction: "run " + capability,
+		DependsOn:   deps,
+		Metadata: map[string]any{
+			"capability": capability,
+			"parameters": map[string]any{"symbol": "AAPL", "amount": 10},
+		},
+	}
+}
+
+// StockPlan is a first-phase autonomous plan of steps.
+func StockPlan(steps ...engine.RoutingStep) *engine.RoutingPlan {
+	return &engine.RoutingPlan{
+		PlanID:          "plan-1",
+		OriginalRequest: "Quote AAPL and buy 10",
+		Mode:            engine.ModeAutonomous,
+		Steps:           steps,
+		CreatedAt:       time.Date(2025, 3, 1, 12, 30, 0, 123456789, time.UTC),
+		PhaseNumber:     1,
 	}
 }

@@ -420,7 +420,7 @@ func randomPlan(r *rand.Rand) *engine.RoutingPlan {
 		p.Steps = []engine.RoutingStep{}
 	}
 	for i := range r.IntN(3) {
-		s := step(fmt.Sprintf("step-%d", i+1), pick("quote", "trade"))
+		s := wiretest.StockStep(fmt.Sprintf("step-%d", i+1), pick("quote", "trade"))
 		s.Instruction = pick("", "go")
 		switch r.IntN(4) {
 		case 0:
@@ -493,9 +493,9 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		plan *engine.RoutingPlan
 		md   map[string]any
 	}{
-		{"a NaN in the metadata", plan(), map[string]any{"x": math.NaN()}},
-		{"an infinity in a step's metadata", plan(engine.RoutingStep{StepID: "s", Metadata: map[string]any{"p": []any{math.Inf(1)}}}), nil},
-		{"a channel", plan(), map[string]any{"c": make(chan int)}},
+		{"a NaN in the metadata", wiretest.StockPlan(), map[string]any{"x": math.NaN()}},
+		{"an infinity in a step's metadata", wiretest.StockPlan(engine.RoutingStep{StepID: "s", Metadata: map[string]any{"p": []any{math.Inf(1)}}}), nil},
+		{"a channel", wiretest.StockPlan(), map[string]any{"c": make(chan int)}},
 		{"a year past 9999", &engine.RoutingPlan{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 	}
 	for _, tc := range bad {
@@ -509,7 +509,7 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		}
 	}
 	var nilPtr *struct{ A int }
-	in, err := policy.PlanInput(plan(), 1, "", map[string]any{"p": nilPtr}, nil)
+	in, err := policy.PlanInput(wiretest.StockPlan(), 1, "", map[string]any{"p": nilPtr}, nil)
 	if err != nil || in.(ast.Object).Get(ast.StringTerm("metadata")).Value.(ast.Object).Get(ast.StringTerm("p")).Value.Compare(ast.NullValue) != 0 {
 		t.Fatalf("a nil pointer in the metadata: %v, %v; want null", in, err)
 	}
@@ -614,31 +614,6 @@ deny contains sprintf("%d", [x]) if { x := g("a", 1000000) with g as rand.intn }
 				t.Fatalf("memoizable = %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-func step(id, capability string, deps ...string) engine.RoutingStep {
-	return engine.RoutingStep{
-		StepID:      id,
-		AgentName:   "stock-service",
-		Namespace:   "demo-tools",
-		Instruction: "run " + capability,
-		DependsOn:   deps,
-		Metadata: map[string]any{
-			"capability": capability,
-			"parameters": map[string]any{"symbol": "AAPL", "amount": 10},
-		},
-	}
-}
-
-func plan(steps ...engine.RoutingStep) *engine.RoutingPlan {
-	return &engine.RoutingPlan{
-		PlanID:          "plan-1",
-		OriginalRequest: "Quote AAPL and buy 10",
-		Mode:            engine.ModeAutonomous,
-		Steps:           steps,
-		CreatedAt:       time.Date(2025, 3, 1, 12, 30, 0, 123456789, time.UTC),
-		PhaseNumber:     1,
 	}
 }
 
