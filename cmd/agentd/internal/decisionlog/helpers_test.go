@@ -147,3 +147,15 @@ func readFile(t testing.TB, path string) string {
 	}
 	return string(data)
 }
+
+// tempFileSink is a file sink writing to decisions.log in a temporary directory of t, and
+// that file's path.
+func tempFileSink(t testing.TB) (Sink, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "decisions.log")
+	sink, err := NewFileSink(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sink, path
+}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,11 +38,7 @@ func (c *collector) all() string {
 // call or with a turn's call.
 func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 	gen, rules := loadRules(t, "decision_log: {mask: [metadata.email]}\n")
-	path := filepath.Join(t.TempDir(), "decisions.log")
-	file, err := NewFileSink(FileOptions{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, path := tempFileSink(t)
 	endpoint := &collector{}
 	srv := httptest.NewServer(endpoint)
 	defer srv.Close()
@@ -85,11 +80,7 @@ func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 // Every report is one event, with the decision id it was reported with; refusals too.
 func TestLogger_OneEventPerReport(t *testing.T) {
 	gen, rules := loadRules(t, "decision_log: {drop: [{stage: after_execution}]}\n")
-	path := filepath.Join(t.TempDir(), "decisions.log")
-	file, err := NewFileSink(FileOptions{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, path := tempFileSink(t)
 	mp, read := metrics(t)
 	l, err := New(Options{Rules: rules, Sinks: []Sink{file}, MeterProvider: mp})
 	if err != nil {
@@ -133,11 +124,7 @@ func TestLogger_OneEventPerReport(t *testing.T) {
 // masks are unknown.
 func TestLogger_UnknownGenerationShowsNoPayload(t *testing.T) {
 	_, rules := loadRules(t, "decision_log: {mask: [metadata.email]}\n")
-	path := filepath.Join(t.TempDir(), "decisions.log")
-	file, err := NewFileSink(FileOptions{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, path := tempFileSink(t)
 	l, err := New(Options{Rules: rules, Sinks: []Sink{file}})
 	if err != nil {
 		t.Fatal(err)
@@ -220,11 +207,7 @@ func (s *syncBuffer) String() string {
 // mode.
 func TestLogger_CarriesFindings(t *testing.T) {
 	gen, rules := loadRules(t, "")
-	path := filepath.Join(t.TempDir(), "decisions.log")
-	file, err := NewFileSink(FileOptions{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, path := tempFileSink(t)
 	l, err := New(Options{Rules: rules, Sinks: []Sink{file}})
 	if err != nil {
 		t.Fatal(err)

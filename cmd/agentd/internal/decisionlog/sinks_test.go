@@ -73,11 +73,7 @@ func TestFileSink_WriteFailuresAreCounted(t *testing.T) {
 	if _, err := NewFileSink(FileOptions{Path: filepath.Join(t.TempDir(), "missing", "decisions.log")}); err == nil {
 		t.Fatal("a file in a missing directory opened")
 	}
-	path := filepath.Join(t.TempDir(), "decisions.log")
-	sink, err := NewFileSink(FileOptions{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sink, path := tempFileSink(t)
 	mp, read := metrics(t)
 	in, _ := newInstruments(mp, nil)
 	sink.bind(in)
