@@ -391,7 +391,7 @@ func (s *putLog) Get(context.Context, string) (*engine.ExecutionRecord, error) {
 	if len(s.revs) == 0 {
 		return nil, engine.ErrRecordNotFound
 	}
-	return engine.CloneRecord(s.revs[len(s.revs)-1])
+	return engine.CopyRecord(s.revs[len(s.revs)-1]), nil
 }
 
 func (s *putLog) all() []*engine.ExecutionRecord {

@@ -83,7 +83,9 @@ var (
 )
 
 // RecordStore persists execution records. Implementations must be safe for concurrent
-// use and must store a copy: the caller may reuse rec after Put returns.
+// use and must store a copy: the caller may reuse rec after Put returns. A copy may
+// share the entries' nested values (CopyRecord), which never change once recorded:
+// callers of Get read them and replace them, never write into them.
 type RecordStore interface {
 	// Put stores rec unless the stored record for rec.RequestID has a revision greater
 	// than or equal to rec.Revision, in which case it returns ErrStaleRevision and
@@ -174,81 +176,28 @@ func (r *ExecutionRecord) LifecycleAt(now time.Time) RequestLifecycle {
 	return r.Lifecycle
 }
 
-// CloneRecord returns a deep copy of rec sharing no mutable memory with it. Values a
-// plan or result holds that are not JSON-shaped fail with a *CloneError.
-func CloneRecord(rec *ExecutionRecord) (*ExecutionRecord, error) {
+// CopyRecord returns a copy of rec whose fields and entry slices (pipeline hooks,
+// phases, rejections, operations, the result's steps) the caller may change: set a
+// field, replace an entry, append. The entries' nested values (plans, step results,
+// decisions, effects, findings, finish responses) are shared with rec: once recorded
+// they never change, so a writer that changes one replaces the entry or the value
+// holding it and never writes into it. Copying a record therefore costs its entry
+// count, not its size.
+func CopyRecord(rec *ExecutionRecord) *ExecutionRecord {
 	out := *rec
 	if rec.OpenUntil != nil {
 		t := *rec.OpenUntil
 		out.OpenUntil = &t
 	}
-	out.PipelineHooks = make([]Invocation, len(rec.PipelineHooks))
-	for i, inv := range rec.PipelineHooks {
-		out.PipelineHooks[i] = copyInvocation(inv)
+	out.PipelineHooks = slices.Clone(rec.PipelineHooks)
+	if out.PipelineHooks == nil {
+		out.PipelineHooks = []Invocation{}
 	}
-	if rec.Phases != nil {
-		out.Phases = make([]PhaseRecord, len(rec.Phases))
-		for i, ph := range rec.Phases {
-			plan, err := ClonePlan(ph.Plan)
-			if err != nil {
-				return nil, err
-			}
-			results, err := cloneResults(ph.Results)
-			if err != nil {
-				return nil, err
-			}
-			out.Phases[i] = PhaseRecord{Phase: ph.Phase, Plan: plan, Results: results}
-		}
-	}
+	out.Phases = slices.Clone(rec.Phases)
+	out.Rejections = slices.Clone(rec.Rejections)
+	out.Operations = slices.Clone(rec.Operations)
 	if rec.Result != nil {
-		r := *rec.Result
-		steps, err := cloneResults(r.Steps)
-		if err != nil {
-			return nil, err
-		}
-		r.Steps = steps
-		out.Result = &r
+		out.Result = cloneResult(rec.Result)
 	}
-	if rec.Rejections != nil {
-		out.Rejections = make([]PlanRejection, len(rec.Rejections))
-		for i, r := range rec.Rejections {
-			plan, err := ClonePlan(r.Plan)
-			if err != nil {
-				return nil, err
-			}
-			r.Plan, r.Violations = plan, slices.Clone(r.Violations)
-			out.Rejections[i] = r
-		}
-	}
-	if rec.Operations != nil {
-		out.Operations = make([]OperationRecord, len(rec.Operations))
-		for i, o := range rec.Operations {
-			if o.WouldDeny != nil {
-				o.WouldDeny = cloneFindings(o.WouldDeny)
-			}
-			if o.GuardIndex != nil {
-				n := *o.GuardIndex
-				o.GuardIndex = &n
-			}
-			if o.Finish != nil {
-				f := *o.Finish
-				response, err := CloneValue(f.Response)
-				if err != nil {
-					return nil, err
-				}
-				f.Response = response
-				o.Finish = &f
-			}
-			out.Operations[i] = o
-		}
-	}
-	return &out, nil
-}
-
-func cloneResults(in []StepResult) ([]StepResult, error) {
-	out := in
-	if err := deepCopy(&out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return &out
 }

@@ -237,14 +237,15 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 			s.done(c, OutcomeRejected, err)
 			return err
 		}
+		recorded := ownPlan(accepted)
 		if err := s.commit(c, change{
 			state: func(st *RequestState) {
 				st.PhaseStart, st.PhasePlanID, st.PhaseHash = len(st.PriorSteps), planID, hash
-				st.PriorSteps = append(slices.Clip(st.PriorSteps), ownSteps(accepted.Steps)...)
+				st.PriorSteps = append(slices.Clip(st.PriorSteps), recorded.Steps...)
 				st.Phase = accepted.PhaseNumber
 			},
 			record: func(rec *ExecutionRecord) {
-				rec.Phases = append(rec.Phases, PhaseRecord{Phase: accepted.PhaseNumber, Plan: accepted})
+				rec.Phases = append(rec.Phases, PhaseRecord{Phase: accepted.PhaseNumber, Plan: recorded})
 			},
 		}); err != nil {
 			return err
@@ -257,15 +258,15 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	return out, err
 }
 
-// ownSteps copies accepted steps for the request's state, which shares them between
-// its stored revisions (CloneState): the answer's plan holds the same steps, and its
-// caller may change them. A value that does not deep-copy (not JSON-shaped) stays shared.
-func ownSteps(steps []RoutingStep) []RoutingStep {
-	own := slices.Clone(steps)
-	if err := deepCopy(&own); err != nil {
-		return steps
+// ownPlan copies a plan for the request's state and record, which share it (and its
+// steps) between their stored revisions (CloneState, CopyRecord): the caller of the
+// stage keeps the plan it gave or got and may change it. A plan that does not deep-copy
+// (a value that is not JSON-shaped) stays shared.
+func ownPlan(plan *RoutingPlan) *RoutingPlan {
+	if own, err := ClonePlan(plan); err == nil {
+		return own
 	}
-	return own
+	return plan
 }
 
 // resent reports whether plan re-sends the last accepted phase's plan: the same
@@ -315,7 +316,11 @@ func (s *Session) replayPhase(ctx context.Context) *PlanResult {
 			invocations = append(invocations, inv)
 		}
 	}
-	return &PlanResult{Plan: phase.Plan, Invocations: invocations, Replayed: true}
+	plan, err := ClonePlan(phase.Plan) // the record's plan is shared with the store
+	if err != nil {
+		return nil
+	}
+	return &PlanResult{Plan: plan, Invocations: invocations, Replayed: true}
 }
 
 // StageResult is the outcome of after_execution.
@@ -389,8 +394,10 @@ func (s *Session) Fail(ctx context.Context, err error) error {
 }
 
 // resultsReported files a combined result: into the record (see attachResults) and,
-// for every step that ran, into its run, so binding knows its response.
+// for every step that ran, into its run, so binding knows its response. Both keep their
+// own copy of the result, which the caller may change afterwards.
 func resultsReported(result *ExecutionResult) change {
+	result = ownResult(result)
 	return change{
 		state: func(st *RequestState) {
 			for _, r := range result.Steps {
@@ -415,7 +422,7 @@ func attachResults(rec *ExecutionRecord, result *ExecutionResult) {
 	rec.Result = cloneResult(result)
 	for i := range rec.Phases {
 		ph := &rec.Phases[i]
-		ph.Results = ph.Results[:0]
+		ph.Results = nil // a new slice: the old one is shared with stored revisions
 		for _, r := range result.Steps {
 			for _, st := range ph.Plan.Steps {
 				if st.StepID == r.StepID {
@@ -426,8 +433,19 @@ func attachResults(rec *ExecutionRecord, result *ExecutionResult) {
 	}
 }
 
+// cloneResult copies r and its steps slice; the steps' values are shared.
 func cloneResult(r *ExecutionResult) *ExecutionResult {
 	c := *r
-	c.Steps = append([]StepResult(nil), r.Steps...)
+	c.Steps = slices.Clone(r.Steps)
 	return &c
+}
+
+// ownResult deep-copies r, like ownPlan: a result whose values do not deep-copy stays
+// shared past its steps slice.
+func ownResult(r *ExecutionResult) *ExecutionResult {
+	c := cloneResult(r)
+	if err := deepCopy(&c.Steps); err != nil {
+		return cloneResult(r)
+	}
+	return c
 }

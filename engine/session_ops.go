@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
@@ -442,7 +443,9 @@ func (d *Driver) CompleteEffect(ctx context.Context, id string, e Effect) error 
 				if e.StartedAt.IsZero() {
 					e.StartedAt = effects[j].StartedAt
 				}
+				effects = slices.Clone(effects) // the recorded slice is shared with stored revisions
 				effects[j], problem = e.replacing(effects[j], s.d.now().UTC()), nil
+				rec.PipelineHooks[i].Effects = effects
 				return true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,12 +35,12 @@ func failed(err error) change {
 // rejected records a plan phase that was not accepted; a rejection by the required
 // hook also fails the request, unless its phases are independent.
 func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
-	r := PlanRejection{DecisionID: c.id, Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), Plan: plan, At: s.d.now().UTC()}
+	r := PlanRejection{DecisionID: c.id, Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), At: s.d.now().UTC()}
 	ch := change{}
 	if re, ok := AsRequiredAfterPlanningError(err); ok {
-		r.Hook, r.Reason, r.Violations = re.Hook, re.Reason, ViolationsOf(err)
+		r.Hook, r.Reason, r.Violations = re.Hook, re.Reason, slices.Clone(ViolationsOf(err))
 		if re.Plan != nil {
-			r.Plan = re.Plan
+			plan = re.Plan
 		}
 		if !s.state.PhasesIndependent {
 			ch = failed(err)
@@ -47,6 +48,7 @@ func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 	} else if pe, ok := AsPlanError(err); ok {
 		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, pe.Code, pe.StepID
 	}
+	r.Plan = ownPlan(plan)
 	fail := ch.record
 	ch.record = func(rec *ExecutionRecord) {
 		rec.Rejections = append(rec.Rejections, r)
@@ -251,5 +253,5 @@ func (s *Session) Record(ctx context.Context) (*ExecutionRecord, error) {
 	if s.local == nil {
 		return nil, fmt.Errorf("%w: %q", ErrRecordNotFound, s.state.ID)
 	}
-	return CloneRecord(s.local)
+	return CopyRecord(s.local), nil
 }

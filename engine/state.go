@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 )
@@ -84,32 +85,34 @@ type StateStore interface {
 	// state of state.ID has a revision greater than or equal to state.Revision, in which
 	// case it returns ErrStaleRevision and changes nothing. The check and the write are
 	// one atomic step, so of two writers that read the same revision only one wins.
-	// Accepted steps (PriorSteps) never change once accepted: a store may share them
-	// between the states it is given and the states it returns (CloneState does).
+	// Accepted steps (PriorSteps) and runs (the values of Runs) never change once
+	// stored: a store may share them between the states it is given and the states it
+	// returns (CloneState does).
 	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
 }
 
-// runOf returns the run of step id, adding it when there is none. It copies the runs
-// map first, so that a state copied by value never shares a changed map.
+// runOf returns the run of step id for a change, adding it when there is none. Runs
+// are shared between stored revisions (CloneState) and never change once stored, so
+// it copies the map and the run it returns first.
 func (st *RequestState) runOf(id string) *StepRun {
 	runs := make(map[string]*StepRun, len(st.Runs)+1)
-	for k, r := range st.Runs {
-		c := *r
-		runs[k] = &c
-	}
+	maps.Copy(runs, st.Runs)
 	st.Runs = runs
-	if runs[id] == nil {
-		runs[id] = &StepRun{}
+	run := &StepRun{}
+	if prev := runs[id]; prev != nil {
+		*run = *prev
 	}
-	return runs[id]
+	runs[id] = run
+	return run
 }
 
 // CloneState returns a copy of st sharing no memory with it that either may change: the
-// metadata, enrichments, cache dimensions and runs are deep-copied. Accepted steps never
-// change once accepted (the driver copies them into the state when it accepts them and
-// only appends after them), so PriorSteps is shared, clipped so that an append on either
-// side never writes into the other's array. Values the metadata, enrichments or run
-// responses hold that are not JSON-shaped fail with a *CloneError.
+// metadata, enrichments and cache dimensions are deep-copied, the runs map is copied.
+// Accepted steps and runs never change once stored (the driver copies steps into the
+// state when it accepts them and only appends after them; runOf replaces a run it
+// changes), so they are shared, PriorSteps clipped so that an append on either side
+// never writes into the other's array. Values the metadata or enrichments hold that are
+// not JSON-shaped fail with a *CloneError.
 func CloneState(st *RequestState) (*RequestState, error) {
 	out := *st
 	var err error
@@ -121,16 +124,7 @@ func CloneState(st *RequestState) (*RequestState, error) {
 	}
 	out.CacheVary = cloneStrings(st.CacheVary)
 	out.PriorSteps = slices.Clip(st.PriorSteps)
-	if st.Runs != nil {
-		out.Runs = make(map[string]*StepRun, len(st.Runs))
-		for id, r := range st.Runs {
-			c := *r
-			if c.Response, err = CloneValue(r.Response); err != nil {
-				return nil, err
-			}
-			out.Runs[id] = &c
-		}
-	}
+	out.Runs = maps.Clone(st.Runs)
 	return &out, nil
 }
 

@@ -79,12 +79,15 @@ type memoryState struct {
 	revision int64
 	st       *engine.RequestState // a private copy, or nil when stored as data
 	data     []byte
+	// steps are the state's accepted steps, of size stepsSize: the next revision
+	// sizes only the steps it adds (see stepsSize).
+	steps     []engine.RoutingStep
+	stepsSize int64
 }
 
 type memoryRecord struct {
 	revision int64
-	rec      *engine.ExecutionRecord // a private copy, or nil when stored as data
-	data     []byte                  // nil with rec: a tombstone
+	rec      *engine.ExecutionRecord // a private copy (CopyRecord); nil: a tombstone
 	summary  *Summary                // what List matches and shows; never changed once stored
 }
 
@@ -170,13 +173,9 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	size := stateSize(s)
-	if size > m.maxState {
-		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, s.ID, size, m.maxState)
-	}
 	e := memoryState{revision: s.Revision}
 	if c, err := engine.CloneState(s); err == nil {
-		e.st = c
+		e.st, e.steps = c, c.PriorSteps
 	} else if e.data, err = json.Marshal(s); err != nil {
 		return fmt.Errorf("encode request state: %w", err)
 	}
@@ -186,15 +185,21 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	if old, ok := m.requests.Get(s.ID, now); ok && old.revision >= s.Revision {
+	old, ok := m.requests.Get(s.ID, now)
+	if ok && old.revision >= s.Revision {
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
+	}
+	e.stepsSize = stepsSize(s.PriorSteps, old.steps, old.stepsSize)
+	size := stateSize(s, e.stepsSize)
+	if size > m.maxState {
+		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, s.ID, size, m.maxState)
 	}
 	m.requests.PutSized(s.ID, e, size, now.Add(ttl))
 	return nil
 }
 
-// Put implements engine.RecordStore. Records are deep-copied (engine.CloneRecord), or
-// JSON-encoded when they hold values that are not JSON-shaped.
+// Put implements engine.RecordStore. Records are copied with engine.CopyRecord: the
+// entries' nested values, which never change once recorded, are shared.
 func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -203,12 +208,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if size > m.maxRecord {
 		return fmt.Errorf("%w: request %q record holds about %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, size, m.maxRecord)
 	}
-	e := memoryRecord{revision: rec.Revision, summary: Summarize(rec)}
-	if c, err := engine.CloneRecord(rec); err == nil {
-		e.rec = c
-	} else if e.data, err = json.Marshal(rec); err != nil {
-		return fmt.Errorf("encode execution record: %w", err)
-	}
+	e := memoryRecord{revision: rec.Revision, rec: engine.CopyRecord(rec), summary: Summarize(rec)}
 	now := m.now()
 	var expires time.Time
 	if ttl := m.retention.TTL(rec.Status); ttl > 0 {
@@ -242,7 +242,7 @@ func (m *Memory) record(id string, now time.Time) (memoryRecord, bool) {
 	return f, true
 }
 
-func (e memoryRecord) tombstone() bool { return e.rec == nil && e.data == nil }
+func (e memoryRecord) tombstone() bool { return e.rec == nil }
 
 // Get implements engine.RecordStore.
 func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
@@ -255,14 +255,7 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 	if !ok || e.tombstone() {
 		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
 	}
-	if e.rec != nil {
-		return engine.CloneRecord(e.rec)
-	}
-	var rec engine.ExecutionRecord
-	if err := json.Unmarshal(e.data, &rec); err != nil {
-		return nil, fmt.Errorf("decode execution record: %w", err)
-	}
-	return &rec, nil
+	return engine.CopyRecord(e.rec), nil
 }
 
 // Allow implements Limiter with fixed windows aligned to the first event. At most

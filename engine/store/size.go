@@ -70,13 +70,11 @@ func resultsSize(rs []engine.StepResult) int64 {
 	return n
 }
 
-// stateSize estimates a request state.
-func stateSize(st *engine.RequestState) int64 {
+// stateSize estimates a request state whose accepted steps (PriorSteps) are of size
+// steps (see stepsSize).
+func stateSize(st *engine.RequestState, steps int64) int64 {
 	n := int64(len(st.ID)+len(st.Generation)+len(st.Request)+len(st.PhasePlanID)+len(st.PhaseHash)) + 64 +
-		sizeOf(st.Metadata) + sizeOf(st.Enrichments) + sizeOf(st.CacheVary)
-	for i := range st.PriorSteps {
-		n += stepSize(&st.PriorSteps[i])
-	}
+		sizeOf(st.Metadata) + sizeOf(st.Enrichments) + sizeOf(st.CacheVary) + steps
 	for id, r := range st.Runs {
 		n += int64(len(id)) + 32 + sizeOf(r.Response)
 	}
@@ -114,4 +112,20 @@ func recordSize(rec *engine.ExecutionRecord) int64 {
 		}
 	}
 	return n
+}
+
+// stepsSize estimates accepted steps. Accepted steps never change and states share
+// them (engine.CloneState), so the size of steps that begin with the same array as
+// sized, at least as long, is sized plus the size of the steps after it.
+func stepsSize(steps []engine.RoutingStep, sized []engine.RoutingStep, size int64) int64 {
+	from := 0
+	if len(sized) > 0 && len(steps) >= len(sized) && &steps[0] == &sized[0] {
+		from = len(sized)
+	} else {
+		size = 0
+	}
+	for i := range steps[from:] {
+		size += stepSize(&steps[from+i])
+	}
+	return size
 }
