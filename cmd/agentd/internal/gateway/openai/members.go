@@ -3,16 +3,21 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
-// readMembers are the member names the gateway reads of an upstream reply or chunk.
-var readMembers = []string{"choices", "message", "delta", "content", "refusal", "tool_calls", "function_call",
-	"finish_reason", "function", "name", "arguments", "id", "type", "index", "error", "usage",
-	"created", "model", "system_fingerprint"}
+// readMembers maps the folded form of each member name the gateway reads of an
+// upstream reply or chunk to its spelling.
+var readMembers = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{"choices", "message", "delta", "content", "refusal", "tool_calls", "function_call",
+		"finish_reason", "function", "name", "arguments", "id", "type", "index", "error", "usage",
+		"created", "model", "system_fingerprint"} {
+		m[fold(name)] = name
+	}
+	return m
+}()
 
 // vetMembers refuses a reply that a client could read differently from the gateway.
 // encoding/json matches member names without regard to case and keeps the last of
@@ -20,58 +25,93 @@ var readMembers = []string{"choices", "message", "delta", "content", "refusal", 
 // the first): in an object with two members whose names fold together, or with a
 // member the gateway reads spelled in another case, the review could see one answer
 // and the client act on another (a tool call the review never saw, or the text a
-// redaction replaced). Such a reply is malformed, whatever else it holds. data is JSON
-// the caller has decoded already: a syntax error is reported, not explained.
+// redaction replaced). Such a reply is malformed, whatever else it holds.
+//
+// data must be valid JSON (the caller has decoded it already): vetMembers scans it
+// once, reading only its structure and member names.
 func vetMembers(data []byte) error {
-	type object struct {
-		names     map[string]string // folded name -> name as sent
+	type member struct {
+		object int    // which object, numbered as they open
+		name   string // folded
+	}
+	type frame struct {
+		object    int // -1 for an array
 		expectKey bool
 	}
-	var stack []*object // nil for an array
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1] != nil {
-			stack[n-1].expectKey = true
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if n := len(stack); n > 0 && stack[n-1] != nil && stack[n-1].expectKey {
-			o := stack[n-1]
-			name, ok := tok.(string)
-			if !ok { // the object's closing brace
-				stack = stack[:n-1]
-				valueDone()
-				continue
-			}
-			folded := strings.ToLower(strings.ToUpper(name))
-			if prev, seen := o.names[folded]; seen {
-				return fmt.Errorf("members %q and %q of one object have the same name but for case, or repeat", prev, name)
-			}
-			for _, m := range readMembers {
-				if name != m && strings.EqualFold(name, m) {
-					return fmt.Errorf("member %q is %q spelled in another case", name, m)
-				}
-			}
-			o.names[folded], o.expectKey = name, false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &object{names: map[string]string{}, expectKey: true})
-		case json.Delim('['):
-			stack = append(stack, nil)
-		case json.Delim(']'):
+	var (
+		stack   []frame
+		names   map[member]string // -> the name as sent
+		objects int
+	)
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{':
+			stack = append(stack, frame{object: objects, expectKey: true})
+			objects++
+		case '[':
+			stack = append(stack, frame{object: -1})
+		case '}', ']':
 			stack = stack[:len(stack)-1]
-			valueDone()
-		default:
-			valueDone()
+		case ',':
+			if top := &stack[len(stack)-1]; top.object >= 0 {
+				top.expectKey = true
+			}
+		case '"':
+			end := stringEnd(data, i)
+			if top := len(stack) - 1; top >= 0 && stack[top].expectKey {
+				stack[top].expectKey = false
+				name, err := memberName(data[i : end+1])
+				if err != nil {
+					return err
+				}
+				key := member{stack[top].object, fold(name)}
+				if prev, seen := names[key]; seen {
+					return fmt.Errorf("members %q and %q of one object have the same name but for case, or repeat", prev, name)
+				}
+				if read, ok := readMembers[key.name]; ok && read != name {
+					return fmt.Errorf("member %q is %q spelled in another case", name, read)
+				}
+				if names == nil {
+					names = map[member]string{}
+				}
+				names[key] = name
+			}
+			i = end
 		}
 	}
+	return nil
+}
+
+// stringEnd returns the index of the quote closing the JSON string opening at start.
+func stringEnd(data []byte, start int) int {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(data) - 1
+}
+
+// memberName decodes a quoted member name, without allocating when it has no escapes.
+func memberName(quoted []byte) (string, error) {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1]), nil
+	}
+	var name string
+	err := json.Unmarshal(quoted, &name)
+	return name, err
+}
+
+// fold is the form two names share when they are equal but for case (the simple
+// case folding encoding/json matches member names with).
+func fold(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
+			return strings.ToLower(strings.ToUpper(name))
+		}
+	}
+	return name
 }

@@ -1,0 +1,83 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+)
+
+// FuzzVetMembers checks vetMembers' one-pass scan against a reading of the same JSON
+// through encoding/json's tokenizer: on every valid document both find the same
+// problem (a repeated or case-folded member name, a read member in another case) or
+// none.
+func FuzzVetMembers(f *testing.F) {
+	for _, seed := range []string{
+		toolRound,
+		`{"choices":[],"Choices":[]}`, `{"a":1,"a":2}`, `{"x":{"a":1},"y":{"a":1}}`, `[{"a":1},{"a":1}]`,
+		`{"Tool_Calls":[]}`, `{"\u0041":1,"a":2}`, `{"k":1,"\u212a":2}`, `{"a\"b":{"c":"\"{"}}`,
+		`{"s":"}","t":[1,"]",{"u":"\\"}]}`, `"x"`, `1`, `{}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		got, want := vetMembers(data), membersByTokens(t, data)
+		if (got != nil) != want {
+			t.Fatalf("vetMembers(%s) = %v; the tokenizer finds a problem: %v", data, got, want)
+		}
+	})
+}
+
+// membersByTokens reports whether some object of data has two members whose names
+// fold together or a member the gateway reads spelled in another case.
+func membersByTokens(t *testing.T, data []byte) bool {
+	type object struct {
+		names     map[string]bool
+		expectKey bool
+	}
+	var stack []*object // nil for an array
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			stack[n-1].expectKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("tokenizing valid JSON: %v", err)
+		}
+		if n := len(stack); n > 0 && stack[n-1] != nil && stack[n-1].expectKey {
+			name, ok := tok.(string)
+			if !ok {
+				stack = stack[:n-1]
+				valueDone()
+				continue
+			}
+			f := fold(name)
+			if read, known := readMembers[f]; stack[n-1].names[f] || known && read != name {
+				return true
+			}
+			stack[n-1].names[f], stack[n-1].expectKey = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{names: map[string]bool{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, nil)
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
