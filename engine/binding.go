@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/ref"
@@ -121,6 +120,9 @@ func matchValue(want, got any, runs map[string]*StepRun) string {
 		if !ok {
 			return " (not an object)"
 		}
+		if len(g) == len(w) && sameMembers(w, g, runs) {
+			return ""
+		}
 		for k := range g {
 			if _, ok := w[k]; !ok {
 				return fmt.Sprintf(" (extra key %q)", k)
@@ -159,6 +161,19 @@ func matchValue(want, got any, runs map[string]*StepRun) string {
 		return " (different value)"
 	}
 	return ""
+}
+
+// sameMembers reports whether every member of want has a matching member in got, in
+// no particular order: the common case, checked without sorting; where a mismatch is
+// matchValue then finds in key order.
+func sameMembers(want, got map[string]any, runs map[string]*StepRun) bool {
+	for k, wv := range want {
+		gv, ok := got[k]
+		if !ok || matchValue(wv, gv, runs) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // matchTemplate matches got against a string with step references: a string that is
@@ -280,35 +295,25 @@ func sortedKeys(m map[string]any) []string {
 // stepObject is a step as guards see it beside the call: its JSON form as
 // encoding/json decodes it (metadata shared when it already has that form; guards get
 // copies of the call).
-func stepObject(s *RoutingStep) map[string]any { return decodedOf(ViewOf(s)).(map[string]any) }
-
-// decodedOf is the value v views as encoding/json decodes its encoding.
-func decodedOf(v View) any {
-	switch v.Kind() {
-	case ViewBool:
-		return v.Bool()
-	case ViewInt:
-		return float64(v.Int())
-	case ViewString:
-		return v.Str()
-	case ViewTime:
-		return v.Time().Format(time.RFC3339Nano)
-	case ViewValue:
-		return normalize(v.Value())
-	case ViewArray:
-		out := make([]any, v.Len())
-		for i := range out {
-			out[i] = decodedOf(v.Index(i))
-		}
-		return out
-	case ViewObject:
-		m := make(map[string]any, v.Len())
-		for i := range v.NumField() {
-			if name, f, ok := v.Field(i); ok {
-				m[name] = decodedOf(f)
-			}
-		}
-		return m
+func stepObject(s *RoutingStep) map[string]any {
+	m := make(map[string]any, 7)
+	m["step_id"], m["agent_name"], m["namespace"], m["instruction"] = s.StepID, s.AgentName, s.Namespace, s.Instruction
+	if len(s.DependsOn) > 0 {
+		m["depends_on"] = anyStrings(s.DependsOn)
 	}
-	return nil
+	if len(s.ImplicitDeps) > 0 {
+		m["implicit_deps"] = anyStrings(s.ImplicitDeps)
+	}
+	if len(s.Metadata) > 0 {
+		m["metadata"] = normalize(s.Metadata)
+	}
+	return m
+}
+
+func anyStrings(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
@@ -11,10 +12,11 @@ import (
 )
 
 // BenchmarkCheck_Binding measures one allowed tool_call check in process on the memory
-// store, with plan binding off and strict: the difference is binding's cost (finding the
-// accepted step, comparing identity and parameters, and writing the step's claim). Each
-// strict check binds a step no check has claimed yet: a new request with a 3-step plan
-// is opened (timer stopped) every 3 checks.
+// store, with plan binding off and strict, alternately in one loop so that both see the
+// same moments of a shared machine, in alternating order: the difference (binding-ns/check) is binding's cost
+// (finding the accepted step, comparing identity and parameters, and writing the step's
+// claim). Each strict check binds a step no check has claimed yet: a new request with a
+// 3-step plan is opened on each side (timer stopped) every 3 checks.
 func BenchmarkCheck_Binding(b *testing.B) {
 	catalog, err := engine.NewCatalog([]engine.CatalogAgent{{Namespace: "demo-tools", Agent: "stock-service",
 		Capabilities: []engine.Capability{{Name: "stock_quote"}}}})
@@ -25,45 +27,58 @@ func BenchmarkCheck_Binding(b *testing.B) {
 	params := func(i int) map[string]any {
 		return map[string]any{"symbol": fmt.Sprintf("SYM%d", i), "exchange": "NYSE"}
 	}
-	for _, mode := range []engine.BindingMode{engine.BindingOff, engine.BindingStrict} {
-		b.Run("binding="+string(mode), func(b *testing.B) {
-			mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
-			d, err := engine.NewDriver(engine.DriverConfig{
-				Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode}}, States: mem, Records: mem,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			open := func(id string) {
-				s, err := d.Open(ctx, id, engine.Opening{Text: "quotes"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				steps := make([]engine.RoutingStep, 3)
-				for i := range steps {
-					steps[i] = engine.RoutingStep{StepID: fmt.Sprintf("step-%d", i+1), Namespace: "demo-tools", AgentName: "stock-service",
-						Metadata: map[string]any{"capability": "stock_quote", "parameters": params(i)}}
-				}
-				if _, err := s.AfterPlanning(ctx, &engine.RoutingPlan{PlanID: "p", Steps: steps}, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportAllocs()
-			id := ""
-			for i := 0; b.Loop(); i++ {
-				if i%3 == 0 {
-					b.StopTimer()
-					id = fmt.Sprintf("r%d", i)
-					open(id)
-					b.StartTimer()
-				}
-				res, err := d.Check(ctx, op.Call{Operation: op.ToolCall, RequestID: id, StepID: fmt.Sprintf("step-%d", i%3+1),
-					Namespace: "demo-tools", AgentName: "stock-service", Capability: "stock_quote", Parameters: params(i % 3)})
-				if err != nil || !res.Allowed {
-					b.Fatalf("check %d: %+v, %v", i, res, err)
-				}
-			}
-		})
+	ctx := context.Background()
+	modes := []engine.BindingMode{engine.BindingOff, engine.BindingStrict}
+	drivers := make([]*engine.Driver, len(modes))
+	for i, mode := range modes {
+		mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
+		if drivers[i], err = engine.NewDriver(engine.DriverConfig{
+			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode}}, States: mem, Records: mem,
+		}); err != nil {
+			b.Fatal(err)
+		}
 	}
+	open := func(d *engine.Driver, id string) {
+		s, err := d.Open(ctx, id, engine.Opening{Text: "quotes"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		steps := make([]engine.RoutingStep, 3)
+		for i := range steps {
+			steps[i] = engine.RoutingStep{StepID: fmt.Sprintf("step-%d", i+1), Namespace: "demo-tools", AgentName: "stock-service",
+				Metadata: map[string]any{"capability": "stock_quote", "parameters": params(i)}}
+		}
+		if _, err := s.AfterPlanning(ctx, &engine.RoutingPlan{PlanID: "p", Steps: steps}, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	spent := make([]time.Duration, len(modes))
+	id, n := "", 0
+	for i := 0; b.Loop(); i++ {
+		if i%3 == 0 {
+			b.StopTimer()
+			id = fmt.Sprintf("r%d", i)
+			for _, d := range drivers {
+				open(d, id)
+			}
+			b.StartTimer()
+		}
+		for k := range drivers {
+			m := (k + i) % len(drivers) // who goes first alternates
+			d := drivers[m]
+			start := time.Now()
+			res, err := d.Check(ctx, op.Call{Operation: op.ToolCall, RequestID: id, StepID: fmt.Sprintf("step-%d", i%3+1),
+				Namespace: "demo-tools", AgentName: "stock-service", Capability: "stock_quote", Parameters: params(i % 3)})
+			spent[m] += time.Since(start)
+			if err != nil || !res.Allowed {
+				b.Fatalf("%s check %d: %+v, %v", modes[m], i, res, err)
+			}
+		}
+		n++
+	}
+	per := func(m int) float64 { return float64(spent[m].Nanoseconds()) / float64(n) }
+	b.ReportMetric(per(0), "off-ns/check")
+	b.ReportMetric(per(1), "strict-ns/check")
+	b.ReportMetric(per(1)-per(0), "binding-ns/check")
 }

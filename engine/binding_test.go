@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -118,6 +119,30 @@ func TestBind_ReasonsAreValidDenials(t *testing.T) {
 		}
 		if _, err := op.NewDenial(den.Code, den.Reason); err != nil {
 			t.Fatalf("binding denial is not a valid denial: %v", err)
+		}
+	}
+}
+
+// The step guards see beside a call is the accepted step's JSON form as encoding/json
+// decodes it: members omitted as the encoding omits them, numbers as float64.
+func TestStepObject_IsTheStepsDecodedJSON(t *testing.T) {
+	for name, step := range map[string]RoutingStep{
+		"bare":       {StepID: "step-1"},
+		"full":       {StepID: "step-2", AgentName: "a", Namespace: "n", Instruction: "i", DependsOn: []string{"step-1"}, ImplicitDeps: []string{"step-0"}, Metadata: map[string]any{"capability": "c", "parameters": map[string]any{"x": []any{1.0, "y", nil, true}}}},
+		"empty":      {StepID: "step-3", DependsOn: []string{}, ImplicitDeps: []string{}, Metadata: map[string]any{}},
+		"go values":  {StepID: "step-4", Metadata: map[string]any{"n": 3, "list": []string{"a"}, "nested": map[string]int{"k": 1}}},
+		"html chars": {StepID: "step-5", Instruction: "<a&b>", Metadata: map[string]any{"s": "\u2028"}},
+	} {
+		data, err := json.Marshal(&step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want map[string]any
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := stepObject(&step); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: stepObject = %#v, want %#v", name, got, want)
 		}
 	}
 }

@@ -163,7 +163,9 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 			rec.Duration = time.Since(started)
 			return ctx, func(op.Result) {}, den, s.recordCheck(ctx, rec, recorded)
 		}
-		call.Step = stepObject(acceptedStep(s.state, call.StepID))
+		if s.gen.Runner.Sees(call.Operation) {
+			call.Step = stepObject(acceptedStep(s.state, call.StepID))
+		}
 	}
 	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)

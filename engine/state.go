@@ -85,15 +85,15 @@ type StateStore interface {
 	// state of state.ID has a revision greater than or equal to state.Revision, in which
 	// case it returns ErrStaleRevision and changes nothing. The check and the write are
 	// one atomic step, so of two writers that read the same revision only one wins.
-	// Accepted steps (PriorSteps) and runs (the values of Runs) never change once
-	// stored: a store may share them between the states it is given and the states it
-	// returns (CloneState does).
+	// Accepted steps (PriorSteps) and runs (Runs) never change once stored: a store
+	// may share them between the states it is given and the states it returns
+	// (CloneState does).
 	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
 }
 
-// runOf returns the run of step id for a change, adding it when there is none. Runs
-// are shared between stored revisions (CloneState) and never change once stored, so
-// it copies the map and the run it returns first.
+// runOf returns the run of step id for a change, adding it when there is none. The
+// runs map and its runs are shared between stored revisions (CloneState) and never
+// change once stored, so it replaces the map with a copy and the run with a copy first.
 func (st *RequestState) runOf(id string) *StepRun {
 	runs := make(map[string]*StepRun, len(st.Runs)+1)
 	maps.Copy(runs, st.Runs)
@@ -107,11 +107,11 @@ func (st *RequestState) runOf(id string) *StepRun {
 }
 
 // CloneState returns a copy of st sharing no memory with it that either may change: the
-// metadata, enrichments and cache dimensions are deep-copied, the runs map is copied.
-// Accepted steps and runs never change once stored (the driver copies steps into the
-// state when it accepts them and only appends after them; runOf replaces a run it
-// changes), so they are shared, PriorSteps clipped so that an append on either side
-// never writes into the other's array. Values the metadata or enrichments hold that are
+// metadata, enrichments and cache dimensions are deep-copied. Accepted steps and runs
+// never change once stored (the driver copies steps into the state when it accepts them
+// and only appends after them; runOf replaces the runs map it changes), so they are
+// shared, PriorSteps clipped so that an append on either side never writes into the
+// other's array. Values the metadata or enrichments hold that are
 // not JSON-shaped fail with a *CloneError.
 func CloneState(st *RequestState) (*RequestState, error) {
 	out := *st
@@ -124,7 +124,6 @@ func CloneState(st *RequestState) (*RequestState, error) {
 	}
 	out.CacheVary = cloneStrings(st.CacheVary)
 	out.PriorSteps = slices.Clip(st.PriorSteps)
-	out.Runs = maps.Clone(st.Runs)
 	return &out, nil
 }
 

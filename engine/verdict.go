@@ -20,7 +20,9 @@ func (g *Generation) Verdict(ctx context.Context, st *RequestState, call op.Call
 		if den := bind(mode, st, &call); den != nil {
 			return den
 		}
-		call.Step = stepObject(acceptedStep(st, call.StepID))
+		if g.Runner.Sees(call.Operation) {
+			call.Step = stepObject(acceptedStep(st, call.StepID))
+		}
 	}
 	return g.Runner.Guard(ctx, call)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine/op"
@@ -160,5 +161,26 @@ func TestRunner_GuardSeesFinalContextAndRunsAfterBegin(t *testing.T) {
 	})
 	if _, _, err := r.Start(context.Background(), toolCall()); err != nil || seen != "acme" {
 		t.Fatalf("err = %v, guard saw %v; want nil, acme", err, seen)
+	}
+}
+
+// Sees names the operations some observer or guard takes, and no others.
+func TestRunner_SeesOperationsWithObserversOrGuards(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	r, _ := mustCompile(t, op.Set{
+		PolicyRevision: "rev-1",
+		Arounds:        []op.Around{observer("o", &mu, &log, op.Turn)},
+		Guards: []op.Guard{{Name: "g", Operations: []op.Operation{op.ToolCall}, Check: func(context.Context, op.Call) error {
+			return nil
+		}}},
+	})
+	for o, want := range map[op.Operation]bool{op.ToolCall: true, op.Turn: true, op.Inference: false} {
+		if got := r.Sees(o); got != want {
+			t.Errorf("Sees(%s) = %v, want %v", o, got, want)
+		}
+	}
+	if (*op.Runner)(nil).Sees(op.ToolCall) {
+		t.Error("a nil runner sees calls")
 	}
 }

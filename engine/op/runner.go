@@ -64,6 +64,13 @@ func (r *Runner) Start(ctx context.Context, call Call) (context.Context, FinishF
 	return ctx, st.finish, err
 }
 
+// Sees reports whether an observer or a guard takes calls of op, so that a caller
+// can skip preparing what only they would read.
+func (r *Runner) Sees(op Operation) bool {
+	e := r.entries(op)
+	return e != nil && len(e.arounds)+len(e.guards) > 0
+}
+
 // Guard runs only the guard phase for call, in registration order, and returns the
 // verdict Start would: nil, a *Denial or a *GuardError (a *CallError for an invalid
 // call). No observer begins or finishes, so nothing observes the call: it is for

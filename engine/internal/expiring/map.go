@@ -64,15 +64,15 @@ func (m *Map[T]) Put(key string, v T, expires time.Time) { m.PutSized(key, v, 0,
 // the byte budget would be exceeded. An entry larger than the whole budget is stored
 // after evicting everything else; callers refuse such entries first.
 func (m *Map[T]) PutSized(key string, v T, size int64, expires time.Time) {
-	if old, exists := m.entries[key]; exists {
-		delete(m.entries, key)
-		m.bytes -= old.size
+	old, exists := m.entries[key]
+	if exists {
+		m.bytes -= old.size // rewritten in place below
 	}
-	for len(m.entries) >= m.max && len(m.order) > 0 {
-		m.evictOldest()
+	for !exists && len(m.entries) >= m.max && len(m.order) > 0 {
+		m.evictOldest(key)
 	}
 	for m.maxBytes > 0 && m.bytes+size > m.maxBytes && len(m.order) > 0 {
-		m.evictOldest()
+		m.evictOldest(key)
 	}
 	m.seq++
 	m.bytes += size
@@ -83,9 +83,14 @@ func (m *Map[T]) PutSized(key string, v T, size int64, expires time.Time) {
 	}
 }
 
-func (m *Map[T]) evictOldest() {
+// evictOldest evicts the oldest write, unless it is of key, which is being rewritten:
+// then only its order item goes (the rewrite adds a new one).
+func (m *Map[T]) evictOldest(rewriting string) {
 	item := m.order[0]
 	m.order = m.order[1:]
+	if item.key == rewriting {
+		return
+	}
 	if e, ok := m.entries[item.key]; ok && e.seq == item.seq {
 		delete(m.entries, item.key)
 		m.bytes -= e.size

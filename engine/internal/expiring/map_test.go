@@ -36,6 +36,29 @@ func TestMap_CountAndByteBudgetsEvictTheOldestWrites(t *testing.T) {
 	}
 }
 
+// A rewrite that needs more bytes than are free evicts the oldest other writes, even
+// when the rewritten entry is the oldest write, and never itself.
+func TestMap_AGrowingRewriteEvictsOthersOnly(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := NewSized[string](4, 100)
+	for _, k := range []string{"a", "b", "c"} {
+		m.PutSized(k, "v", 30, time.Time{})
+	}
+	m.PutSized("a", "v2", 60, time.Time{}) // 90 - 30 + 60 > 100: b goes, a's old write is skipped
+	for k, kept := range map[string]bool{"a": true, "b": false, "c": true} {
+		if _, ok := m.Get(k, now); ok != kept {
+			t.Errorf("%s kept = %v, want %v", k, ok, kept)
+		}
+	}
+	if v, _ := m.Get("a", now); v != "v2" || m.Bytes() != 90 || m.Len() != 2 {
+		t.Fatalf("a = %q, len %d bytes %d; want v2, 2, 90", v, m.Len(), m.Bytes())
+	}
+	m.PutSized("a", "v3", 150, time.Time{}) // larger than the budget: stored alone
+	if v, _ := m.Get("a", now); v != "v3" || m.Bytes() != 150 || m.Len() != 1 {
+		t.Fatalf("a = %q, len %d bytes %d; want v3, 1, 150", v, m.Len(), m.Bytes())
+	}
+}
+
 func TestMap_ExpiredEntriesAreNotServed(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m := New[int](10)
