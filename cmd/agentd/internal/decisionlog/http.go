@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -90,7 +91,7 @@ func (s *httpSink) write(_ *Event, line []byte) {
 		s.in.drop("http", DropBufferFull, 1)
 		return
 	}
-	s.buf = append(s.buf, line)
+	s.buf = append(s.buf, slices.Clone(line))
 	full := len(s.buf) >= s.opts.BatchSize
 	s.mu.Unlock()
 	if full {

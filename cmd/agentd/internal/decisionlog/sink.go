@@ -17,8 +17,8 @@ type Sink interface {
 	wants() wants
 	// bind gives the sink the logger's instruments, before the first write.
 	bind(m *instruments)
-	// write takes one event and, when the sink wants it, its JSON encoding (which the
-	// sink may keep: it is never written again).
+	// write takes one event and, when the sink wants it, its JSON encoding, which is
+	// the worker's buffer: valid until write returns (a sink that keeps it copies it).
 	write(e *Event, line []byte)
 	// flush writes out what the sink buffered; the worker calls it when it is idle.
 	flush()
