@@ -2,7 +2,6 @@ package decisionlog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -37,6 +36,7 @@ type Logger struct {
 	opts  Options
 	in    *instruments
 	wants wants
+	enc   encoder // the worker's
 	queue chan pending
 	stop  chan struct{}
 	done  chan struct{}
@@ -169,7 +169,7 @@ func (l *Logger) process(p pending) {
 	var line []byte
 	if l.wants.line {
 		var err error
-		if line, err = json.Marshal(e); err != nil {
+		if line, err = l.enc.encode(e); err != nil {
 			l.in.drop("logger", DropEncode, 1)
 			l.opts.Logger.Warn("decision event has no JSON encoding", "decision_id", e.DecisionID, "error", err.Error())
 			return
