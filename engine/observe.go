@@ -43,15 +43,16 @@ type StageReport struct {
 	// Violations are the policy's, for a rejected plan.
 	Violations []Violation
 	// Request, Metadata, Plan (the incoming plan of after_planning), Accepted (the plan
-	// it accepted), Result (after_execution) and Response (the final response of
-	// after_synthesis) are the call's input and output: observers mask them and keep
-	// them out of logs unless told otherwise. They are the call's own values and must
-	// be treated as read-only.
+	// it accepted), Result (after_execution), Draft (the response after_synthesis was
+	// given) and Response (its final response) are the call's input and output:
+	// observers mask them and keep them out of logs unless told otherwise. They are the
+	// call's own values and must be treated as read-only.
 	Request  string
 	Metadata map[string]any
 	Plan     *RoutingPlan
 	Accepted *RoutingPlan
 	Result   *ExecutionResult
+	Draft    string
 	Response string
 	// Enrichments are the request's enrichments as the call began (for before_planning,
 	// a copy of its seeds: the stage writes the request's own map). PriorSteps are the

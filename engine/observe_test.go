@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -79,8 +80,8 @@ func fmtList(s []string) string {
 
 // The reports carry what an observer needs to evaluate the call again: the
 // enrichments the call began with (before_planning's seeds, not what it wrote), the
-// steps accepted before the call, and the state a check was bound against, as it was
-// before the check claimed the step.
+// steps accepted before the call, the state a check was bound against, as it was
+// before the check claimed the step, and the draft after_synthesis rewrote.
 func TestDriver_ReportsCarryTheCallsStartingPoint(t *testing.T) {
 	ctx := context.Background()
 	mem := store.NewMemory(store.MemoryOptions{})
@@ -88,7 +89,10 @@ func TestDriver_ReportsCarryTheCallsStartingPoint(t *testing.T) {
 		pctx.Enrichments["added"] = "by the hook"
 		return nil, nil
 	}}
-	p := mustNew(t, []engine.Hook{enrich, &planHook{name: "review"}}, engine.WithCatalog(testCatalog(t)))
+	shout := &synthesisHook{name: "shout", fn: func(_ context.Context, _ *engine.PipelineContext, r string) (string, error) {
+		return strings.ToUpper(r), nil
+	}}
+	p := mustNew(t, []engine.Hook{enrich, &planHook{name: "review"}, shout}, engine.WithCatalog(testCatalog(t)))
 	obs := &reportLog{}
 	d, err := engine.NewDriver(engine.DriverConfig{
 		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p}},
@@ -141,6 +145,12 @@ func TestDriver_ReportsCarryTheCallsStartingPoint(t *testing.T) {
 	}
 	if obs.checks[1].State != nil {
 		t.Errorf("a check of an unknown request reports state %+v", obs.checks[1].State)
+	}
+	if _, err := s.AfterSynthesis(ctx, "sent"); err != nil {
+		t.Fatal(err)
+	}
+	if synth := obs.stages[3]; synth.Draft != "sent" || synth.Response != "SENT" {
+		t.Errorf("after_synthesis reported draft %q and response %q, want sent and SENT", synth.Draft, synth.Response)
 	}
 }
 

@@ -67,6 +67,7 @@ type stageCall struct {
 	prior          []RoutingStep
 	plan, accepted *RoutingPlan
 	result         *ExecutionResult
+	draft          string
 	response       string
 }
 
@@ -122,7 +123,7 @@ func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
 		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
 		Started: c.started, Duration: time.Since(c.started), Invocations: c.recorded(),
 		Request: c.pctx.Request, Metadata: c.pctx.Metadata, Plan: c.plan, Accepted: c.accepted, Result: c.result,
-		Response: c.response, Enrichments: c.enrichments, PriorSteps: c.prior, Err: err,
+		Draft: c.draft, Response: c.response, Enrichments: c.enrichments, PriorSteps: c.prior, Err: err,
 	})
 }
 
@@ -365,6 +366,7 @@ type SynthesisResult struct {
 // the final response (a request that already failed stays failed).
 func (s *Session) AfterSynthesis(ctx context.Context, response string) (*SynthesisResult, error) {
 	c := s.begin(ctx, StageAfterSynthesis)
+	c.draft = response
 	var out *SynthesisResult
 	err := s.run(c, func() error {
 		final := s.gen.Pipeline.AfterSynthesis(c.ctx, c.pctx, response, c.trail)

@@ -2,6 +2,8 @@ package compare_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
@@ -23,6 +25,9 @@ func TestCompare(t *testing.T) {
 	denied := func(code string) compare.Verdict {
 		return compare.Verdict{Outcome: engine.OutcomeDenied, Denial: &op.Denial{Code: code, Reason: "because " + code}}
 	}
+	synthesized := func(length int, hmac string) compare.Verdict {
+		return compare.Verdict{Outcome: engine.OutcomeCompleted, Response: compare.Digest{Length: length, HMAC: hmac}}
+	}
 	for _, tc := range []struct {
 		name        string
 		live, other compare.Verdict
@@ -39,6 +44,9 @@ func TestCompare(t *testing.T) {
 		{"a guard error blocks", compare.Verdict{Outcome: engine.OutcomeAllowed}, compare.Verdict{Outcome: engine.OutcomeGuardError}, compare.NewlyDenied},
 		{"a short circuit is another outcome", compare.Verdict{Outcome: engine.OutcomeContinue}, compare.Verdict{Outcome: engine.OutcomeShortCircuit}, compare.Changed},
 		{"invalid where rejected", rejected("x"), compare.Verdict{Outcome: engine.OutcomeInvalidPlan}, compare.Changed},
+		{"another final response", synthesized(3, "aa"), synthesized(3, "bb"), compare.Changed},
+		{"the same final response", synthesized(3, "aa"), synthesized(3, "aa"), compare.Same},
+		{"a synthesis that no longer panics", compare.Verdict{Outcome: engine.OutcomePanic}, synthesized(3, "aa"), compare.NewlyAllowed},
 	} {
 		if got := compare.Compare(tc.live, tc.other); got != tc.want {
 			t.Errorf("%s: Compare = %q, want %q", tc.name, got, tc.want)
@@ -97,5 +105,52 @@ func TestBeforePlanning_CacheNeverAnswers(t *testing.T) {
 	}
 	if len(in.Enrichments) != 1 {
 		t.Fatalf("the input's enrichments were written: %v", in.Enrichments)
+	}
+}
+
+// The stock agent redacts e-mail addresses, phone and card numbers from answers; a
+// candidate that redacts phone numbers no more answers otherwise, and its verdict tells
+// so by the responses' digests, which hold neither response.
+func TestSynthesis_TellsRedactionsApartByDigest(t *testing.T) {
+	ctx := context.Background()
+	live := stockAgent(t)
+	lax := stockAgent(t, stocktest.Edit{File: "hooks/30-response.yaml", Old: "patterns: [email, credit_card, phone]", New: "patterns: [email, credit_card]"})
+	const phone, mail = "call +1 415 555 0100", "write to jane@example.com"
+	synth := func(gen *config.Generation, draft string) compare.Verdict {
+		return compare.Synthesis(ctx, &gen.Generation, compare.Input{RequestID: "r", Request: "who do I call?", Metadata: map[string]any{"tenant": "acme"}, Draft: draft})
+	}
+	lv, xv := synth(live, phone), synth(lax, phone)
+	if lv.Outcome != engine.OutcomeCompleted || xv.Outcome != engine.OutcomeCompleted {
+		t.Fatalf("live %+v, lax %+v: want both completed", lv, xv)
+	}
+	if xv.Response.Length != len(phone) || lv.Response.Length >= len(phone) {
+		t.Fatalf("live %+v, lax %+v: want the live response redacted, the lax one the draft", lv.Response, xv.Response)
+	}
+	if got := compare.Compare(lv, xv); got != compare.Changed {
+		t.Fatalf("Compare of the phone answer = %q, want changed", got)
+	}
+	if got := compare.Compare(synth(live, mail), synth(lax, mail)); got != compare.Same {
+		t.Fatalf("Compare of the e-mail answer, redacted by both = %q, want the same", got)
+	}
+	if got := compare.Compare(synth(live, phone), lv); got != compare.Same {
+		t.Fatalf("the same synthesis twice compares %q", got)
+	}
+	encoded, err := json.Marshal(xv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(encoded), "415") || !strings.Contains(string(encoded), `"hmac":"`) {
+		t.Fatalf("verdict encodes as %s: want a digest and no text of the response", encoded)
+	}
+}
+
+// A live after_synthesis report is judged by its final response, so a shadow that
+// answers it alike agrees.
+func TestStaged_SynthesisAgreesWithItsRerun(t *testing.T) {
+	gen := stockAgent(t)
+	r := &engine.StageReport{RequestID: "r", Stage: engine.StageAfterSynthesis, Outcome: engine.OutcomeCompleted,
+		Request: "mail?", Draft: "jane@example.com", Response: "[REDACTED]"}
+	if got := compare.Compare(compare.Staged(r), compare.Synthesis(context.Background(), &gen.Generation, compare.StageInput(r))); got != compare.Same {
+		t.Fatalf("Compare = %q, want the same", got)
 	}
 }

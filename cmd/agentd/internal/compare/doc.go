@@ -3,6 +3,7 @@
 // state, no record, no cache entry, no rate-limit count. The shadow configuration of
 // `agentd serve --shadow` and `agentd replay` are built on it.
 //
-// A decision is reduced to a Verdict (outcome, violations, denial); Compare classifies
-// a pair of verdicts as the same, newly denied, newly allowed or changed.
+// A decision is reduced to a Verdict (outcome, violations, denial, the digest of a
+// final response); Compare classifies a pair of verdicts as the same, newly denied,
+// newly allowed or changed.
 package compare

@@ -10,8 +10,9 @@ import (
 )
 
 // Input is what a stage call ran on: the request's text, metadata and enrichments as
-// the call began, and for after_planning the incoming plan (with its phase number) and
-// the steps of the phases accepted before it. The maps and the plan are only read.
+// the call began, for after_planning the incoming plan (with its phase number) and the
+// steps of the phases accepted before it, and for after_synthesis the draft response.
+// The maps and the plan are only read.
 type Input struct {
 	RequestID   string
 	Request     string
@@ -19,6 +20,7 @@ type Input struct {
 	Enrichments map[string]any
 	Plan        *engine.RoutingPlan
 	Prior       []engine.RoutingStep
+	Draft       string
 }
 
 // context is pctx's request context for the hooks of gen, as the driver gives it.
@@ -61,6 +63,14 @@ func BeforePlanning(ctx context.Context, gen *engine.Generation, in Input) (v Ve
 	return Verdict{Outcome: engine.OutcomeContinue}
 }
 
+// Synthesis runs gen's after_synthesis hooks on in.Draft, each given the previous
+// one's response, and answers the final response by its digest.
+func Synthesis(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
+	defer recovered(&v)
+	pctx := &engine.PipelineContext{Request: in.Request, Metadata: in.Metadata, Enrichments: in.Enrichments}
+	return synthesized(gen.Pipeline.AfterSynthesis(in.context(ctx, gen), pctx, in.Draft, nil))
+}
+
 // Check asks gen's plan binding (against st, the request's state; nil for an unknown
 // request) and guards about call, beginning no observer.
 func Check(ctx context.Context, gen *engine.Generation, st *engine.RequestState, call op.Call) (v Verdict) {
@@ -73,6 +83,11 @@ func recovered(v *Verdict) {
 	if r := recover(); r != nil {
 		*v = Verdict{Outcome: engine.OutcomePanic, Cause: engine.CausePanic}
 	}
+}
+
+// synthesized is the verdict of an after_synthesis call that answered final.
+func synthesized(final string) Verdict {
+	return Verdict{Outcome: engine.OutcomeCompleted, Response: digest(final)}
 }
 
 // planError is the verdict on a plan that broke a plan rule.

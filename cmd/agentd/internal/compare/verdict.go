@@ -17,6 +17,8 @@ type Verdict struct {
 	Violations []engine.Violation `json:"violations,omitempty"`
 	// Denial is a denied operation's code and reason.
 	Denial *op.Denial `json:"denial,omitempty"`
+	// Response identifies an after_synthesis call's final response.
+	Response Digest `json:"response,omitzero"`
 }
 
 // Blocks reports whether the decision stopped what it decided on: a rejected or invalid
@@ -39,12 +41,13 @@ const (
 	NewlyDenied  Change = "newly_denied"  // the first let it through, the second blocks it
 	NewlyAllowed Change = "newly_allowed" // the first blocked it, the second lets it through
 	// Changed: both block (or both let through) but not alike: another outcome, other
-	// violations (by code and step) or another denial code.
+	// violations (by code and step), another denial code or another final response.
 	Changed Change = "changed"
 )
 
 // Compare classifies how other differs from live. Violation messages and denial
 // reasons are not compared: a policy may word them differently for the same decision.
+// Two after_synthesis calls differ when their final responses do.
 func Compare(live, other Verdict) Change {
 	switch {
 	case !live.Blocks() && other.Blocks():
@@ -52,7 +55,7 @@ func Compare(live, other Verdict) Change {
 	case live.Blocks() && !other.Blocks():
 		return NewlyAllowed
 	case live.Outcome != other.Outcome || !slices.Equal(violationKeys(live.Violations), violationKeys(other.Violations)) ||
-		denialCode(live.Denial) != denialCode(other.Denial):
+		denialCode(live.Denial) != denialCode(other.Denial) || live.Response != other.Response:
 		return Changed
 	}
 	return Same

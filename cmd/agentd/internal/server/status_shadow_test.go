@@ -17,7 +17,7 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// GET /v1/status with a shadow configuration that disagreed once matches the document.
+// GET /v1/status with a shadow configuration that disagreed on a check and on an answer matches the document.
 func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "..", "examples", "stock-agent")
 	gen, err := config.Load(dir, config.Options{})
@@ -37,8 +37,13 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 		DecisionID: engine.NewDecisionID(), Generation: gen.ID, Outcome: engine.OutcomeDenied, Started: time.Now(),
 		Call: op.Call{Operation: op.Turn, RequestID: "r1", Request: "hi"}, Err: op.Deny("no_turns", "not today"),
 	})
+	// An answer the live hooks are said to have left unredacted: the shadow redacts it.
+	sh.Staged(context.Background(), &engine.StageReport{
+		DecisionID: engine.NewDecisionID(), RequestID: "r2", Generation: gen.ID, Stage: engine.StageAfterSynthesis,
+		Outcome: engine.OutcomeCompleted, Started: time.Now(), Request: "who?", Draft: "call +1 415 555 0100", Response: "call +1 415 555 0100",
+	})
 	deadline := time.Now().Add(10 * time.Second)
-	for sh.Summary().Disagreed == 0 && time.Now().Before(deadline) {
+	for sh.Summary().Disagreed < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
@@ -50,7 +55,8 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 	svc.Handler(HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
 	schema, _ := apitest.Load(t).Response(t, http.MethodGet, "/v1/status", "200")
 	apitest.Validate(t, "status with a shadow", schema, rec.Body.Bytes())
-	if s := sh.Summary(); s.Disagreed != 1 || s.Changes["newly_allowed"] != 1 || len(s.Recent) != 1 || s.Recent[0].RequestID != "r1" {
-		t.Fatalf("summary = %+v, want the one newly allowed turn", s)
+	if s := sh.Summary(); s.Disagreed != 2 || s.Changes["newly_allowed"] != 1 || s.Changes["changed"] != 1 || len(s.Recent) != 2 ||
+		s.Recent[0].RequestID != "r2" || s.Recent[1].RequestID != "r1" {
+		t.Fatalf("summary = %+v, want the redaction changed and the newly allowed turn", s)
 	}
 }

@@ -83,10 +83,11 @@ func New(ctx context.Context, cfg Config) (*Shadow, error) {
 // Reloader returns the reloader of the shadow directory, for Watch and SIGHUP.
 func (s *Shadow) Reloader() *reload.Reloader { return s.reloader }
 
-// Staged implements engine.Observer: before_planning and after_planning calls are
-// decided again; the other stages decide nothing to compare.
+// Staged implements engine.Observer: before_planning, after_planning and
+// after_synthesis calls are decided again; after_execution hooks only observe, so
+// they decide nothing to compare.
 func (s *Shadow) Staged(_ context.Context, r *engine.StageReport) {
-	if r.Stage == engine.StageBeforePlanning || r.Stage == engine.StageAfterPlanning {
+	if r.Stage != engine.StageAfterExecution {
 		s.enqueue(job{stage: r})
 	}
 }
@@ -148,6 +149,8 @@ func (s *Shadow) evaluate(j job) {
 		live, other = compare.Staged(j.stage), compare.Plan(ctx, &gen.Generation, compare.StageInput(j.stage))
 	case j.stage.Stage == engine.StageBeforePlanning && !s.statefulAnswer(j.stage):
 		live, other = compare.Staged(j.stage), compare.BeforePlanning(ctx, &gen.Generation, compare.StageInput(j.stage))
+	case j.stage.Stage == engine.StageAfterSynthesis:
+		live, other = compare.Staged(j.stage), compare.Synthesis(ctx, &gen.Generation, compare.StageInput(j.stage))
 	default:
 		s.count(j.kind(), resultSkipped)
 		return

@@ -2,6 +2,9 @@ package shadow_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +30,25 @@ func (e *emitted) emit(ev *decisionlog.Event, _ string) {
 	e.mu.Lock()
 	e.events = append(e.events, ev)
 	e.mu.Unlock()
+}
+
+// wait returns the events once there are n: a disagreement is counted before it is
+// emitted.
+func (e *emitted) wait(t *testing.T, n int) []*decisionlog.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.mu.Lock()
+		got := slices.Clone(e.events)
+		e.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events emitted, want %d", len(got), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // fixture is a driver on the live stock agent with a shadow on dir beside it.
@@ -104,10 +126,8 @@ func TestShadow_ReportsWhatAStricterConfigWouldDeny(t *testing.T) {
 	if sum.Agreed != 1 || sum.Disagreed != 2 || sum.Changes[compare.NewlyDenied] != 2 {
 		t.Fatalf("summary %+v: want before_planning agreed, the plan and the check newly denied", sum)
 	}
-	f.events.mu.Lock()
-	defer f.events.mu.Unlock()
 	ids := map[string]bool{}
-	for _, e := range f.events.events {
+	for _, e := range f.events.wait(t, 2) {
 		ids[e.DecisionID] = true
 		if e.Kind != config.EventShadow || e.Shadow.Change != compare.NewlyDenied || e.Shadow.Generation != sum.Generation {
 			t.Errorf("event %+v", e)
@@ -149,8 +169,46 @@ func TestShadow_SkipsCachedAnswers(t *testing.T) {
 			}
 		}
 	}
-	sum := f.settled(t, 3)
-	if sum.Agreed != 2 || sum.Skipped != 1 || sum.Disagreed != 0 {
+	sum := f.settled(t, 4)
+	if sum.Agreed != 3 || sum.Skipped != 1 || sum.Disagreed != 0 {
 		t.Fatalf("summary %+v: want the first request's calls agreed and the cached answer skipped", sum)
+	}
+}
+
+// A shadow that redacts less rewrites the same draft otherwise: the live answer stays
+// redacted, and the disagreement names the responses by digest only.
+func TestShadow_ReportsAnotherRedaction(t *testing.T) {
+	f := newFixture(t, stocktest.Dir(t, stocktest.Edit{File: "hooks/30-response.yaml",
+		Old: "patterns: [email, credit_card, phone]", New: "patterns: [email, credit_card]"}))
+	ctx := context.Background()
+	s, err := f.driver.Open(ctx, "r1", engine.Opening{Text: "who do I call?", Metadata: map[string]any{"tenant": "acme"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const draft = "call +1 415 555 0100"
+	out, err := s.AfterSynthesis(ctx, draft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.Response, "415") {
+		t.Fatalf("live answer %q: want the phone number redacted", out.Response)
+	}
+	sum := f.settled(t, 1)
+	if sum.Disagreed != 1 || sum.Changes[compare.Changed] != 1 {
+		t.Fatalf("summary %+v: want one changed disagreement", sum)
+	}
+	d := sum.Recent[0]
+	if d.Stage != engine.StageAfterSynthesis || d.DecisionID != out.DecisionID || d.Live.Response.Length != len(out.Response) ||
+		d.Shadow.Response.Length != len(draft) || d.Live.Response.HMAC == d.Shadow.Response.HMAC {
+		t.Fatalf("disagreement %+v: want after_synthesis of %s, live and shadow responses told apart", d, out.DecisionID)
+	}
+	for _, v := range []any{sum, f.events.wait(t, 1)[0]} {
+		encoded, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(encoded), "415") || strings.Contains(string(encoded), "REDACTED") {
+			t.Errorf("%s holds a response's text", encoded)
+		}
 	}
 }
