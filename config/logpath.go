@@ -133,13 +133,10 @@ func (r *MaskRule) at(v any, segs []string) (any, bool) {
 
 func (r *MaskRule) inObject(m map[string]any, segs []string) (any, bool) {
 	var out map[string]any
-	for k, child := range m {
-		if segs[0] != wildcard && segs[0] != k {
-			continue
-		}
+	visit := func(k string, child any) {
 		next, ok := r.change(child, segs[1:])
 		if !ok {
-			continue
+			return
 		}
 		if out == nil {
 			out = maps.Clone(m)
@@ -149,6 +146,15 @@ func (r *MaskRule) inObject(m map[string]any, segs []string) (any, bool) {
 		} else {
 			out[k] = next
 		}
+	}
+	if segs[0] != wildcard {
+		if child, ok := m[segs[0]]; ok {
+			visit(segs[0], child)
+		}
+		return out, out != nil
+	}
+	for k, child := range m {
+		visit(k, child)
 	}
 	return out, out != nil
 }
