@@ -179,7 +179,7 @@ func run(c *config) error {
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
-		{"HTTP, cheap policy and floor", b.cheapPolicy},
+		{"HTTP cheap policy and floor", b.cheapPolicy},
 		{"Redis store", b.sharedStore},
 		{"HTTP profiles", b.httpProfiles},
 		{"memory", b.memory},
