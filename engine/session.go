@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -293,15 +292,21 @@ func (s *Session) resent(plan *RoutingPlan, phase int, hash string) bool {
 }
 
 // planHash is the SHA-256 of plan's JSON encoding (map keys sorted, so equal plans
-// hash equal), hex-encoded; "" when the plan does not encode.
+// hash equal), hex-encoded; "" when the plan does not encode. AppendJSON writes what
+// encoding/json writes, so states stored by earlier versions keep their hashes.
 func planHash(plan *RoutingPlan) string {
-	data, err := json.Marshal(plan)
+	buf := hashBuffers.Get().(*[]byte)
+	defer hashBuffers.Put(buf)
+	data, err := AppendJSON((*buf)[:0], plan)
+	*buf = data
 	if err != nil {
 		return ""
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+var hashBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // replayPhase answers a re-sent plan with the last phase's accepted plan and review from
 // the record, or returns nil when the record no longer has them.

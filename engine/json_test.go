@@ -1,0 +1,77 @@
+package engine_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/wiretest"
+)
+
+// sameAsMarshal fails unless AppendJSON and encoding/json agree on v: the same bytes
+// (after what dst held), or both an error that leaves dst as it was.
+func sameAsMarshal(t *testing.T, v any) {
+	t.Helper()
+	want, wantErr := json.Marshal(v)
+	dst := []byte("prefix")
+	got, err := engine.AppendJSON(dst, v)
+	switch {
+	case (err != nil) != (wantErr != nil):
+		t.Fatalf("AppendJSON error %v, encoding/json error %v (value %#v)", err, wantErr, v)
+	case err != nil && string(got) != "prefix":
+		t.Fatalf("a refused value changed dst: %q", got)
+	case err == nil && !bytes.Equal(got, append([]byte("prefix"), want...)):
+		t.Fatalf("AppendJSON:\n %s\nencoding/json:\n prefix%s", got, want)
+	}
+}
+
+// AppendJSON writes what encoding/json writes for JSON-shaped values and wire types.
+func TestAppendJSON_AgreesWithEncodingJSON(t *testing.T) {
+	r := wiretest.Rand(7)
+	for range 2000 {
+		sameAsMarshal(t, wiretest.Value(r, 4))
+		p := wiretest.Plan(r)
+		sameAsMarshal(t, p)
+		sameAsMarshal(t, p.Steps)
+		sameAsMarshal(t, wiretest.Result(r))
+		sameAsMarshal(t, map[string]any{"plan": p, "at": wiretest.Time(r), "call": wiretest.Call(r)})
+	}
+	for _, v := range []any{(*engine.RoutingPlan)(nil), []engine.RoutingStep(nil), (*engine.ExecutionResult)(nil), []any(nil),
+		map[string]any(nil), []string(nil), 1e21, 1e-7, -0.0, 5e-324, math.MaxFloat64, int64(math.MinInt64), struct{ A int }{1}} {
+		sameAsMarshal(t, v)
+	}
+}
+
+// Values encoding/json refuses are refused.
+func TestAppendJSON_RefusesWhatEncodingJSONRefuses(t *testing.T) {
+	for name, v := range map[string]any{
+		"NaN":          math.NaN(),
+		"infinity":     []any{math.Inf(-1)},
+		"year 10000":   time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"plan year -1": &engine.RoutingPlan{CreatedAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"channel":      map[string]any{"c": make(chan int)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := engine.AppendJSON(nil, v); err == nil {
+				t.Fatal("encoded")
+			}
+			sameAsMarshal(t, v)
+		})
+	}
+}
+
+// FuzzAppendJSON_AgreesWithEncodingJSON puts arbitrary strings and numbers everywhere
+// AppendJSON has a fast path: strings (quotes, control and HTML characters, U+2028,
+// invalid UTF-8), map keys, floats, a plan's members.
+func FuzzAppendJSON_AgreesWithEncodingJSON(f *testing.F) {
+	f.Add("a\u2028<b>\xff\x00\"\\", 1e-7, int64(5))
+	f.Add("", math.MaxFloat64, int64(-1))
+	f.Fuzz(func(t *testing.T, s string, x float64, n int64) {
+		sameAsMarshal(t, map[string]any{s: []any{s, x, n, map[string]any{s: s}, []string{s}}})
+		sameAsMarshal(t, &engine.RoutingPlan{PlanID: s, Steps: []engine.RoutingStep{{StepID: s, DependsOn: []string{s},
+			Metadata: map[string]any{s: x, "n": n}}}})
+	})
+}
