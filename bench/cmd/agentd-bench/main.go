@@ -4,8 +4,9 @@
 // prints the markdown table and writes the report to <results>/latest.md with the
 // ratio chart beside it. See bench/README.md for what each row means.
 //
-// `agentd-bench floor ADDR` serves the HTTP floor on ADDR; the driver starts itself so
-// to measure it.
+// `agentd-bench floor ADDR` serves the HTTP floor on ADDR and `agentd-bench mcp-proxy
+// ADDR UPSTREAM` section 7's plain MCP proxy; the driver starts itself so to measure
+// them, each as a process of its own.
 package main
 
 import (
@@ -113,6 +114,9 @@ func main() {
 	log.SetPrefix("agentd-bench: ")
 	if len(os.Args) == 3 && os.Args[1] == "floor" {
 		log.Fatal(serveFloor(os.Args[2]))
+	}
+	if len(os.Args) == 4 && os.Args[1] == "mcp-proxy" {
+		log.Fatal(serveMCPProxy(os.Args[2], os.Args[3]))
 	}
 	c := parseFlags()
 	if err := run(c); err != nil {

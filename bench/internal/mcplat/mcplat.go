@@ -1,7 +1,8 @@
 // Package mcplat measures the latency agentd's MCP gateway adds to a tools/call: the
 // same calls, made one at a time by a client of the official Go SDK over streamable
-// HTTP, to an upstream MCP server directly and through the gateway (/mcp of a running
-// agentd whose config names that upstream), in pairs.
+// HTTP, to an upstream MCP server directly, through a proxy that forwards with the same
+// SDK and reviews nothing (the cost of the hop itself), and through the gateway (/mcp
+// of a running agentd whose config names that upstream), in rounds.
 //
 // Calls are made in sessions of Options.Calls calls. The plan policy observes each
 // step's id (step-1, step-2, … within a session), so after the warm-up sessions every
@@ -70,6 +71,27 @@ gateways:
 	}, policies...))
 }
 
+// Proxy returns a handler that serves echo by forwarding each call to the upstream at
+// url through the same SDK (one client session, opened here), reviewing nothing: what
+// one more MCP hop costs by itself, the floor under what the gateway adds. It also
+// answers GET /readyz. close ends the upstream session.
+func Proxy(ctx context.Context, url string) (h http.Handler, close func() error, err error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench-proxy", Version: "1"}, nil)
+	up, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("proxy: connect %s: %w", url, err)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench-proxy", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	return mux, up.Close, nil
+}
+
 // Options bound a measurement.
 type Options struct {
 	// Sessions of Calls calls are measured on each side, after Warmup sessions.
@@ -82,62 +104,55 @@ type Latency struct {
 	N        int
 }
 
-// Result is both sides of a measurement.
-type Result struct {
-	Direct, Gateway Latency
-}
-
-// Measure calls echo on the upstream at direct and through the gateway at gateway in
-// pairs: one session on each side at a time, and each call made on one side and then
-// on the other, the order swapping every pair, so that both sides see the same moments
-// of a shared machine. A call that fails or answers an error fails the measurement.
-func Measure(ctx context.Context, direct, gateway string, o Options) (Result, error) {
+// Measure calls echo at each of urls (the upstream directly, through a proxy, through
+// the gateway) in rounds: one session on each side at a time, and each call made on
+// every side in turn, the order rotating every round, so that all sides see the same
+// moments of a shared machine. It returns each side's latency, in the order of urls. A
+// call that fails or answers an error fails the measurement.
+func Measure(ctx context.Context, urls []string, o Options) ([]Latency, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentd-bench", Version: "1"}, nil)
-	connect := func(url string) (*mcp.ClientSession, error) {
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
-		if err != nil {
-			return nil, fmt.Errorf("connect %s: %w", url, err)
-		}
-		return cs, nil
-	}
-	var d, g []time.Duration
-	pair := 0
+	took := make([][]time.Duration, len(urls))
+	round := 0
 	for n := range o.Warmup + o.Sessions {
-		sides := [2]struct {
-			cs  *mcp.ClientSession
-			out *[]time.Duration
-		}{{out: &d}, {out: &g}}
-		var err error
-		if sides[0].cs, err = connect(direct); err != nil {
-			return Result{}, err
+		sessions := make([]*mcp.ClientSession, 0, len(urls))
+		closeAll := func() error {
+			var errs []error
+			for _, cs := range sessions {
+				errs = append(errs, cs.Close())
+			}
+			return errors.Join(errs...)
 		}
-		if sides[1].cs, err = connect(gateway); err != nil {
-			_ = sides[0].cs.Close()
-			return Result{}, err
+		for _, url := range urls {
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				_ = closeAll()
+				return nil, fmt.Errorf("connect %s: %w", url, err)
+			}
+			sessions = append(sessions, cs)
 		}
 		for i := range o.Calls {
-			first, second := 0, 1
-			if pair%2 == 1 {
-				first, second = 1, 0
-			}
-			pair++
-			for _, side := range []int{first, second} {
-				took, err := call(ctx, sides[side].cs, i)
+			for k := range urls {
+				side := (k + round) % len(urls)
+				d, err := call(ctx, sessions[side], i)
 				if err != nil {
-					_ = sides[0].cs.Close()
-					_ = sides[1].cs.Close()
-					return Result{}, err
+					_ = closeAll()
+					return nil, err
 				}
 				if n >= o.Warmup {
-					*sides[side].out = append(*sides[side].out, took)
+					took[side] = append(took[side], d)
 				}
 			}
+			round++
 		}
-		if err := errors.Join(sides[0].cs.Close(), sides[1].cs.Close()); err != nil {
-			return Result{}, err
+		if err := closeAll(); err != nil {
+			return nil, err
 		}
 	}
-	return Result{Direct: latency(d), Gateway: latency(g)}, nil
+	out := make([]Latency, len(urls))
+	for i, xs := range took {
+		out[i] = latency(xs)
+	}
+	return out, nil
 }
 
 // call makes the i-th call of a session and returns its latency.

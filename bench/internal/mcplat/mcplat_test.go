@@ -2,6 +2,7 @@ package mcplat
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,19 +11,33 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 )
 
-// TestMeasure_PairsEverySessionsCalls measures the upstream against itself: both sides
-// get every measured call, and the percentiles are ordered.
-func TestMeasure_PairsEverySessionsCalls(t *testing.T) {
+// TestMeasure_EverySideGetsEveryCall measures the upstream directly and through the
+// proxy: every side gets every measured call, and the percentiles are ordered.
+func TestMeasure_EverySideGetsEveryCall(t *testing.T) {
 	url, stop, err := Upstream()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	res, err := Measure(context.Background(), url, url, Options{Sessions: 3, Calls: 4, Warmup: 1})
+	h, closeProxy, err := Proxy(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []Latency{res.Direct, res.Gateway} {
+	defer func() {
+		if err := closeProxy(); err != nil {
+			t.Error(err)
+		}
+	}()
+	proxy := httptest.NewServer(h)
+	defer proxy.Close()
+	res, err := Measure(context.Background(), []string{url, proxy.URL + "/mcp", url}, Options{Sessions: 3, Calls: 4, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 {
+		t.Fatalf("%d sides measured, want 3", len(res))
+	}
+	for _, l := range res {
 		if l.N != 12 || l.P50 <= 0 || l.P99 < l.P50 || l.P99 > time.Minute {
 			t.Errorf("latency %+v, want 12 calls with 0 < p50 <= p99", l)
 		}
