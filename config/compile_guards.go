@@ -109,7 +109,7 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 	if mode := ruleMode(get(n, "mode")); !mode.Enforcing() {
 		info.Mode, check = mode, recordOnly(mode, name, check)
 	}
-	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check}, info
+	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check, ReadOnly: true}, info
 }
 
 // ruleMode reads a mode key (the schema checked its value); absent is enforce.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/agentd-dev/agentd/engine/op"
@@ -120,24 +119,7 @@ func matchValue(want, got any, runs map[string]*StepRun) string {
 		if !ok {
 			return " (not an object)"
 		}
-		if len(g) == len(w) && sameMembers(w, g, runs) {
-			return ""
-		}
-		for k := range g {
-			if _, ok := w[k]; !ok {
-				return fmt.Sprintf(" (extra key %q)", k)
-			}
-		}
-		for _, k := range sortedKeys(w) {
-			gv, ok := g[k]
-			if !ok {
-				return fmt.Sprintf(" (missing key %q)", k)
-			}
-			if where := matchValue(w[k], gv, runs); where != "" {
-				return "." + k + where
-			}
-		}
-		return ""
+		return matchMembers(w, g, runs)
 	case []any:
 		g, ok := got.([]any)
 		if !ok || len(g) != len(w) {
@@ -163,17 +145,36 @@ func matchValue(want, got any, runs map[string]*StepRun) string {
 	return ""
 }
 
-// sameMembers reports whether every member of want has a matching member in got, in
-// no particular order: the common case, checked without sorting; where a mismatch is
-// matchValue then finds in key order.
-func sameMembers(want, got map[string]any, runs map[string]*StepRun) bool {
-	for k, wv := range want {
-		gv, ok := got[k]
-		if !ok || matchValue(wv, gv, runs) != "" {
-			return false
+// matchMembers compares two objects and returns where they first differ: an extra key
+// of got (the first in key order), else the first key of want, in key order, that got
+// lacks or whose values differ. Each pair of values is compared at most once and only
+// keys before the first difference found so far are looked at, so a mismatch costs
+// the size of the values, whatever their nesting.
+func matchMembers(want, got map[string]any, runs map[string]*StepRun) string {
+	extra, hasExtra := "", false
+	for k := range got {
+		if _, ok := want[k]; !ok && (!hasExtra || k < extra) {
+			extra, hasExtra = k, true
 		}
 	}
-	return true
+	if hasExtra {
+		return fmt.Sprintf(" (extra key %q)", extra)
+	}
+	first, where := "", ""
+	for k, wv := range want {
+		if where != "" && k > first {
+			continue
+		}
+		gv, ok := got[k]
+		if !ok {
+			first, where = k, fmt.Sprintf(" (missing key %q)", k)
+			continue
+		}
+		if w := matchValue(wv, gv, runs); w != "" {
+			first, where = k, "."+k+w
+		}
+	}
+	return where
 }
 
 // matchTemplate matches got against a string with step references: a string that is
@@ -281,15 +282,6 @@ func decoded(v any, depth int) bool {
 		return true
 	}
 	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // stepObject is a step as guards see it beside the call: its JSON form as

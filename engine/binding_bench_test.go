@@ -12,11 +12,12 @@ import (
 )
 
 // BenchmarkCheck_Binding measures one allowed tool_call check in process on the memory
-// store, with plan binding off and strict, alternately in one loop so that both see the
-// same moments of a shared machine, in alternating order: the difference (binding-ns/check) is binding's cost
-// (finding the accepted step, comparing identity and parameters, and writing the step's
-// claim). Each strict check binds a step no check has claimed yet: a new request with a
-// 3-step plan is opened on each side (timer stopped) every 3 checks.
+// store, with plan binding off and strict, alternately in one loop and in alternating
+// order, so that both see the same moments of a shared machine. The difference
+// (binding-ns/check) is binding's cost: finding the accepted step, comparing identity
+// and parameters, building the step object a tool_call guard sees and writing the
+// step's claim. Each strict check binds a step no check has claimed yet: a new request
+// with a 3-step plan is opened on each side (timer stopped) every 3 checks.
 func BenchmarkCheck_Binding(b *testing.B) {
 	catalog, err := engine.NewCatalog([]engine.CatalogAgent{{Namespace: "demo-tools", Agent: "stock-service",
 		Capabilities: []engine.Capability{{Name: "stock_quote"}}}})
@@ -27,13 +28,21 @@ func BenchmarkCheck_Binding(b *testing.B) {
 	params := func(i int) map[string]any {
 		return map[string]any{"symbol": fmt.Sprintf("SYM%d", i), "exchange": "NYSE"}
 	}
+	// One tool_call guard on both sides, allowing everything and, like a config's
+	// compiled guards, only reading the call: the strict side then also builds the step
+	// object guards see (call.step).
+	runner, err := op.Compile(op.Set{PolicyRevision: "r", Guards: []op.Guard{{Name: "allow", Operations: []op.Operation{op.ToolCall},
+		Check: func(context.Context, op.Call) error { return nil }, ReadOnly: true}}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	modes := []engine.BindingMode{engine.BindingOff, engine.BindingStrict}
 	drivers := make([]*engine.Driver, len(modes))
 	for i, mode := range modes {
 		mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
 		if drivers[i], err = engine.NewDriver(engine.DriverConfig{
-			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode}}, States: mem, Records: mem,
+			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode, Runner: runner}}, States: mem, Records: mem,
 		}); err != nil {
 			b.Fatal(err)
 		}

@@ -146,3 +146,34 @@ func TestStepObject_IsTheStepsDecodedJSON(t *testing.T) {
 		}
 	}
 }
+
+// Where parameters differ is named by the first difference in key order: an extra key
+// first, then the first key missing or different.
+func TestMatchParams_NamesTheFirstDifferenceInKeyOrder(t *testing.T) {
+	for _, tc := range []struct{ want, got, where string }{
+		{`{"a": 1, "b": {"c": 1}, "z": 1}`, `{"a": 1, "b": {"c": 2}, "z": 2}`, `.b.c (different value)`},
+		{`{"a": 1, "b": 1}`, `{"b": 1}`, ` (missing key "a")`},
+		{`{"a": 1}`, `{"a": 1, "y": 1, "x": 1}`, ` (extra key "x")`},
+		{`{"m": [1, {"k": 1}]}`, `{"m": [1, {"k": "1"}]}`, `.m[1].k (different value)`},
+		{`{"a": {"b": 1}, "c": 1}`, `{"a": {"b": 1}, "c": 1}`, ``},
+	} {
+		if where := matchParams(decode(t, tc.want), decode(t, tc.got), nil); where != tc.where {
+			t.Errorf("matchParams(%s, %s) = %q, want %q", tc.want, tc.got, where, tc.where)
+		}
+	}
+}
+
+// A mismatch deep in nested objects is found in one pass: each level compares its
+// values once (this test would not finish if every level compared twice).
+func TestMatchParams_DeepMismatchIsOnePass(t *testing.T) {
+	nest := func(leaf any) map[string]any {
+		v := map[string]any{"a": leaf, "b": leaf}
+		for range 60 {
+			v = map[string]any{"a": v, "b": leaf}
+		}
+		return v
+	}
+	if where := matchParams(nest(1.0), nest(2.0), nil); !strings.HasPrefix(where, ".a.a.a") {
+		t.Errorf("where = %q", where)
+	}
+}

@@ -22,7 +22,7 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 	enc.buf = dst
 	err := enc.value(v)
 	out := enc.buf
-	enc.buf = nil
+	enc.buf, enc.keys, enc.depth = nil, enc.keys[:0], 0
 	jsonEncoders.Put(enc)
 	if err != nil {
 		return dst, err
@@ -33,15 +33,23 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 // jsonEncoder is AppendJSON's state: the buffer it appends to and a stack of map keys
 // being sorted.
 type jsonEncoder struct {
-	buf  []byte
-	keys []string
+	buf   []byte
+	keys  []string
+	depth int // containers open
 }
+
+// maxJSONDepth is how deep AppendJSON nests containers itself; deeper values (and
+// values that contain themselves, which encoding/json refuses) go to encoding/json.
+const maxJSONDepth = 1000
 
 var jsonEncoders = sync.Pool{New: func() any { return new(jsonEncoder) }}
 
 // value writes v: JSON-shaped Go values and the wire types have fast paths; anything
 // else goes to encoding/json.
 func (enc *jsonEncoder) value(v any) error {
+	if enc.depth >= maxJSONDepth {
+		return enc.marshal(v)
+	}
 	switch t := v.(type) {
 	case nil:
 		enc.buf = append(enc.buf, "null"...)
@@ -63,6 +71,7 @@ func (enc *jsonEncoder) value(v any) error {
 			return nil
 		}
 		enc.buf = append(enc.buf, '[')
+		enc.depth++
 		for i, e := range t {
 			if i > 0 {
 				enc.buf = append(enc.buf, ',')
@@ -71,6 +80,7 @@ func (enc *jsonEncoder) value(v any) error {
 				return err
 			}
 		}
+		enc.depth--
 		enc.buf = append(enc.buf, ']')
 	case []string:
 		enc.strings(t)
@@ -114,6 +124,7 @@ func (enc *jsonEncoder) object(m map[string]any) error {
 	keys := enc.keys[base:]
 	slices.Sort(keys)
 	enc.buf = append(enc.buf, '{')
+	enc.depth++
 	for i, k := range keys {
 		if i > 0 {
 			enc.buf = append(enc.buf, ',')
@@ -124,6 +135,7 @@ func (enc *jsonEncoder) object(m map[string]any) error {
 			return err
 		}
 	}
+	enc.depth--
 	enc.buf = append(enc.buf, '}')
 	enc.keys = enc.keys[:base]
 	return nil
@@ -208,14 +220,22 @@ func (enc *jsonEncoder) marshal(v any) error {
 	return nil
 }
 
-// time writes t as time.Time.MarshalJSON does, refusing the years it refuses.
+// time writes t as time.Time.MarshalJSON does, refusing what it refuses: a year that
+// is not four digits wide, a zone offset of 24 hours or more.
 func (enc *jsonEncoder) time(t time.Time) error {
-	if y := t.Year(); y < 0 || y >= 10000 {
+	enc.buf = append(enc.buf, '"')
+	start := len(enc.buf)
+	b := t.AppendFormat(enc.buf, time.RFC3339Nano)
+	if b[start+len("9999")] != '-' {
 		return fmt.Errorf("json: time %v: year outside of range [0,9999]", t)
 	}
-	enc.buf = append(enc.buf, '"')
-	enc.buf = t.AppendFormat(enc.buf, time.RFC3339Nano)
-	enc.buf = append(enc.buf, '"')
+	if b[len(b)-1] != 'Z' {
+		c, hh := b[len(b)-len("Z07:00")], b[len(b)-len("07:00"):]
+		if '0' <= c && c <= '9' || 10*(hh[0]-'0')+hh[1]-'0' >= 24 {
+			return fmt.Errorf("json: time %v: timezone hour outside of range [0,23]", t)
+		}
+	}
+	enc.buf = append(b, '"')
 	return nil
 }
 

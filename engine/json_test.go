@@ -53,6 +53,9 @@ func TestAppendJSON_RefusesWhatEncodingJSONRefuses(t *testing.T) {
 		"year 10000":   time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		"plan year -1": &engine.RoutingPlan{CreatedAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"channel":      map[string]any{"c": make(chan int)},
+		"zone +24h":    time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600)),
+		"zone -123h":   []any{time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("", -123*3600))},
+		"a cycle":      cyclic(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := engine.AppendJSON(nil, v); err == nil {
@@ -74,4 +77,25 @@ func FuzzAppendJSON_AgreesWithEncodingJSON(f *testing.F) {
 		sameAsMarshal(t, &engine.RoutingPlan{PlanID: s, Steps: []engine.RoutingStep{{StepID: s, DependsOn: []string{s},
 			Metadata: map[string]any{s: x, "n": n}}}})
 	})
+}
+
+// cyclic is a map that contains itself, through a list.
+func cyclic() map[string]any {
+	m := map[string]any{}
+	m["self"] = []any{m}
+	return m
+}
+
+// Nesting deeper than AppendJSON goes itself is encoded as encoding/json encodes it.
+func TestAppendJSON_DeepValues(t *testing.T) {
+	var v any = "leaf"
+	for i := range 3000 {
+		if i%2 == 0 {
+			v = []any{v}
+		} else {
+			v = map[string]any{"k": v}
+		}
+	}
+	sameAsMarshal(t, v)
+	sameAsMarshal(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("", 23*3600+59*60)))
 }

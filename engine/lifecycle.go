@@ -67,7 +67,8 @@ type Lifecycle struct {
 }
 
 // Outcome is a finished request: the response (valid only when Run returned no error)
-// and the final execution record, which Run returns for failed requests too.
+// and the final execution record, which Run returns for failed requests too (as
+// Session.Record returns it: its entries' nested values are read-only).
 type Outcome struct {
 	Response Response
 	Record   *ExecutionRecord

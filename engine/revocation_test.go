@@ -105,6 +105,48 @@ func TestHardening_LiveGuardsReachRequestsInFlight(t *testing.T) {
 	}
 }
 
+// The live generation's tool_call guards see the accepted step beside the call, also
+// when the request's own generation has no guard that would have needed it.
+func TestHardening_LiveGuardsSeeTheAcceptedStep(t *testing.T) {
+	ctx := context.Background()
+	var seen map[string]any
+	runner, err := op.Compile(op.Set{PolicyRevision: "rev-g2", Guards: []op.Guard{{Name: "step", Operations: []op.Operation{op.ToolCall},
+		Check: func(_ context.Context, c op.Call) error {
+			seen = c.Step
+			if c.Step == nil {
+				return op.Deny("no_step", "the guard got no accepted step")
+			}
+			return nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline := mustNew(t, nil, engine.WithCatalog(testCatalog(t)))
+	gens := newRollout(&engine.Generation{ID: "g1", Pipeline: pipeline, Binding: engine.BindingStrict, PolicyRevision: "rev-g1"},
+		&engine.Generation{ID: "g2", Pipeline: pipeline, Binding: engine.BindingStrict, PolicyRevision: "rev-g2", Runner: runner})
+	mem := store.NewMemory(store.MemoryOptions{})
+	d, err := engine.NewDriver(engine.DriverConfig{Generations: gens, States: mem, Records: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Open(ctx, "r", engine.Opening{Text: "weather"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AfterPlanning(ctx, threeStepPlan(), 0); err != nil {
+		t.Fatal(err)
+	}
+	gens.promote("g2")
+	res, err := d.Check(ctx, op.Call{Operation: op.ToolCall, RequestID: "r", StepID: "step-1", Namespace: "tools", AgentName: "weather",
+		Capability: "forecast", Parameters: map[string]any{"city": "Oslo", "days": 2.0}})
+	if err != nil || !res.Allowed {
+		t.Fatalf("check: %+v, %v; want allowed", res, err)
+	}
+	if seen["step_id"] != "step-1" || seen["agent_name"] != "weather" {
+		t.Errorf("the live guard saw step %v", seen)
+	}
+}
+
 // A request's generation has a maximum age: past its max_request_age every stage
 // call and check on the request is refused with generation_expired, while its record
 // stays readable.

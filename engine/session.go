@@ -319,7 +319,7 @@ func (s *Session) replayPhase(ctx context.Context) *PlanResult {
 	invocations := []Invocation{}
 	for _, inv := range rec.PipelineHooks {
 		if inv.Phase == StageAfterPlanning && inv.PlanPhase == phase.Phase {
-			invocations = append(invocations, inv)
+			invocations = append(invocations, copyInvocation(inv)) // the record's are shared with the store
 		}
 	}
 	plan, err := ClonePlan(phase.Plan) // the record's plan is shared with the store

@@ -163,14 +163,18 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 			rec.Duration = time.Since(started)
 			return ctx, func(op.Result) {}, den, s.recordCheck(ctx, rec, recorded)
 		}
-		if s.gen.Runner.Sees(call.Operation) {
-			call.Step = stepObject(acceptedStep(s.state, call.StepID))
-		}
+	}
+	live := s.d.gens.Live()
+	if live != nil && live.ID == s.gen.ID {
+		live = nil // the live generation is consulted too when the request is pinned to another
+	}
+	if bound && (s.gen.Runner.Sees(call.Operation) || live != nil && live.Runner.Sees(call.Operation)) {
+		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
 	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
 	if verdict == nil {
-		if live := s.d.gens.Live(); live != nil && live.ID != s.gen.ID {
+		if live != nil {
 			rec.LiveGeneration, rec.LivePolicyRevision = live.ID, live.PolicyRevision
 			_, liveEnd, liveVerdict := live.Runner.Start(ctx, call)
 			liveEnd(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(liveVerdict), Err: liveVerdict})

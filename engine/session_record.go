@@ -94,7 +94,11 @@ func (s *Session) commit(c *stageCall, ch change) error {
 	if err != nil {
 		return s.d.refuse(ctx, c.stage, s.state.ID, err)
 	}
-	invocations := c.recorded()
+	recorded := c.recorded() // the caller's: the record gets copies
+	invocations := make([]Invocation, len(recorded))
+	for i, inv := range recorded {
+		invocations[i] = copyInvocation(inv)
+	}
 	offset := -1
 	err = s.writeRecord(ctx, func(rec *ExecutionRecord) {
 		offset = len(rec.PipelineHooks)
@@ -243,7 +247,9 @@ func (s *Session) newRecord(now time.Time) *ExecutionRecord {
 	}
 }
 
-// Record returns the request's current execution record, a copy the caller owns.
+// Record returns the request's current execution record: a copy whose fields and entry
+// slices the caller may change, whose entries' nested values (plans, results, effects,
+// decisions) are shared with the store and read-only (see CopyRecord).
 func (s *Session) Record(ctx context.Context) (*ExecutionRecord, error) {
 	if s.d.records != nil {
 		return s.d.records.Get(ctx, s.state.ID)

@@ -136,6 +136,7 @@ func TestStoredValues_NeverChangeOnceWritten(t *testing.T) {
 	out, err := s.AfterPlanning(ctx, plan, 0)
 	must("an accepted plan", err)
 	out.Plan.Steps[0].Metadata["parameters"].(map[string]any)["city"] = "changed by the caller"
+	out.Invocations[0].Decision.Reason = "changed by the caller"
 	plan.Steps[0].Metadata["parameters"].(map[string]any)["city"] = "changed by the caller"
 	bad := threeStepPlan()
 	bad.PlanID, bad.PhaseNumber, bad.Steps = "plan-2", 2, bad.Steps[:1]

@@ -10,7 +10,7 @@ import (
 // it. It is the one projection of the wire types (RoutingPlan, RoutingStep,
 // ExecutionResult, StepResult, op.Call, and any struct built the same way) that every
 // consumer reads: the CEL variables, the Rego input, the plan-decision memo key, deep
-// copies (ClonePlan, CloneRecord); the JSON-shaped values it ends at, such as a step's
+// copies (ClonePlan); the JSON-shaped values it ends at, such as a step's
 // parameters, are walked for {{step-…}} references by ref.Walk under the same rules.
 // The description of each type is derived once from its json tags, so a field added to
 // a wire type appears in every consumer under the rules of encoding/json:

@@ -33,6 +33,10 @@ type Guard struct {
 	Name       string
 	Operations []Operation
 	Check      GuardFunc
+	// ReadOnly says Check only reads the call it is given, as compiled CEL and Rego
+	// guards do: it gets the runner's call rather than a deep copy of its own, and
+	// must change nothing the call holds (parameters, metadata, step).
+	ReadOnly bool
 }
 
 // Set is the configuration Compile turns into a Runner. PolicyRevision identifies the
@@ -80,9 +84,10 @@ type around struct {
 }
 
 type guard struct {
-	name  string
-	index int
-	check GuardFunc
+	name     string
+	index    int
+	check    GuardFunc
+	readOnly bool
 }
 
 // Compile validates set and indexes it by operation. It keeps no reference to set's
@@ -112,7 +117,7 @@ func Compile(set Set, opts ...Option) (*Runner, error) {
 		}
 		for _, op := range g.Operations {
 			e := &r.table[op.index()]
-			e.guards = append(e.guards, guard{name: g.Name, index: i, check: g.Check})
+			e.guards = append(e.guards, guard{name: g.Name, index: i, check: g.Check, readOnly: g.ReadOnly})
 		}
 	}
 	return r, nil

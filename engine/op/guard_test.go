@@ -184,3 +184,23 @@ func TestRunner_SeesOperationsWithObserversOrGuards(t *testing.T) {
 		t.Error("a nil runner sees calls")
 	}
 }
+
+// A read-only guard gets the runner's call itself (no copy); the others keep getting
+// their own copies.
+func TestRunner_ReadOnlyGuardsShareTheCall(t *testing.T) {
+	call := toolCall()
+	call.Parameters = map[string]any{"qty": 1.0}
+	var got []map[string]any
+	guard := func(name string, readOnly bool) op.Guard {
+		return op.Guard{Name: name, Operations: []op.Operation{op.ToolCall}, ReadOnly: readOnly,
+			Check: func(_ context.Context, c op.Call) error { got = append(got, c.Parameters); return nil }}
+	}
+	r, _ := mustCompile(t, op.Set{PolicyRevision: "rev-1", Guards: []op.Guard{guard("reads", true), guard("copies", false)}})
+	if _, _, err := r.Start(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+	same := func(m map[string]any) bool { return reflect.ValueOf(m).Pointer() == reflect.ValueOf(call.Parameters).Pointer() }
+	if len(got) != 2 || !same(got[0]) || same(got[1]) {
+		t.Fatalf("the read-only guard shares the call's parameters: %v, the other: %v", same(got[0]), len(got) > 1 && same(got[1]))
+	}
+}

@@ -120,7 +120,10 @@ func (r *Runner) check(ctx context.Context, g guard, call Call) (err error) {
 			err = fail(&PanicError{Value: v})
 		}
 	}()
-	err = g.check(ctx, call.Clone())
+	if !g.readOnly {
+		call = call.Clone()
+	}
+	err = g.check(ctx, call)
 	if err == nil {
 		return nil
 	}

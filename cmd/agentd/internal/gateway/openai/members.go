@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // readMembers maps the folded form of each member name the gateway reads of an
@@ -105,13 +107,31 @@ func memberName(quoted []byte) (string, error) {
 	return name, err
 }
 
-// fold is the form two names share when they are equal but for case (the simple
-// case folding encoding/json matches member names with).
+// fold is the form two names share when encoding/json takes them for the same member
+// name: ASCII letters without case, and every other rune as the least rune of its
+// Unicode simple case folding orbit (so "ſ" is "s", "K" (Kelvin) is "k", while "ı" is
+// only itself). Names in lower-case ASCII, the common case, are their own form.
 func fold(name string) string {
 	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
-			return strings.ToLower(strings.ToUpper(name))
+		if c := name[i]; 'A' <= c && c <= 'Z' || c >= utf8.RuneSelf {
+			var b strings.Builder
+			for _, r := range name {
+				if r = leastInOrbit(r); r < utf8.RuneSelf {
+					r = unicode.ToLower(r)
+				}
+				b.WriteRune(r)
+			}
+			return b.String()
 		}
 	}
 	return name
+}
+
+// leastInOrbit returns the least rune that simple case folding reaches from r.
+func leastInOrbit(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
 }

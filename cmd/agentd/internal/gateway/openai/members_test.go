@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"testing"
 )
 
@@ -78,6 +79,32 @@ func membersByTokens(t *testing.T, data []byte) bool {
 			valueDone()
 		default:
 			valueDone()
+		}
+	}
+}
+
+// fold relates two names exactly when encoding/json decodes a member named one into a
+// field tagged with the other.
+func TestFold_RelatesWhatEncodingJSONMatches(t *testing.T) {
+	names := []string{"id", "ID", "Id", "ıd", "İd", "index", "İndex", "INDEX", "key", "\u212aey", "KEY", "choices",
+		"choiceſ", "CHOICES", "straße", "STRASSE", "straſſe", "σς", "ΣΣ", "σσ", "é", "É", "e\u0301"}
+	for _, tag := range names {
+		typ := reflect.StructOf([]reflect.StructField{{Name: "F", Type: reflect.TypeFor[int](), Tag: reflect.StructTag(`json:"` + tag + `"`)}})
+		matches := func(member string) bool {
+			v := reflect.New(typ)
+			if err := json.Unmarshal([]byte(`{"`+member+`":1}`), v.Interface()); err != nil {
+				t.Fatal(err)
+			}
+			return v.Elem().Field(0).Int() == 1
+		}
+		if !matches(tag) {
+			continue // not a name a tag can give (a combining mark)
+		}
+		for _, member := range names {
+			matched := matches(member)
+			if related := fold(member) == fold(tag); related != matched {
+				t.Errorf("member %+q, field %+q: encoding/json matches: %v, fold relates: %v", member, tag, matched, related)
+			}
 		}
 	}
 }

@@ -120,6 +120,14 @@ func TestParseCompletion_RefusesMembersReadTwoWays(t *testing.T) {
 	if _, e := parseCompletion([]byte(`{"choices":` + answer + `,"X-Vendor":{"A":1,"B":[{"c":null}]},"usage":{"total_tokens":1}}`)); e != nil {
 		t.Errorf("a vendor member: %v", e)
 	}
+	// Names that only Unicode-aware upper- and lower-casing relate to a read member are
+	// not that member for encoding/json (nor for any client): "ı" and "İ" fold to
+	// themselves.
+	for _, body := range []string{`{"choices":` + answer + `,"ıd":"x"}`, `{"choices":` + answer + `,"İndex":1}`} {
+		if _, e := parseCompletion([]byte(body)); e != nil {
+			t.Errorf("%s: %v", body, e)
+		}
+	}
 }
 
 func TestSSEReader(t *testing.T) {
