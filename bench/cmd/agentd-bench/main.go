@@ -130,7 +130,7 @@ type bench struct {
 	ctx      context.Context
 	tmp      string
 	policies []fixture.File
-	rows     map[string][]report.Row // by section: "1" … "12"
+	rows     map[string][]report.Row // by section: "1" … "13"
 	extra    []report.Row
 	bars     map[string][]report.Bar       // the ratios the chart shows, by section
 	stockCPU map[fixture.Variation]float64 // agentd's CPU per request, section 2's 3-step cases
@@ -180,6 +180,7 @@ func run(c *config) error {
 	steps := []step{
 		{"in-process plan review", b.planReview},
 		{"before_planning", b.beforePlanning},
+		{"plan binding", b.binding},
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
