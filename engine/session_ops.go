@@ -213,8 +213,27 @@ func (s *Session) known() *RequestState {
 
 // claim marks an allowed bound step started, so it runs once. A concurrent claim
 // that landed first turns the check into a binding denial: after a lost race the call
-// is bound again to the state that won it.
+// is bound again to the state that won it. A store that can store a run alone
+// (RunStore) is asked to first; on a conflict the whole state is reloaded and written.
 func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) error {
+	start := func(st *RequestState) {
+		run := st.runOf(call.StepID)
+		run.Status, run.Retryable = RunStarted, false
+		run.Attempts++
+	}
+	if rs, ok := s.d.states.(RunStore); ok {
+		next := *s.state
+		start(&next)
+		next.Revision++
+		err := rs.PutRun(ctx, next.ID, next.Revision, call.StepID, *next.Runs[call.StepID], s.d.ttl)
+		if err == nil {
+			*s.state = next
+			return nil
+		}
+		if !errors.Is(err, ErrStaleRevision) {
+			return storeFailure(s.state.ID, err)
+		}
+	}
 	var lost *op.Denial
 	first := s.state.Revision
 	err := s.writeState(ctx, func(st *RequestState) {
@@ -223,9 +242,7 @@ func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) er
 				return
 			}
 		}
-		run := st.runOf(call.StepID)
-		run.Status, run.Retryable = RunStarted, false
-		run.Attempts++
+		start(st)
 	})
 	if lost != nil {
 		return lost

@@ -91,6 +91,18 @@ type StateStore interface {
 	PutRequest(ctx context.Context, state *RequestState, ttl time.Duration) error
 }
 
+// RunStore is a StateStore that can store one step's run as the next revision of a
+// request's state without the state being written whole: the fast path of a claim
+// (the driver falls back to PutRequest when a store has none).
+type RunStore interface {
+	// PutRun stores run as the run of step in the state of request id, as revision
+	// revision, keeping the rest of the state, unless the stored state's revision is not
+	// revision-1 (or there is none), in which case it returns ErrStaleRevision and
+	// changes nothing. The check and the write are one atomic step. ttl is as for
+	// PutRequest.
+	PutRun(ctx context.Context, id string, revision int64, step string, run StepRun, ttl time.Duration) error
+}
+
 // runOf returns the run of step id for a change, adding it when there is none. The
 // runs map and its runs are shared between stored revisions (CloneState) and never
 // change once stored, so it replaces the map with a copy and the run with a copy first.

@@ -199,7 +199,9 @@ func TestRunner_ReadOnlyGuardsShareTheCall(t *testing.T) {
 	if _, _, err := r.Start(context.Background(), call); err != nil {
 		t.Fatal(err)
 	}
-	same := func(m map[string]any) bool { return reflect.ValueOf(m).Pointer() == reflect.ValueOf(call.Parameters).Pointer() }
+	same := func(m map[string]any) bool {
+		return reflect.ValueOf(m).Pointer() == reflect.ValueOf(call.Parameters).Pointer()
+	}
 	if len(got) != 2 || !same(got[0]) || same(got[1]) {
 		t.Fatalf("the read-only guard shares the call's parameters: %v, the other: %v", same(got[0]), len(got) > 1 && same(got[1]))
 	}

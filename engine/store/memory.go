@@ -80,9 +80,9 @@ type memoryState struct {
 	st       *engine.RequestState // a private copy, or nil when stored as data
 	data     []byte
 	// steps are the state's accepted steps, of size stepsSize: the next revision
-	// sizes only the steps it adds (see stepsSize).
-	steps     []engine.RoutingStep
-	stepsSize int64
+	// sizes only the steps it adds (see stepsSize). size is the whole state's.
+	steps           []engine.RoutingStep
+	stepsSize, size int64
 }
 
 type memoryRecord struct {
@@ -194,7 +194,38 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if size > m.maxState {
 		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, s.ID, size, m.maxState)
 	}
+	e.size = size
 	m.requests.PutSized(s.ID, e, size, now.Add(ttl))
+	return nil
+}
+
+// PutRun implements engine.RunStore: the next revision shares everything but the runs
+// map with the stored one (neither is ever changed) and is sized by the run's change.
+func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step string, run engine.StepRun, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		ttl = DefaultRequestTTL
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	old, ok := m.requests.Get(id, now)
+	if !ok || old.st == nil || old.revision != revision-1 {
+		return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
+	}
+	st := *old.st
+	st.Runs = make(map[string]*engine.StepRun, len(old.st.Runs)+1)
+	maps.Copy(st.Runs, old.st.Runs)
+	st.Runs[step], st.Revision = &run, revision
+	size := old.size - runSize(step, old.st.Runs[step]) + runSize(step, &run)
+	if size > m.maxState {
+		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, id, size, m.maxState)
+	}
+	e := old
+	e.revision, e.st, e.size = revision, &st, size
+	m.requests.PutSized(id, e, size, now.Add(ttl))
 	return nil
 }
 
@@ -279,6 +310,7 @@ func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.D
 
 var (
 	_ engine.StateStore  = (*Memory)(nil)
+	_ engine.RunStore    = (*Memory)(nil)
 	_ engine.RecordStore = (*Memory)(nil)
 	_ RecordLister       = (*Memory)(nil)
 	_ Cache              = (*Memory)(nil)

@@ -1,13 +1,15 @@
 package store
 
 import (
-	"strings"
-
 	"context"
+	"errors"
 	"fmt"
-	"github.com/agentd-dev/agentd/engine"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 func TestMemory_CacheIsBounded(t *testing.T) {
@@ -64,5 +66,44 @@ func TestHardening_RateLimitWindowsAreBounded(t *testing.T) {
 	}
 	if n := m.windows.Len(); n > maxWindows {
 		t.Fatalf("%d windows kept, over %d", n, maxWindows)
+	}
+}
+
+// PutRun stores a run as the next revision, revision-gated like PutRequest, keeps the
+// rest of the state and keeps the state's size exact (as if it had been written whole).
+func TestMemory_PutRunIsTheNextRevision(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemoryOptions{})
+	st := &engine.RequestState{ID: "r", Generation: "g", Metadata: map[string]any{"tenant": "acme"}, Revision: 1,
+		PriorSteps: []engine.RoutingStep{{StepID: "step-1"}}, Runs: map[string]*engine.StepRun{"step-0": {Status: engine.RunSucceeded, Response: "x"}}}
+	if err := m.PutRequest(ctx, st, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, stale := range []int64{1, 3} {
+		if err := m.PutRun(ctx, "r", stale, "step-1", engine.StepRun{Status: engine.RunStarted}, 0); !errors.Is(err, engine.ErrStaleRevision) {
+			t.Errorf("revision %d: %v, want ErrStaleRevision", stale, err)
+		}
+	}
+	if err := m.PutRun(ctx, "nobody", 2, "step-1", engine.StepRun{}, 0); !errors.Is(err, engine.ErrStaleRevision) {
+		t.Errorf("an unknown request: %v, want ErrStaleRevision", err)
+	}
+	if err := m.PutRun(ctx, "r", 2, "step-1", engine.StepRun{Status: engine.RunStarted, Attempts: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := m.GetRequest(ctx, "r")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	want := *st
+	want.Revision, want.Runs = 2, map[string]*engine.StepRun{"step-0": st.Runs["step-0"], "step-1": {Status: engine.RunStarted, Attempts: 1}}
+	if !reflect.DeepEqual(got, &want) {
+		t.Fatalf("state after PutRun:\n got  %+v\n want %+v", got, &want)
+	}
+	e, _ := m.requests.Get("r", time.Now())
+	if whole := stateSize(got, stepsSize(got.PriorSteps, nil, 0)); e.size != whole || m.requests.Bytes() != whole {
+		t.Errorf("size %d (map %d), want %d as written whole", e.size, m.requests.Bytes(), whole)
+	}
+	if err := m.PutRequest(ctx, st, 0); !errors.Is(err, engine.ErrStaleRevision) {
+		t.Errorf("a write of the revision PutRun replaced: %v, want ErrStaleRevision", err)
 	}
 }

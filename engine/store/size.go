@@ -76,9 +76,17 @@ func stateSize(st *engine.RequestState, steps int64) int64 {
 	n := int64(len(st.ID)+len(st.Generation)+len(st.Request)+len(st.PhasePlanID)+len(st.PhaseHash)) + 64 +
 		sizeOf(st.Metadata) + sizeOf(st.Enrichments) + sizeOf(st.CacheVary) + steps
 	for id, r := range st.Runs {
-		n += int64(len(id)) + 32 + sizeOf(r.Response)
+		n += runSize(id, r)
 	}
 	return n
+}
+
+// runSize estimates the run of step id.
+func runSize(id string, r *engine.StepRun) int64 {
+	if r == nil {
+		return 0
+	}
+	return int64(len(id)) + 32 + sizeOf(r.Response)
 }
 
 // recordSize estimates an execution record.
