@@ -20,8 +20,9 @@ const floorGoal = 2.0
 // own, so that /proc reads its CPU time apart from the load generator's.
 func serveFloor(addr string) error { return floor.Serve(addr) }
 
-// startFloor starts this binary in floor mode on a free loopback port.
-func (b *bench) startFloor() (*procs.Server, error) {
+// startSelf starts this binary in one of its server modes (floor, mcp-proxy) on a free
+// loopback port: `agentd-bench MODE ADDR ARGS…`.
+func (b *bench) startSelf(mode string, args ...string) (*procs.Server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -31,8 +32,8 @@ func (b *bench) startFloor() (*procs.Server, error) {
 		return nil, err
 	}
 	return procs.Start(procs.Spec{
-		Name: "floor", Addr: addr, Bin: self, Args: []string{"floor", addr}, Ready: "/readyz",
-		Log: filepath.Join(b.tmp, "floor.log"),
+		Name: mode, Addr: addr, Bin: self, Args: append([]string{mode, addr}, args...), Ready: "/readyz",
+		Log: filepath.Join(b.tmp, mode+".log"),
 	}, startTimeout)
 }
 
@@ -45,7 +46,7 @@ func (b *bench) cheapPolicy() error {
 		return err
 	}
 	defer s.stop()
-	if s.floor, err = b.startFloor(); err != nil {
+	if s.floor, err = b.startSelf("floor"); err != nil {
 		return err
 	}
 	for i, v := range []fixture.Variation{fixture.NewText, fixture.Unseen} {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/agentd-dev/agentd/bench/internal/mcplat"
@@ -42,7 +41,7 @@ func (b *bench) mcpGateway() error {
 		return err
 	}
 	defer stopServer(srv)
-	proxy, err := b.startMCPProxy(upstream)
+	proxy, err := b.startSelf("mcp-proxy", upstream)
 	if err != nil {
 		return err
 	}
@@ -87,22 +86,6 @@ func serveMCPProxy(addr, upstream string) error {
 	}
 	defer closeUpstream()
 	return http.ListenAndServe(addr, h)
-}
-
-// startMCPProxy starts this binary in mcp-proxy mode on a free loopback port.
-func (b *bench) startMCPProxy(upstream string) (*procs.Server, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	addr, err := procs.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	return procs.Start(procs.Spec{
-		Name: "mcp-proxy", Addr: addr, Bin: self, Args: []string{"mcp-proxy", addr, upstream}, Ready: "/readyz",
-		Log: filepath.Join(b.tmp, "mcp-proxy.log"),
-	}, startTimeout)
 }
 
 // waitUpstreamReady waits until the daemon's MCP upstream is connected.
