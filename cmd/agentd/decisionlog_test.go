@@ -2,37 +2,17 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 )
-
-// logEndpoint is an HTTP sink's far end: it keeps every body it receives.
-type logEndpoint struct {
-	mu     sync.Mutex
-	bodies []string
-}
-
-func (e *logEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	e.mu.Lock()
-	e.bodies = append(e.bodies, string(body))
-	e.mu.Unlock()
-}
-
-func (e *logEndpoint) all() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return strings.Join(e.bodies, "\n")
-}
 
 // decisionOf returns the decision_id of an API answer.
 func decisionOf(t *testing.T, body string) string {
@@ -77,7 +57,7 @@ func logEvents(t *testing.T, path string) (map[string][]string, []map[string]any
 func TestServe_DecisionLogMasksAndCountsEveryDecision(t *testing.T) {
 	dir := copyExample(t, "stock-agent")
 	writeFile(t, dir, "hooks/40-log.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: log}\ndecision_log:\n  mask: [metadata.email]\n")
-	endpoint := &logEndpoint{}
+	endpoint := &capture.Bodies{}
 	srv := httptest.NewServer(endpoint)
 	defer srv.Close()
 	file := filepath.Join(t.TempDir(), "decisions.log")
@@ -112,7 +92,7 @@ func TestServe_DecisionLogMasksAndCountsEveryDecision(t *testing.T) {
 	if len(events) != len(want) {
 		t.Errorf("%d events for %d decisions", len(events), len(want))
 	}
-	for sink, text := range map[string]string{"file": readText(t, file), "http": endpoint.all(), "log": d.stderr.String()} {
+	for sink, text := range map[string]string{"file": readText(t, file), "http": endpoint.All(), "log": d.stderr.String()} {
 		if strings.Contains(text, address) {
 			t.Errorf("the %s sink holds the masked address", sink)
 		}

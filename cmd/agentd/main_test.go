@@ -11,10 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 )
 
 // binary is the agentd binary built once for the black-box tests.
@@ -52,27 +53,10 @@ func repoRoot(t *testing.T) string {
 type daemon struct {
 	url    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *capture.Buffer
 	// exited is closed once the process has exited; exitErr is then its Wait error.
 	exited  chan struct{}
 	exitErr error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freeAddr(t *testing.T) string {
@@ -96,7 +80,7 @@ func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 func startDaemonEnv(t *testing.T, env []string, config string, flags ...string) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
-	d := &daemon{url: "http://" + addr, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	d := &daemon{url: "http://" + addr, stderr: &capture.Buffer{}, exited: make(chan struct{})}
 	args := append([]string{"serve", "--config", config, "--addr", addr}, flags...)
 	d.cmd = exec.Command(binary, args...)
 	d.cmd.Env = append(os.Environ(), env...)

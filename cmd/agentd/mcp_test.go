@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 	"github.com/agentd-dev/agentd/engine"
 )
 
@@ -146,7 +147,7 @@ func TestMCPGateway_TypeScriptSDKClient(t *testing.T) {
 func TestMCP_StdioServesOneSession(t *testing.T) {
 	requireMCPTools(t)
 	cmd := exec.Command(binary, "mcp", "--config", filepath.Join(repoRoot(t), "examples/mcp-gateway"), "--watch=false")
-	stderr := &syncBuffer{}
+	stderr := &capture.Buffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -16,6 +16,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 )
 
 // The scripted upstream of examples/openai-gateway, built once. It replays the replies
@@ -62,7 +64,7 @@ func startUpstream(t *testing.T, script string, keyEnv string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &capture.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

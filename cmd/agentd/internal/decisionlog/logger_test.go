@@ -1,37 +1,16 @@
 package decisionlog
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 	"github.com/agentd-dev/agentd/engine"
 )
-
-// collector is an HTTP endpoint that keeps every batch it receives.
-type collector struct {
-	mu      sync.Mutex
-	batches []string
-}
-
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	c.mu.Lock()
-	c.batches = append(c.batches, string(body))
-	c.mu.Unlock()
-}
-
-func (c *collector) all() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return strings.Join(c.batches, "\n")
-}
 
 // With a mask on metadata.email, no sink ever sees the address: not the file, not the
 // HTTP endpoint, not the log with payloads, whether the metadata came with a stage
@@ -39,14 +18,14 @@ func (c *collector) all() string {
 func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 	gen, rules := loadRules(t, "decision_log: {mask: [metadata.email]}\n")
 	file, path := tempFileSink(t)
-	endpoint := &collector{}
+	endpoint := &capture.Bodies{}
 	srv := httptest.NewServer(endpoint)
 	defer srv.Close()
 	post, err := NewHTTPSink(HTTPOptions{URL: srv.URL, BatchSize: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logBuf syncBuffer
+	var logBuf capture.Buffer
 	l, err := New(Options{Rules: rules, Sinks: []Sink{NewLogSink(slog.New(slog.NewJSONHandler(&logBuf, nil)), true), file, post}})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +36,7 @@ func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 	l.Checked(ctx, checkReport("r1", gen))
 	closeLogger(t, l)
 
-	for sink, text := range map[string]string{"log": logBuf.String(), "http": endpoint.all(), "file": readFile(t, path)} {
+	for sink, text := range map[string]string{"log": logBuf.String(), "http": endpoint.All(), "file": readFile(t, path)} {
 		if strings.Contains(text, "ann@example.com") {
 			t.Errorf("the %s sink got the masked address:\n%s", sink, text)
 		}
@@ -184,23 +163,6 @@ func TestLogger_FullQueueDropsWithoutBlocking(t *testing.T) {
 	if sink.writes != 3 {
 		t.Errorf("the sink got %d events, want the 3 that fit", sink.writes)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // What rules in warn or audit mode would have denied is in the event, with each hook's

@@ -1,7 +1,6 @@
 package mcpgw
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
@@ -36,7 +36,7 @@ type harness struct {
 	gw      *Gateway
 	url     string
 	callLog string
-	logs    *syncBuffer
+	logs    *capture.Buffer
 }
 
 // allowed is the allow-list of every harness: namespace -> agent -> capabilities.
@@ -111,7 +111,7 @@ func newHarness(t testing.TB, servers string) *harness {
 	allow, _ := json.Marshal(map[string]any{"allowlist": allowed})
 	writeFile(t, filepath.Join(dir, "data/agentd/allowlist.json"), string(allow))
 	h := &harness{t: t, dir: dir, reg: reload.NewRegistry(4), mem: store.NewMemory(store.MemoryOptions{}),
-		callLog: filepath.Join(t.TempDir(), "calls.log"), logs: &syncBuffer{}}
+		callLog: filepath.Join(t.TempDir(), "calls.log"), logs: &capture.Buffer{}}
 	h.configure(servers)
 	driver, err := engine.NewDriver(engine.DriverConfig{Generations: h.reg, States: h.mem, Records: h.mem})
 	if err != nil {
@@ -305,24 +305,6 @@ func writeFile(t testing.TB, path, content string) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // callParams are the params of a call with a progress token.
 func callParams(name string, args map[string]any, token string) *mcp.CallToolParams {
