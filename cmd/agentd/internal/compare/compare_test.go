@@ -54,15 +54,9 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// stockAgent loads a copy of examples/stock-agent with edits applied.
-func stockAgent(t *testing.T, edits ...stocktest.Edit) *config.Generation {
-	t.Helper()
-	gen, err := config.Load(stocktest.Dir(t, edits...), config.Options{Services: compare.Services(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gen
-}
+// inert runs the stock agent's cache and rate-limit steps against services that hold
+// nothing, as the shadow and replay do.
+var inert = config.Options{Services: compare.Services(nil)}
 
 func trade(amount float64) engine.RoutingStep {
 	return engine.RoutingStep{StepID: "step-1", AgentName: "broker", Namespace: "demo-tools", Instruction: "buy",
@@ -71,7 +65,7 @@ func trade(amount float64) engine.RoutingStep {
 
 func TestPlanAndCheck_AgainstTwoGenerations(t *testing.T) {
 	ctx := context.Background()
-	live, strict := stockAgent(t), stockAgent(t, stocktest.Stricter...)
+	live, strict := stocktest.Load(t, inert), stocktest.Load(t, inert, stocktest.Stricter...)
 	in := compare.Input{RequestID: "r", Request: "buy", Plan: &engine.RoutingPlan{PlanID: "p", PhaseNumber: 1, Steps: []engine.RoutingStep{trade(8000)}}}
 	lv, sv := compare.Plan(ctx, &live.Generation, in), compare.Plan(ctx, &strict.Generation, in)
 	if lv.Outcome != engine.OutcomeAccepted || sv.Outcome != engine.OutcomeRejected || len(sv.Violations) == 0 || sv.Cause != engine.CausePolicyDenied {
@@ -98,7 +92,7 @@ func TestPlanAndCheck_AgainstTwoGenerations(t *testing.T) {
 }
 
 func TestBeforePlanning_CacheNeverAnswers(t *testing.T) {
-	gen := stockAgent(t)
+	gen := stocktest.Load(t, inert)
 	in := compare.Input{Request: "hi", Metadata: map[string]any{"tenant": "acme"}, Enrichments: map[string]any{"seed": "x"}}
 	if v := compare.BeforePlanning(context.Background(), &gen.Generation, in); v.Outcome != engine.OutcomeContinue {
 		t.Fatalf("verdict %+v, want continue", v)
@@ -113,8 +107,8 @@ func TestBeforePlanning_CacheNeverAnswers(t *testing.T) {
 // so by the responses' digests, which hold neither response.
 func TestSynthesis_TellsRedactionsApartByDigest(t *testing.T) {
 	ctx := context.Background()
-	live := stockAgent(t)
-	lax := stockAgent(t, stocktest.Edit{File: "hooks/30-response.yaml", Old: "patterns: [email, credit_card, phone]", New: "patterns: [email, credit_card]"})
+	live := stocktest.Load(t, inert)
+	lax := stocktest.Load(t, inert, stocktest.Edit{File: "hooks/30-response.yaml", Old: "patterns: [email, credit_card, phone]", New: "patterns: [email, credit_card]"})
 	const phone, mail = "call +1 415 555 0100", "write to jane@example.com"
 	synth := func(gen *config.Generation, draft string) compare.Verdict {
 		return compare.Synthesis(ctx, &gen.Generation, compare.Input{RequestID: "r", Request: "who do I call?", Metadata: map[string]any{"tenant": "acme"}, Draft: draft})
@@ -147,7 +141,7 @@ func TestSynthesis_TellsRedactionsApartByDigest(t *testing.T) {
 // A live after_synthesis report is judged by its final response, so a shadow that
 // answers it alike agrees.
 func TestStaged_SynthesisAgreesWithItsRerun(t *testing.T) {
-	gen := stockAgent(t)
+	gen := stocktest.Load(t, inert)
 	r := &engine.StageReport{RequestID: "r", Stage: engine.StageAfterSynthesis, Outcome: engine.OutcomeCompleted,
 		Request: "mail?", Draft: "jane@example.com", Response: "[REDACTED]"}
 	if got := compare.Compare(compare.Staged(r), compare.Synthesis(context.Background(), &gen.Generation, compare.StageInput(r))); got != compare.Same {

@@ -19,15 +19,9 @@ import (
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
-// stockAgent loads a copy of examples/stock-agent with edits applied.
-func stockAgent(t *testing.T, edits ...stocktest.Edit) *config.Generation {
-	t.Helper()
-	gen, err := config.Load(stocktest.Dir(t, edits...), config.Options{Services: compare.Services(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gen
-}
+// inert runs the stock agent's cache and rate-limit steps against services that hold
+// nothing, as the shadow and replay do.
+var inert = config.Options{Services: compare.Services(nil)}
 
 func brokerStep(id string, amount float64) engine.RoutingStep {
 	return engine.RoutingStep{StepID: id, AgentName: "broker", Namespace: "demo-tools", Instruction: "buy",
@@ -81,11 +75,11 @@ func TestRun_RecordsAgainstAStricterCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := replay.Run(context.Background(), stockAgent(t), set)
+	same := replay.Run(context.Background(), stocktest.Load(t, inert), set)
 	if same.Changed() || same.Plans != 4 || same.Checks != 4 || same.Unchanged != 8 || len(same.Skips) != 4 || same.Requests != 2 {
 		t.Fatalf("the live config itself: %+v, want 8 unchanged decisions and 4 skipped", same)
 	}
-	res := replay.Run(context.Background(), stockAgent(t, stocktest.Stricter...), set)
+	res := replay.Run(context.Background(), stocktest.Load(t, inert, stocktest.Stricter...), set)
 	got := map[string]compare.Change{}
 	for _, d := range res.Differences {
 		got[d.Decision.DecisionID] = d.Change
@@ -180,7 +174,7 @@ func TestRun_DecisionLogEvents(t *testing.T) {
 	if len(set.Decisions) != 2 || len(set.Skips) != 2 {
 		t.Fatalf("%d decisions, skips %+v: want the plan and the first check, the payload-less check and the v9 event skipped", len(set.Decisions), set.Skips)
 	}
-	res := replay.Run(context.Background(), stockAgent(t, stocktest.Stricter...), set)
+	res := replay.Run(context.Background(), stocktest.Load(t, inert, stocktest.Stricter...), set)
 	if len(res.Differences) != 2 || res.Differences[1].Candidate.Denial == nil || res.Differences[1].Candidate.Denial.Code != "trade_limit" {
 		t.Fatalf("differences %+v: want the plan and the check newly denied", res.Differences)
 	}

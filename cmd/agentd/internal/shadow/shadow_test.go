@@ -61,10 +61,7 @@ type fixture struct {
 func newFixture(t *testing.T, shadowDir string) *fixture {
 	t.Helper()
 	mem := store.NewMemory(store.MemoryOptions{})
-	gen, err := config.Load(stocktest.Dir(t), config.Options{Services: builtin.Services{Cache: mem, Limiter: mem}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gen := stocktest.Load(t, config.Options{Services: builtin.Services{Cache: mem, Limiter: mem}})
 	live := reload.NewRegistry(2)
 	live.Swap(gen)
 	events := &emitted{}

@@ -1,5 +1,6 @@
-// Package stocktest writes copies of examples/stock-agent for tests that need the
-// stock configuration with a few edits: a stricter candidate, a shadow, a replay target.
+// Package stocktest writes (and loads) copies of examples/stock-agent for tests that
+// need the stock configuration with a few edits: a stricter candidate, a shadow, a
+// replay target.
 package stocktest
 
 import (
@@ -8,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/agentd-dev/agentd/config"
 )
 
 // Edit replaces the first Old in File (a path in the configuration) with New.
@@ -50,4 +53,15 @@ func Dir(t testing.TB, edits ...Edit) string {
 		}
 	}
 	return dir
+}
+
+// Load loads a copy of examples/stock-agent with edits applied (see Dir) with opts,
+// failing t when it does not compile.
+func Load(t testing.TB, opts config.Options, edits ...Edit) *config.Generation {
+	t.Helper()
+	gen, err := config.Load(Dir(t, edits...), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen
 }
