@@ -15,17 +15,10 @@ import (
 // id breaks plan rule 8, so the old answer never stands in for a new plan.
 func TestHardening_ResentPlanReplayedOnlyWhenIdentical(t *testing.T) {
 	ctx := context.Background()
-	mem := store.NewMemory(store.MemoryOptions{})
 	review := &planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
 		return p, nil
 	}}
-	d, err := engine.NewDriver(engine.DriverConfig{
-		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, []engine.Hook{review}, engine.WithCatalog(testCatalog(t)))}},
-		States:      mem, Records: mem,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, []engine.Hook{review}, engine.WithCatalog(testCatalog(t)))}})
 	small := func(amount float64, extra ...engine.RoutingStep) *engine.RoutingPlan {
 		p := &engine.RoutingPlan{PlanID: "p1", Steps: []engine.RoutingStep{{StepID: "step-1", AgentName: "notify", Namespace: "tools",
 			Instruction: "buy", Metadata: map[string]any{"capability": "send", "parameters": map[string]any{"amount": amount}}}}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Test doubles shared by the stage tests. Each fake takes part in exactly one stage (a
@@ -337,6 +338,18 @@ func newDriver(t testing.TB, p *engine.Pipeline, runner *op.Runner, records engi
 		t.Fatal(err)
 	}
 	return d
+}
+
+// memoryDriver is a driver over gens whose request states and records one memory store
+// keeps.
+func memoryDriver(t testing.TB, gens engine.Generations) (*engine.Driver, *store.Memory) {
+	t.Helper()
+	mem := store.NewMemory(store.MemoryOptions{})
+	d, err := engine.NewDriver(engine.DriverConfig{Generations: gens, States: mem, Records: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, mem
 }
 
 // recordingLifecycle returns a lifecycle over p whose planner serves plans in turn and

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // TestOpening_PhasesIndependent: by default the required hook's rejection fails the
@@ -42,13 +41,7 @@ func TestOpening_PhasesIndependent(t *testing.T) {
 		{"independent phases go on", true, nil, engine.RecordRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := store.NewMemory(store.MemoryOptions{})
-			d, err := engine.NewDriver(engine.DriverConfig{
-				Generations: engine.Fixed{Gen: &engine.Generation{ID: "gen-test", Pipeline: p}}, States: mem, Records: mem,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "gen-test", Pipeline: p}})
 			ctx := context.Background()
 			o := engine.Opening{PhasesIndependent: tc.independent}
 			phase := func(id, capability string) error {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
-	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // rollout keeps every generation it was given and serves the one promoted last as
@@ -62,12 +61,8 @@ func TestHardening_LiveGuardsReachRequestsInFlight(t *testing.T) {
 		{name: "both deny", ownVerdict: own, live: revoked, wantCode: "own"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := store.NewMemory(store.MemoryOptions{})
 			gens := newRollout(turnGuard(t, "g1", tc.ownVerdict), turnGuard(t, "g2", tc.live))
-			d, err := engine.NewDriver(engine.DriverConfig{Generations: gens, States: mem, Records: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, mem := memoryDriver(t, gens)
 			s, err := d.Open(ctx, "r", engine.Opening{Text: "hi"})
 			if err != nil {
 				t.Fatal(err)
@@ -124,11 +119,7 @@ func TestHardening_LiveGuardsSeeTheAcceptedStep(t *testing.T) {
 	pipeline := mustNew(t, nil, engine.WithCatalog(testCatalog(t)))
 	gens := newRollout(&engine.Generation{ID: "g1", Pipeline: pipeline, Binding: engine.BindingStrict, PolicyRevision: "rev-g1"},
 		&engine.Generation{ID: "g2", Pipeline: pipeline, Binding: engine.BindingStrict, PolicyRevision: "rev-g2", Runner: runner})
-	mem := store.NewMemory(store.MemoryOptions{})
-	d, err := engine.NewDriver(engine.DriverConfig{Generations: gens, States: mem, Records: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := memoryDriver(t, gens)
 	s, err := d.Open(ctx, "r", engine.Opening{Text: "weather"})
 	if err != nil {
 		t.Fatal(err)
@@ -152,13 +143,9 @@ func TestHardening_LiveGuardsSeeTheAcceptedStep(t *testing.T) {
 // stays readable.
 func TestHardening_MaxRequestAgeExpiresRequests(t *testing.T) {
 	ctx := context.Background()
-	mem := store.NewMemory(store.MemoryOptions{})
 	const age = 50 * time.Millisecond
 	gen := &engine.Generation{ID: "g", Pipeline: mustNew(t, nil), Binding: engine.BindingOff, MaxRequestAge: age}
-	d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: gen}, States: mem, Records: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mem := memoryDriver(t, engine.Fixed{Gen: gen})
 	s, err := d.Open(ctx, "r", engine.Opening{Text: "hi"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // TestPreview_ReviewsLikeAfterPlanningAndChangesNothing runs the same plans through
@@ -32,13 +31,7 @@ func TestPreview_ReviewsLikeAfterPlanningAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := store.NewMemory(store.MemoryOptions{})
-	d, err := engine.NewDriver(engine.DriverConfig{
-		Generations: engine.Fixed{Gen: &engine.Generation{ID: "gen-test", Pipeline: p}}, States: mem, Records: mem,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "gen-test", Pipeline: p}})
 	ctx := context.Background()
 	plan := func(id, capability string) *engine.RoutingPlan {
 		return &engine.RoutingPlan{PlanID: "p-" + id, Steps: []engine.RoutingStep{{

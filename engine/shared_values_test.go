@@ -11,7 +11,6 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 	"github.com/agentd-dev/agentd/engine/op"
-	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Stored request states and records share accepted plans between revisions (they never
@@ -20,18 +19,10 @@ import (
 // what binding allows.
 func TestAcceptedSteps_TheAnswersPlanIsTheCallersOwn(t *testing.T) {
 	ctx := context.Background()
-	mem := store.NewMemory(store.MemoryOptions{})
 	review := &planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
 		return p, nil
 	}}
-	d, err := engine.NewDriver(engine.DriverConfig{
-		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, []engine.Hook{review}, engine.WithCatalog(testCatalog(t))),
-			Binding: engine.BindingStrict}},
-		States: mem, Records: mem,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, []engine.Hook{review}, engine.WithCatalog(testCatalog(t))), Binding: engine.BindingStrict}})
 	s, err := d.Open(ctx, "r", engine.Opening{Text: "send"})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +66,6 @@ func TestAcceptedSteps_TheAnswersPlanIsTheCallersOwn(t *testing.T) {
 // the caller changing what it passed in).
 func TestStoredValues_NeverChangeOnceWritten(t *testing.T) {
 	ctx := context.Background()
-	mem := store.NewMemory(store.MemoryOptions{})
 	var synthCtx context.Context
 	hooks := []engine.Hook{
 		&planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
@@ -86,14 +76,7 @@ func TestStoredValues_NeverChangeOnceWritten(t *testing.T) {
 			return r, errors.Join(engine.ReportEffect(ctx, pending("late")), engine.ReportEffect(ctx, pending("external")))
 		}},
 	}
-	d, err := engine.NewDriver(engine.DriverConfig{
-		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, hooks, engine.WithCatalog(testCatalog(t))),
-			Binding: engine.BindingStrict}},
-		States: mem, Records: mem,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, hooks, engine.WithCatalog(testCatalog(t))), Binding: engine.BindingStrict}})
 	type snapshot struct {
 		after string
 		value any // a record or a request state as read
