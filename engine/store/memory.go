@@ -192,7 +192,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	e.stepsSize = stepsSize(s.PriorSteps, old.steps, old.stepsSize)
 	size := stateSize(s, e.stepsSize)
 	if size > m.maxState {
-		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, s.ID, size, m.maxState)
+		return tooLarge("state", s.ID, size, m.maxState)
 	}
 	e.size = size
 	m.requests.PutSized(s.ID, e, size, now.Add(ttl))
@@ -221,7 +221,7 @@ func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step str
 	st.Runs[step], st.Revision = &run, revision
 	size := old.size - runSize(step, old.st.Runs[step]) + runSize(step, &run)
 	if size > m.maxState {
-		return fmt.Errorf("%w: request %q state holds about %d bytes, over the limit of %d", engine.ErrTooLarge, id, size, m.maxState)
+		return tooLarge("state", id, size, m.maxState)
 	}
 	e := old
 	e.revision, e.st, e.size = revision, &st, size
@@ -237,7 +237,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	}
 	size := recordSize(rec)
 	if size > m.maxRecord {
-		return fmt.Errorf("%w: request %q record holds about %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, size, m.maxRecord)
+		return tooLarge("record", rec.RequestID, size, m.maxRecord)
 	}
 	e := memoryRecord{revision: rec.Revision, rec: engine.CopyRecord(rec), summary: Summarize(rec)}
 	now := m.now()
@@ -259,6 +259,11 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 		other.Put(rec.RequestID, memoryRecord{revision: rec.Revision}, expires)
 	}
 	return nil
+}
+
+// tooLarge is the error of a write of request id's state or record over its limit.
+func tooLarge(what, id string, size, limit int64) error {
+	return fmt.Errorf("%w: request %q %s holds about %d bytes, over the limit of %d", engine.ErrTooLarge, id, what, size, limit)
 }
 
 // record returns the entry of id: of its entries among the records and the failed
