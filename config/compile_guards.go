@@ -89,15 +89,16 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 	fallback := l.ruleDenial(d, n, field)
 	info.Code = scalar(get(n, "code"))
 	var check op.GuardFunc
+	readsStep := false
 	if cond := get(n, "deny_if"); cond != nil {
 		info.Kind = "cel"
 		if prg := c.Expr(cond, field+".deny_if", expr.Guard, expr.Bool); prg != nil && fallback != nil {
-			check = celGuard(prg, *fallback)
+			check, readsStep = celGuard(prg, *fallback), prg.MayRead("call", "step")
 		}
 	} else if r := get(n, "rego"); r != nil {
 		info.Kind = "rego"
 		if q := c.Query(get(r, "query"), field+".rego.query"); q != nil {
-			check = regoGuard(q, fallback)
+			check, readsStep = regoGuard(q, fallback), q.MayRead("step")
 		}
 	}
 	if check == nil && len(l.errs) == before && !l.regoFailed {
@@ -109,7 +110,7 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 	if mode := ruleMode(get(n, "mode")); !mode.Enforcing() {
 		info.Mode, check = mode, recordOnly(mode, name, check)
 	}
-	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check, ReadOnly: true}, info
+	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check, ReadOnly: true, IgnoresStep: !readsStep}, info
 }
 
 // ruleMode reads a mode key (the schema checked its value); absent is enforce.

@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -583,5 +584,56 @@ func TestLoad_DeclarativeObserversLog(t *testing.T) {
 	}
 	if len(gen.Observers) != 1 || gen.Observers[0].Name != "trade-log" {
 		t.Fatalf("observers = %+v", gen.Observers)
+	}
+}
+
+// Compiled guards read the accepted step (call.step, input.step) when their expression
+// or policy refers to it, and only then does the runner ask for it: a guard that never
+// reads the step is marked IgnoresStep, so the driver need not build it.
+func TestLoad_GuardsThatReadTheStepGetIt(t *testing.T) {
+	policies := map[string]string{
+		"policies/agentd/step.rego":  "package agentd.step\n\ndeny contains {\"code\": \"unapproved\", \"reason\": \"not approved\"} if not input.step.metadata.approved\n",
+		"policies/agentd/plain.rego": "package agentd.plain\n\ndeny contains {\"code\": \"big\", \"reason\": \"too big\"} if input.call.parameters.amount > 10\n",
+	}
+	for _, tc := range []struct {
+		name, rule string
+		readsStep  bool
+		code       string // the denial of a call whose step is not approved, "" for none
+	}{
+		{"cel reading the step", `deny_if: "call.step.instruction.contains('refund')"
+      code: refund_step
+      reason: the accepted step is a refund`, true, "refund_step"},
+		{"cel reading the call", `deny_if: "call.parameters.amount > 10"
+      code: big
+      reason: too big`, false, ""},
+		{"rego reading the step", `rego: {query: data.agentd.step}`, true, "unapproved"},
+		{"rego reading the call", `rego: {query: data.agentd.plain}`, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"hooks/g.yaml": hookSet("g", `
+guards:
+  policy_revision: r1
+  rules:
+    - operation: tool_call
+      `+tc.rule+"\n")}
+			maps.Copy(files, policies)
+			writeFiles(t, dir, files)
+			gen := mustLoad(t, dir)
+			if got := gen.Runner.ReadsStep(op.ToolCall); got != tc.readsStep {
+				t.Errorf("ReadsStep = %v, want %v", got, tc.readsStep)
+			}
+			call := op.Call{Operation: op.ToolCall, RequestID: "r", StepID: "step-1", Namespace: "ns", AgentName: "a", Capability: "refund",
+				Parameters: map[string]any{"amount": 5.0},
+				Step:       map[string]any{"step_id": "step-1", "instruction": "refund the order", "metadata": map[string]any{"approved": false}}}
+			err := gen.Runner.Guard(context.Background(), call)
+			if tc.code == "" {
+				if err != nil {
+					t.Fatalf("verdict = %v, want allowed", err)
+				}
+				return
+			}
+			wantDenial(t, err, tc.code)
+		})
 	}
 }

@@ -141,6 +141,13 @@ func matchValue(want, got any, runs map[string]*StepRun) string {
 			}
 			return " (does not match the referenced results)"
 		}
+		if g, ok := got.(string); ok && g == w {
+			return ""
+		}
+	case float64:
+		if g, ok := got.(float64); ok && g == w {
+			return ""
+		}
 	}
 	if !reflect.DeepEqual(want, got) {
 		return " (different value)"

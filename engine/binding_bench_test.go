@@ -12,12 +12,15 @@ import (
 )
 
 // BenchmarkCheck_Binding measures one allowed tool_call check in process on the memory
-// store, with plan binding off and strict, alternately in one loop and in alternating
-// order, so that both see the same moments of a shared machine. The difference
+// store, with plan binding off and strict, alternately in one loop and in rotating
+// order, so that all sides see the same moments of a shared machine. The difference
 // (binding-ns/check) is binding's cost: finding the accepted step, comparing identity
-// and parameters, building the step object a tool_call guard sees and writing the
-// step's claim. Each strict check binds a step no check has claimed yet: a new request
-// with a 3-step plan is opened on each side (timer stopped) every 3 checks.
+// and parameters and writing the step's claim. Each side has one tool_call guard that
+// allows everything; on the off and strict sides it reads only the call, as most
+// compiled guards do, and on a third, strict, side it reads the accepted step too, which
+// the check then builds for it (binding+step-ns/check). Each strict check binds a step
+// no check has claimed yet: a new request with a 3-step plan is opened on each side
+// (timer stopped) every 3 checks.
 func BenchmarkCheck_Binding(b *testing.B) {
 	catalog, err := engine.NewCatalog([]engine.CatalogAgent{{Namespace: "demo-tools", Agent: "stock-service",
 		Capabilities: []engine.Capability{{Name: "stock_quote"}}}})
@@ -28,21 +31,26 @@ func BenchmarkCheck_Binding(b *testing.B) {
 	params := func(i int) map[string]any {
 		return map[string]any{"symbol": fmt.Sprintf("SYM%d", i), "exchange": "NYSE"}
 	}
-	// One tool_call guard on both sides, allowing everything and, like a config's
-	// compiled guards, only reading the call: the strict side then also builds the step
-	// object guards see (call.step).
-	runner, err := op.Compile(op.Set{PolicyRevision: "r", Guards: []op.Guard{{Name: "allow", Operations: []op.Operation{op.ToolCall},
-		Check: func(context.Context, op.Call) error { return nil }, ReadOnly: true}}})
-	if err != nil {
-		b.Fatal(err)
+	guard := func(readsStep bool) *op.Runner {
+		runner, err := op.Compile(op.Set{PolicyRevision: "r", Guards: []op.Guard{{Name: "allow", Operations: []op.Operation{op.ToolCall},
+			Check: func(_ context.Context, c op.Call) error {
+				if readsStep && c.Step == nil {
+					return op.Deny("no_step", "the guard got no step")
+				}
+				return nil
+			}, ReadOnly: true, IgnoresStep: !readsStep}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return runner
 	}
 	ctx := context.Background()
-	modes := []engine.BindingMode{engine.BindingOff, engine.BindingStrict}
+	modes := []engine.BindingMode{engine.BindingOff, engine.BindingStrict, engine.BindingStrict}
 	drivers := make([]*engine.Driver, len(modes))
 	for i, mode := range modes {
 		mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
 		if drivers[i], err = engine.NewDriver(engine.DriverConfig{
-			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode, Runner: runner}}, States: mem, Records: mem,
+			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode, Runner: guard(i == 2)}}, States: mem, Records: mem,
 		}); err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +82,7 @@ func BenchmarkCheck_Binding(b *testing.B) {
 			b.StartTimer()
 		}
 		for k := range drivers {
-			m := (k + i) % len(drivers) // who goes first alternates
+			m := (k + i/3) % len(drivers) // who goes first rotates, request by request
 			d := drivers[m]
 			start := time.Now()
 			res, err := d.Check(ctx, op.Call{Operation: op.ToolCall, RequestID: id, StepID: fmt.Sprintf("step-%d", i%3+1),
@@ -88,6 +96,6 @@ func BenchmarkCheck_Binding(b *testing.B) {
 	}
 	per := func(m int) float64 { return float64(spent[m].Nanoseconds()) / float64(n) }
 	b.ReportMetric(per(0), "off-ns/check")
-	b.ReportMetric(per(1), "strict-ns/check")
 	b.ReportMetric(per(1)-per(0), "binding-ns/check")
+	b.ReportMetric(per(2)-per(0), "binding+step-ns/check")
 }

@@ -168,7 +168,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	if live != nil && live.ID == s.gen.ID {
 		live = nil // the live generation is consulted too when the request is pinned to another
 	}
-	if bound && (s.gen.Runner.Sees(call.Operation) || live != nil && live.Runner.Sees(call.Operation)) {
+	if bound && (s.gen.Runner.ReadsStep(call.Operation) || live != nil && live.Runner.ReadsStep(call.Operation)) {
 		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
 	ctx, findings := withFindingSink(ctx)
@@ -222,12 +222,12 @@ func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) er
 		run.Attempts++
 	}
 	if rs, ok := s.d.states.(RunStore); ok {
-		next := *s.state
-		start(&next)
-		next.Revision++
-		err := rs.PutRun(ctx, next.ID, next.Revision, call.StepID, *next.Runs[call.StepID], s.d.ttl)
+		changed := RequestState{Runs: s.state.Runs} // the runs are all a claim changes
+		start(&changed)
+		err := rs.PutRun(ctx, s.state.ID, s.state.Revision+1, call.StepID, changed.Runs, s.d.ttl)
 		if err == nil {
-			*s.state = next
+			s.state.Runs = changed.Runs
+			s.state.Revision++
 			return nil
 		}
 		if !errors.Is(err, ErrStaleRevision) {

@@ -95,12 +95,13 @@ type StateStore interface {
 // request's state without the state being written whole: the fast path of a claim
 // (the driver falls back to PutRequest when a store has none).
 type RunStore interface {
-	// PutRun stores run as the run of step in the state of request id, as revision
-	// revision, keeping the rest of the state, unless the stored state's revision is not
+	// PutRun stores runs as the runs of the state of request id, as revision revision,
+	// keeping the rest of the state, unless the stored state's revision is not
 	// revision-1 (or there is none), in which case it returns ErrStaleRevision and
-	// changes nothing. The check and the write are one atomic step. ttl is as for
-	// PutRequest.
-	PutRun(ctx context.Context, id string, revision int64, step string, run StepRun, ttl time.Duration) error
+	// changes nothing. runs differs from the stored state's runs in the run of step
+	// alone; like every runs map it never changes once stored, so the store may keep
+	// it. The check and the write are one atomic step. ttl is as for PutRequest.
+	PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*StepRun, ttl time.Duration) error
 }
 
 // runOf returns the run of step id for a change, adding it when there is none. The

@@ -20,7 +20,7 @@ func (g *Generation) Verdict(ctx context.Context, st *RequestState, call op.Call
 		if den := bind(mode, st, &call); den != nil {
 			return den
 		}
-		if g.Runner.Sees(call.Operation) {
+		if g.Runner.ReadsStep(call.Operation) {
 			call.Step = stepObject(acceptedStep(st, call.StepID))
 		}
 	}

@@ -125,7 +125,7 @@ func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error)
 	if err != nil {
 		return nil, wholeError(src, diag.KindCELTypeCheck, err.Error())
 	}
-	return &Program{want: want, limit: c.limit, prg: prg}, nil
+	return &Program{want: want, limit: c.limit, prg: prg, reads: readsOf(parsed.NativeRep().Expr(), free)}, nil
 }
 
 // checkOutput rejects an expression whose static type cannot be want. dyn is accepted for

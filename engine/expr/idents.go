@@ -75,3 +75,43 @@ func scopeError(src string, scope Scope, a *ast.AST, free map[int64]string) *dia
 	}
 	return first
 }
+
+// reads is what an expression reads of one variable it uses freely: the members it
+// selects by name, or, when it uses the variable any other way, the whole value.
+type reads struct {
+	whole   bool
+	members map[string]bool
+}
+
+// readsOf returns what e reads of each variable free (freeIdents of e) lists: a member
+// selected by name (`call.step`, `has(call.step)`) is read alone; any other use (an
+// argument, an index, an iteration range, the value itself) reads the whole value.
+func readsOf(e ast.Expr, free map[int64]string) map[string]*reads {
+	out := make(map[string]*reads)
+	of := func(name string) *reads {
+		r := out[name]
+		if r == nil {
+			r = &reads{members: make(map[string]bool)}
+			out[name] = r
+		}
+		return r
+	}
+	selected := make(map[int64]bool)
+	// Pre-order: a select is visited before its operand.
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		switch x.Kind() {
+		case ast.SelectKind:
+			sel := x.AsSelect()
+			if name, ok := free[sel.Operand().ID()]; ok {
+				selected[sel.Operand().ID()] = true
+				of(name).members[sel.FieldName()] = true
+			}
+		case ast.IdentKind:
+			if name, ok := free[x.ID()]; ok && !selected[x.ID()] {
+				of(name).whole = true
+			}
+		}
+	}))
+	return out
+}
+

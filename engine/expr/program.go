@@ -15,6 +15,14 @@ type Program struct {
 	want  Kind
 	limit uint64
 	prg   cel.Program
+	reads map[string]*reads
+}
+
+// MayRead reports whether the expression may read member of variable: it selects that
+// member by name, or uses the variable other than by selecting members.
+func (p *Program) MayRead(variable, member string) bool {
+	r := p.reads[variable]
+	return r != nil && (r.whole || r.members[member])
 }
 
 // Eval evaluates the program against vars and returns the result as a Go value: bool,

@@ -37,6 +37,9 @@ type Guard struct {
 	// guards do: it gets the runner's call rather than a deep copy of its own, and
 	// must change nothing the call holds (parameters, metadata, step).
 	ReadOnly bool
+	// IgnoresStep says Check never reads call.Step, as compiled guards whose expression
+	// or policy does not refer to the step: a caller may leave the step out.
+	IgnoresStep bool
 }
 
 // Set is the configuration Compile turns into a Runner. PolicyRevision identifies the
@@ -84,10 +87,11 @@ type around struct {
 }
 
 type guard struct {
-	name     string
-	index    int
-	check    GuardFunc
-	readOnly bool
+	name        string
+	index       int
+	check       GuardFunc
+	readOnly    bool
+	ignoresStep bool
 }
 
 // Compile validates set and indexes it by operation. It keeps no reference to set's
@@ -117,7 +121,7 @@ func Compile(set Set, opts ...Option) (*Runner, error) {
 		}
 		for _, op := range g.Operations {
 			e := &r.table[op.index()]
-			e.guards = append(e.guards, guard{name: g.Name, index: i, check: g.Check, readOnly: g.ReadOnly})
+			e.guards = append(e.guards, guard{name: g.Name, index: i, check: g.Check, readOnly: g.ReadOnly, ignoresStep: g.IgnoresStep})
 		}
 	}
 	return r, nil

@@ -164,24 +164,27 @@ func TestRunner_GuardSeesFinalContextAndRunsAfterBegin(t *testing.T) {
 	}
 }
 
-// Sees names the operations some observer or guard takes, and no others.
-func TestRunner_SeesOperationsWithObserversOrGuards(t *testing.T) {
+// ReadsStep names the operations some observer or guard that may read the step takes,
+// and no others: a guard marked IgnoresStep does not count.
+func TestRunner_ReadsStepOfOperationsWithObserversOrGuards(t *testing.T) {
 	var mu sync.Mutex
 	var log []string
+	allow := func(context.Context, op.Call) error { return nil }
 	r, _ := mustCompile(t, op.Set{
 		PolicyRevision: "rev-1",
 		Arounds:        []op.Around{observer("o", &mu, &log, op.Turn)},
-		Guards: []op.Guard{{Name: "g", Operations: []op.Operation{op.ToolCall}, Check: func(context.Context, op.Call) error {
-			return nil
-		}}},
+		Guards: []op.Guard{
+			{Name: "g", Operations: []op.Operation{op.ToolCall}, Check: allow},
+			{Name: "blind", Operations: []op.Operation{op.ToolCall, op.Inference}, Check: allow, IgnoresStep: true},
+		},
 	})
-	for o, want := range map[op.Operation]bool{op.ToolCall: true, op.Turn: true, op.Inference: false} {
-		if got := r.Sees(o); got != want {
-			t.Errorf("Sees(%s) = %v, want %v", o, got, want)
+	for o, want := range map[op.Operation]bool{op.ToolCall: true, op.Turn: true, op.Inference: false, op.Planning: false} {
+		if got := r.ReadsStep(o); got != want {
+			t.Errorf("ReadsStep(%s) = %v, want %v", o, got, want)
 		}
 	}
-	if (*op.Runner)(nil).Sees(op.ToolCall) {
-		t.Error("a nil runner sees calls")
+	if (*op.Runner)(nil).ReadsStep(op.ToolCall) {
+		t.Error("a nil runner reads steps")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 )
 
@@ -64,11 +65,15 @@ func (r *Runner) Start(ctx context.Context, call Call) (context.Context, FinishF
 	return ctx, st.finish, err
 }
 
-// Sees reports whether an observer or a guard takes calls of op, so that a caller
-// can skip preparing what only they would read.
-func (r *Runner) Sees(op Operation) bool {
+// ReadsStep reports whether an observer, or a guard that may read call.Step (one not
+// marked IgnoresStep), takes calls of op, so that a caller can skip building a step
+// that nothing would read.
+func (r *Runner) ReadsStep(op Operation) bool {
 	e := r.entries(op)
-	return e != nil && len(e.arounds)+len(e.guards) > 0
+	if e == nil {
+		return false
+	}
+	return len(e.arounds) > 0 || slices.ContainsFunc(e.guards, func(g guard) bool { return !g.ignoresStep })
 }
 
 // Guard runs only the guard phase for call, in registration order, and returns the

@@ -9,6 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
 
 // Query is a data reference prepared once against a Bundle. It is immutable and safe for
@@ -87,6 +88,12 @@ func decisionMembersBody(ref ast.Ref, names []string) ast.Body {
 
 // String returns the query's data reference.
 func (q *Query) String() string { return q.query }
+
+// MayRead reports whether an evaluation of q may observe input's member name (see
+// reads.Analyze), so that a caller can leave out a member it never reads.
+func (q *Query) MayRead(name string) bool {
+	return reads.Analyze(q.compiler, q.ref, q.members).MayRead(name)
+}
 
 // defined reports whether something can exist at ref: a package or rule node of the
 // compiled rule tree, a rule above it (whose value ref descends into), or data at or

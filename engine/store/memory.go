@@ -201,7 +201,7 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 
 // PutRun implements engine.RunStore: the next revision shares everything but the runs
 // map with the stored one (neither is ever changed) and is sized by the run's change.
-func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step string, run engine.StepRun, ttl time.Duration) error {
+func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*engine.StepRun, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -216,10 +216,8 @@ func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step str
 		return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
 	}
 	st := *old.st
-	st.Runs = make(map[string]*engine.StepRun, len(old.st.Runs)+1)
-	maps.Copy(st.Runs, old.st.Runs)
-	st.Runs[step], st.Revision = &run, revision
-	size := old.size - runSize(step, old.st.Runs[step]) + runSize(step, &run)
+	st.Runs, st.Revision = runs, revision
+	size := old.size - runSize(step, old.st.Runs[step]) + runSize(step, runs[step])
 	if size > m.maxState {
 		return tooLarge("state", id, size, m.maxState)
 	}

@@ -79,15 +79,18 @@ func TestMemory_PutRunIsTheNextRevision(t *testing.T) {
 	if err := m.PutRequest(ctx, st, 0); err != nil {
 		t.Fatal(err)
 	}
+	runs := func(step1 engine.StepRun) map[string]*engine.StepRun {
+		return map[string]*engine.StepRun{"step-0": st.Runs["step-0"], "step-1": &step1}
+	}
 	for _, stale := range []int64{1, 3} {
-		if err := m.PutRun(ctx, "r", stale, "step-1", engine.StepRun{Status: engine.RunStarted}, 0); !errors.Is(err, engine.ErrStaleRevision) {
+		if err := m.PutRun(ctx, "r", stale, "step-1", runs(engine.StepRun{Status: engine.RunStarted}), 0); !errors.Is(err, engine.ErrStaleRevision) {
 			t.Errorf("revision %d: %v, want ErrStaleRevision", stale, err)
 		}
 	}
-	if err := m.PutRun(ctx, "nobody", 2, "step-1", engine.StepRun{}, 0); !errors.Is(err, engine.ErrStaleRevision) {
+	if err := m.PutRun(ctx, "nobody", 2, "step-1", runs(engine.StepRun{}), 0); !errors.Is(err, engine.ErrStaleRevision) {
 		t.Errorf("an unknown request: %v, want ErrStaleRevision", err)
 	}
-	if err := m.PutRun(ctx, "r", 2, "step-1", engine.StepRun{Status: engine.RunStarted, Attempts: 1}, 0); err != nil {
+	if err := m.PutRun(ctx, "r", 2, "step-1", runs(engine.StepRun{Status: engine.RunStarted, Attempts: 1}), 0); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := m.GetRequest(ctx, "r")

@@ -19,6 +19,14 @@ type Tree struct {
 // a constant) means the object is read whole.
 func (t *Tree) Paths() []string { return t.root.paths("input") }
 
+// MayRead reports whether an evaluation may observe input's member name: it reads the
+// member, reads members by a key that is not a constant, or reads or counts the input
+// whole (the member's presence then shows).
+func (t *Tree) MayRead(name string) bool {
+	r := t.root
+	return r.whole || r.sized || r.elems != nil || r.fields[name] != nil
+}
+
 // KeyPaths lists, for people, the input paths keys are made of: a value read whole by
 // its path, a value of which only the type (a scalar's value, an array's length) is read
 // with " (type)", and one whose members may be counted with " (size)".
