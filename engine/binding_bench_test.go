@@ -96,6 +96,8 @@ func BenchmarkCheck_Binding(b *testing.B) {
 	}
 	per := func(m int) float64 { return float64(spent[m].Nanoseconds()) / float64(n) }
 	b.ReportMetric(per(0), "off-ns/check")
+	b.ReportMetric(per(1), "strict-ns/check")
+	b.ReportMetric(per(2), "strict+step-ns/check")
 	b.ReportMetric(per(1)-per(0), "binding-ns/check")
 	b.ReportMetric(per(2)-per(0), "binding+step-ns/check")
 }
