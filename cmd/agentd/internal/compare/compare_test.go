@@ -133,7 +133,8 @@ func TestSynthesis_TellsRedactionsApartByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(encoded), "415") || !strings.Contains(string(encoded), `"hmac":"`) {
+	// "415 555" rather than "415": the hex digest may hold the digits.
+	if strings.Contains(string(encoded), "415 555") || !strings.Contains(string(encoded), `"hmac":"`) {
 		t.Fatalf("verdict encodes as %s: want a digest and no text of the response", encoded)
 	}
 }

@@ -204,7 +204,8 @@ func TestShadow_ReportsAnotherRedaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(encoded), "415") || strings.Contains(string(encoded), "REDACTED") {
+		// "415 555" rather than "415": a hex digest or decision id may hold the digits.
+		if strings.Contains(string(encoded), "415 555") || strings.Contains(string(encoded), "REDACTED") {
 			t.Errorf("%s holds a response's text", encoded)
 		}
 	}
