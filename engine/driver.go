@@ -29,6 +29,12 @@ type DriverConfig struct {
 	// rejections) one execution record may hold; 0 means DefaultMaxRecordEntries. A
 	// call that would go over is refused (RefusedTooLarge).
 	MaxRecordEntries int
+	// KeepPlans says the callers never change a plan after giving it to
+	// Session.AfterPlanning, nor the plan it returns, as the daemon's handlers and
+	// gateways do (each decodes or builds new values per call and only reads the
+	// answer): the request's state and record then keep those plans as they are
+	// instead of a copy of each.
+	KeepPlans bool
 }
 
 // DefaultMaxRecordEntries applies when DriverConfig.MaxRecordEntries is 0.
@@ -51,6 +57,7 @@ type Driver struct {
 	ttl        time.Duration
 	observer   Observer
 	maxEntries int
+	keepPlans  bool
 	now        func() time.Time
 }
 
@@ -69,7 +76,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 		cfg.MaxRecordEntries = DefaultMaxRecordEntries
 	}
 	return &Driver{gens: cfg.Generations, states: cfg.States, records: cfg.Records, ttl: cfg.StateTTL,
-		observer: cfg.Observer, maxEntries: cfg.MaxRecordEntries, now: time.Now}, nil
+		observer: cfg.Observer, maxEntries: cfg.MaxRecordEntries, keepPlans: cfg.KeepPlans, now: time.Now}, nil
 }
 
 // RefusalCode is why the driver refused a call before running any hook. The codes are

@@ -237,7 +237,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 			s.done(c, OutcomeRejected, err)
 			return err
 		}
-		recorded := ownPlan(accepted)
+		recorded := s.ownPlan(accepted)
 		if err := s.commit(c, change{
 			state: func(st *RequestState) {
 				st.PhaseStart, st.PhasePlanID, st.PhaseHash = len(st.PriorSteps), planID, hash
@@ -260,9 +260,13 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 
 // ownPlan copies a plan for the request's state and record, which share it (and its
 // steps) between their stored revisions (CloneState, CopyRecord): the caller of the
-// stage keeps the plan it gave or got and may change it. A plan that does not deep-copy
-// (a value that is not JSON-shaped) stays shared.
-func ownPlan(plan *RoutingPlan) *RoutingPlan {
+// stage keeps the plan it gave or got and may change it, unless the driver keeps plans
+// (DriverConfig.KeepPlans). A plan that does not deep-copy (a value that is not
+// JSON-shaped) stays shared.
+func (s *Session) ownPlan(plan *RoutingPlan) *RoutingPlan {
+	if s.d.keepPlans {
+		return plan
+	}
 	if own, err := ClonePlan(plan); err == nil {
 		return own
 	}

@@ -48,7 +48,7 @@ func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 	} else if pe, ok := AsPlanError(err); ok {
 		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, pe.Code, pe.StepID
 	}
-	r.Plan = ownPlan(plan)
+	r.Plan = s.ownPlan(plan)
 	fail := ch.record
 	ch.record = func(rec *ExecutionRecord) {
 		rec.Rejections = append(rec.Rejections, r)

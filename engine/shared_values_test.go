@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // Stored request states and records share accepted plans between revisions (they never
@@ -55,6 +57,34 @@ func TestAcceptedSteps_TheAnswersPlanIsTheCallersOwn(t *testing.T) {
 	call.Parameters = map[string]any{"to": "ops"}
 	if res, err := d.Check(ctx, call); err != nil || !res.Allowed {
 		t.Errorf("a call as accepted: %+v, %v, want allowed", res, err)
+	}
+}
+
+// A driver whose callers never change the plans they give or get (KeepPlans, the
+// daemon's) keeps the answer's plan in the state and record as it is: no copy.
+func TestAcceptedSteps_KeptAsTheyAreWhenTheDriverKeepsPlans(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMemory(store.MemoryOptions{})
+	d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: &engine.Generation{ID: "g",
+		Pipeline: mustNew(t, nil, engine.WithCatalog(testCatalog(t))), Binding: engine.BindingStrict}}, States: mem, Records: mem, KeepPlans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Open(ctx, "r", engine.Opening{Text: "weather"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.AfterPlanning(ctx, threeStepPlan(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ := mem.GetRequest(ctx, "r")
+	rec, _ := mem.Get(ctx, "r")
+	if reflect.ValueOf(st.PriorSteps[0].Metadata).Pointer() != reflect.ValueOf(out.Plan.Steps[0].Metadata).Pointer() {
+		t.Error("the stored state holds a copy of the accepted step's metadata, want the answer's own")
+	}
+	if rec.Phases[0].Plan != out.Plan {
+		t.Error("the record holds a copy of the accepted plan, want the answer's own")
 	}
 }
 

@@ -86,7 +86,7 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 			}
 		}()
 	}
-	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: stores.states, Records: stores.records})
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: stores.states, Records: stores.records, KeepPlans: true})
 	if err != nil {
 		return err
 	}

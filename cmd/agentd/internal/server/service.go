@@ -61,6 +61,7 @@ func New(cfg Config) (*Service, error) {
 	s.driver, err = engine.NewDriver(engine.DriverConfig{
 		Generations: cfg.Registry, States: cfg.States, Records: cfg.Records,
 		StateTTL: cfg.RequestTTL, Observer: engine.Observers(s, cfg.Observer), MaxRecordEntries: cfg.MaxRecordEntries,
+		KeepPlans: true, // the handlers decode every plan anew, the gateways build theirs, and all only read answers
 	})
 	if err != nil {
 		return nil, err
