@@ -83,9 +83,11 @@ var (
 )
 
 // RecordStore persists execution records. Implementations must be safe for concurrent
-// use and must store a copy: the caller may reuse rec after Put returns. A copy may
-// share the entries' nested values (CopyRecord), which never change once recorded:
-// callers of Get read them and replace them, never write into them.
+// use. Put takes rec: the caller does not change it after Put returns (the driver
+// writes each revision as a new copy of the last one it read), so a store may keep it.
+// Get returns a copy the caller may change (CopyRecord); it may share the entries'
+// nested values, which never change once recorded: callers of Get read them and
+// replace them, never write into them.
 type RecordStore interface {
 	// Put stores rec unless the stored record for rec.RequestID has a revision greater
 	// than or equal to rec.Revision, in which case it returns ErrStaleRevision and

@@ -87,7 +87,7 @@ type memoryState struct {
 
 type memoryRecord struct {
 	revision int64
-	rec      *engine.ExecutionRecord // a private copy (CopyRecord); nil: a tombstone
+	rec      *engine.ExecutionRecord // as Put took it, never changed; nil: a tombstone
 	summary  *Summary                // what List matches and shows; never changed once stored
 }
 
@@ -227,8 +227,7 @@ func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step str
 	return nil
 }
 
-// Put implements engine.RecordStore. Records are copied with engine.CopyRecord: the
-// entries' nested values, which never change once recorded, are shared.
+// Put implements engine.RecordStore: rec is kept as it is (Get copies).
 func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -237,7 +236,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if size > m.maxRecord {
 		return tooLarge("record", rec.RequestID, size, m.maxRecord)
 	}
-	e := memoryRecord{revision: rec.Revision, rec: engine.CopyRecord(rec), summary: Summarize(rec)}
+	e := memoryRecord{revision: rec.Revision, rec: rec, summary: Summarize(rec)}
 	now := m.now()
 	var expires time.Time
 	if ttl := m.retention.TTL(rec.Status); ttl > 0 {

@@ -55,17 +55,20 @@ func Records(t *testing.T, newStore func(t *testing.T) engine.RecordStore) {
 			t.Fatalf("stale write replaced record: %+v", got)
 		}
 	})
-	t.Run("CallerMutationDoesNotLeak", func(t *testing.T) {
+	t.Run("GetReturnsACopy", func(t *testing.T) {
+		// Put takes its record (the caller leaves it alone); what Get returns is the
+		// caller's to change: fields, entries, appends.
 		s := newStore(t)
-		rec := sample("req-1", 1)
-		if err := s.Put(context.Background(), rec); err != nil {
+		if err := s.Put(context.Background(), sample("req-1", 1)); err != nil {
 			t.Fatal(err)
 		}
-		rec.FinalResponse = "mutated"
-		rec.PipelineHooks[0].HookName = "mutated"
 		got, _ := s.Get(context.Background(), "req-1")
-		if got.FinalResponse != "hello" || got.PipelineHooks[0].HookName != "h" {
-			t.Fatalf("store aliases the caller's record: %+v", got)
+		got.FinalResponse = "mutated"
+		got.PipelineHooks[0].HookName = "mutated"
+		got.PipelineHooks = append(got.PipelineHooks, engine.Invocation{HookName: "appended"})
+		again, _ := s.Get(context.Background(), "req-1")
+		if again.FinalResponse != "hello" || again.PipelineHooks[0].HookName != "h" || len(again.PipelineHooks) != 1 {
+			t.Fatalf("a change to what Get returned reached the store: %+v", again)
 		}
 	})
 	t.Run("ConcurrentRewritesKeepHighestRevision", func(t *testing.T) {
