@@ -201,7 +201,11 @@ func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, e
 		}
 		return a.audit(ctx, s, phase, d)
 	}
-	d, err := a.evaluate(ctx, s, phase)
+	input, err := memo.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	if err != nil {
+		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
+	}
+	d, err := a.query.PlanDecision(ctx, input)
 	if err == nil {
 		memo.Put(key, d)
 	}
@@ -216,11 +220,17 @@ func (a *regoPlan) evaluate(ctx context.Context, s *State, phase int) (policy.Pl
 	return a.query.PlanDecision(ctx, input)
 }
 
-// audit evaluates s although the memo answered it. A different outcome wins, turns the
-// memo off and is logged; an evaluation cut short by its deadline or the caller proves
-// nothing, so the memoized decision stands.
+// audit evaluates s on the whole input (not the memo's: the audit checks the read
+// analysis both rely on) although the memo answered it. A different outcome wins,
+// turns the memo off and is logged; a whole input that does not convert (in a part no
+// evaluation reads, or the key would have failed) or an evaluation cut short by its
+// deadline or the caller proves nothing, so the memoized decision stands.
 func (a *regoPlan) audit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) (policy.PlanDecision, error) {
-	d, err := a.evaluate(ctx, s, phase)
+	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	if err != nil {
+		return memoized, nil
+	}
+	d, err := a.query.PlanDecision(ctx, input)
 	if errors.Is(err, policy.ErrTimeout) || errors.Is(err, policy.ErrCanceled) ||
 		err == nil && reflect.DeepEqual(d, memoized) {
 		return memoized, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
@@ -43,17 +45,41 @@ func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 
 // PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments): a hash
 // of the parts the query's evaluation may observe (reads.Tree.Key), computed without
-// building the Rego value. It fails where PlanInput fails.
+// building the Rego value. It fails where the memo's PlanInput fails: on a part the
+// evaluation may observe that does not convert.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
+	var key [32]byte
+	err := m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
+		key, err = m.reads.Key(v)
+		return err
+	})
+	return key, err
+}
+
+// PlanInput is the input the memo's query is evaluated on (reads.Tree.Input): the
+// parts of the plan-review input its evaluation may observe, nothing else, so that
+// what no evaluation reads is never converted, on a memo hit or a miss. Evaluations
+// decide on it as on the whole input (policy.PlanInput), and its key is PlanKey's.
+func (m *PlanMemo) PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (ast.Value, error) {
+	var input ast.Value
+	err := m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
+		input, err = m.reads.Input(v)
+		return err
+	})
+	return input, err
+}
+
+// viewInput calls f with a view of the plan-review input.
+func (m *PlanMemo) viewInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any, f func(engine.View) error) error {
 	in := planInputs.Get().(*planInput)
 	*in = planInput{plan, phase, request, metadata, enrichments}
-	key, err := m.reads.Key(engine.ViewOf(in))
+	err := f(engine.ViewOf(in))
 	*in = planInput{}
 	planInputs.Put(in)
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("policy: plan input: %w", err)
+		return fmt.Errorf("policy: plan input: %w", err)
 	}
-	return key, nil
+	return nil
 }
 
 // planInputs recycles the inputs PlanKey views: a View escapes what it reads, and a

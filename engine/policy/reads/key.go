@@ -15,13 +15,11 @@ import (
 
 // Key hashes, with an unambiguous canonical encoding and SHA-256, the parts of the input
 // input views that an evaluation under t may observe, without building its Rego value:
-// only what is read whole is converted. It fails where regovalue.Term fails on input, so
-// that a memoized decision never answers an input evaluation would reject. Inputs with
-// equal keys look the same to every evaluation the analysis covers.
+// only what is read whole is converted. It fails where Input fails (a part that may be
+// observed does not convert), so that a memoized decision never answers an input the
+// evaluation would reject. Inputs with equal keys look the same to every evaluation the
+// analysis covers.
 func (t *Tree) Key(input engine.View) ([32]byte, error) {
-	if err := regovalue.Check(input); err != nil {
-		return [32]byte{}, err
-	}
 	c := canonPool.Get().(*canon)
 	defer func() {
 		c.buf = c.buf[:0]

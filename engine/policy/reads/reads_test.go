@@ -460,6 +460,7 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		memos = append(memos, m)
 	}
 	memos = append(memos, stockAllowList(t).NewPlanMemo(16))
+	_, whole := readsOf(t, `deny contains "x" if walk(input, [_, "rm -rf"])`, "")
 	r := rand.New(rand.NewPCG(5, 8))
 	for range 500 {
 		p := randomPlan(r)
@@ -502,9 +503,14 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		if _, err := policy.PlanInput(tc.plan, 1, "", tc.md, nil); err == nil {
 			t.Fatalf("%s: PlanInput accepted it", tc.name)
 		}
-		for _, m := range memos { // most read none of it
-			if _, err := m.PlanKey(tc.plan, 1, "", tc.md, nil); err == nil {
-				t.Fatalf("%s: PlanKey accepted what PlanInput rejects (reads %v)", tc.name, m.Reads().Paths())
+		for _, m := range append(memos, whole) {
+			_, keyErr := m.PlanKey(tc.plan, 1, "", tc.md, nil)
+			_, inputErr := m.PlanInput(tc.plan, 1, "", tc.md, nil)
+			if (keyErr == nil) != (inputErr == nil) {
+				t.Fatalf("%s: PlanKey error %v, the memo's PlanInput error %v (reads %v)", tc.name, keyErr, inputErr, m.Reads().Paths())
+			}
+			if m == whole && keyErr == nil {
+				t.Fatalf("%s: a memo that reads everything accepted it", tc.name)
 			}
 		}
 	}
@@ -512,6 +518,69 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 	in, err := policy.PlanInput(wiretest.StockPlan(), 1, "", map[string]any{"p": nilPtr}, nil)
 	if err != nil || in.(ast.Object).Get(ast.StringTerm("metadata")).Value.(ast.Object).Get(ast.StringTerm("p")).Value.Compare(ast.NullValue) != 0 {
 		t.Fatalf("a nil pointer in the metadata: %v, %v; want null", in, err)
+	}
+}
+
+// TestPlanMemo_PlanInputIsWhatEvaluationsRead: the memo's PlanInput keeps what its
+// query may read and nothing else, so it has PlanKey's key, and the query decides on it
+// as on the whole input (or fails on both), for every policy above and the stock
+// allow-list; a value no evaluation reads does not even have to convert.
+func TestPlanMemo_PlanInputIsWhatEvaluationsRead(t *testing.T) {
+	type memoized struct {
+		q *policy.Query
+		m *policy.PlanMemo
+	}
+	var cases []memoized
+	for _, tc := range readCases {
+		q, m := readsOf(t, tc.src, tc.query)
+		cases = append(cases, memoized{q, m})
+	}
+	for _, src := range []string{ // sizes of struct objects, of lists read no deeper, of typed slices
+		`deny contains "big plan" if count(input.plan) > 5`,
+		`deny contains s.step_id if { some s in input.plan.steps; count(s) > 5 }`,
+		`deny contains "long" if { some s in input.plan.steps; count(s.metadata.parameters.n) > 3 }`,
+		`deny contains "deps" if { some s in input.plan.steps; count(s.depends_on) == 1 }`,
+	} {
+		q, m := readsOf(t, src, "")
+		cases = append(cases, memoized{q, m})
+	}
+	stock := stockAllowList(t)
+	cases = append(cases, memoized{stock, stock.NewPlanMemo(16)})
+	r := rand.New(rand.NewPCG(3, 9))
+	smaller := 0
+	for range 300 {
+		p := randomPlan(r)
+		md := map[string]any{"tenant": "acme", "n": json.Number("1.50")}
+		whole, err := policy.PlanInput(p, 2, "q", md, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			in, err := c.m.PlanInput(p, 2, "q", md, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, _ := c.m.PlanKey(p, 2, "q", md, nil)
+			if reads.KeyOfValue(c.m.Reads(), in) != key {
+				t.Fatalf("the key of PlanInput %v differs from PlanKey for reads %v", in, c.m.Reads().Paths())
+			}
+			if in.Compare(whole) != 0 {
+				smaller++
+			}
+			got, gotErr := c.q.PlanDecision(context.Background(), in)
+			want, wantErr := c.q.PlanDecision(context.Background(), whole)
+			if (gotErr != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("reads %v: decision on %v is %+v (%v), on the whole input %+v (%v)", c.m.Reads().Paths(), in, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	if smaller == 0 {
+		t.Fatal("no PlanInput left anything out: the test proves nothing")
+	}
+	m := stock.NewPlanMemo(16)
+	unread := map[string]any{"c": make(chan int), "x": math.NaN()}
+	if _, err := m.PlanInput(wiretest.StockPlan(), 1, "", unread, nil); err != nil {
+		t.Errorf("metadata the allow-list never reads was converted: %v", err)
 	}
 }
 

@@ -1,9 +1,7 @@
 // Package regovalue converts Go values to Rego values exactly as encoding/json would
 // render them: the wire types through their engine.View, JSON-shaped Go values (what
 // encoding/json or a YAML decoder produces, plus []string and other Go values a caller
-// may have built) directly, without a JSON round trip. Check fails where the conversion
-// fails without converting anything, so that a memo key never answers an input the
-// conversion would reject.
+// may have built) directly, without a JSON round trip.
 package regovalue
 
 import (
@@ -115,63 +113,6 @@ func Term(v engine.View) (*ast.Term, error) {
 		return ast.ObjectTerm(items...), nil
 	}
 	return ast.NullTerm(), nil
-}
-
-// Check fails where Term fails, converting only the Go values it cannot check directly
-// (anything but nil, booleans, strings, finite float64s, []any and map[string]any).
-func Check(v engine.View) error {
-	if !v.Holds(engine.ViewTime) && !v.Holds(engine.ViewValue) {
-		return nil
-	}
-	switch v.Kind() {
-	case engine.ViewTime:
-		return checkTime(v.Time())
-	case engine.ViewValue:
-		return checkValue(v.Value())
-	case engine.ViewArray:
-		for i := range v.Len() {
-			if err := Check(v.Index(i)); err != nil {
-				return fmt.Errorf("[%d]: %w", i, err)
-			}
-		}
-	case engine.ViewObject:
-		for i := range v.NumField() {
-			if name, f, ok := v.Field(i); ok {
-				if err := Check(f); err != nil {
-					return fmt.Errorf("%s: %w", name, err)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func checkValue(x any) error {
-	switch v := x.(type) {
-	case nil, bool, string:
-		return nil
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("unsupported number %v", v)
-		}
-		return nil
-	case []any:
-		for _, e := range v {
-			if err := checkValue(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	case map[string]any:
-		for _, e := range v {
-			if err := checkValue(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	_, err := Of(x)
-	return err
 }
 
 var (
