@@ -95,10 +95,6 @@ type RoutingPlan struct {
 // IsTerminal reports whether this is the last phase; an absent flag means terminal.
 func (p *RoutingPlan) IsTerminal() bool { return p.Terminal == nil || *p.Terminal }
 
-// MarshalJSON writes the plan through AppendJSON: what encoding/json would write for
-// it, byte for byte, without reflection (every API answer and record carries plans).
-func (p *RoutingPlan) MarshalJSON() ([]byte, error) { return AppendJSON(nil, p) }
-
 // StepResult is the outcome of one executed (or skipped) step.
 type StepResult struct {
 	StepID     string         `json:"step_id"`
