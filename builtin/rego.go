@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentd-dev/agentd/engine"
@@ -184,14 +185,23 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 
 // decide returns the decision for s, from the memo when it has it (one hit in
 // auditEvery is evaluated as well: see audit). Failures (timeouts, evaluation errors)
-// are never memoized. A traced evaluation (explain, coverage) never uses the memo.
+// are never memoized. A query with a memo is evaluated on the memo's input (the parts
+// its evaluation may read); one without (memo: false, a non-deterministic policy, a
+// memo the audit turned off) on the whole input. A traced evaluation (explain,
+// coverage) never uses the memo's decisions and sees the whole input, as given, unless
+// that does not convert where a memoized query would not read it: it then sees the
+// memo's input, and decides as an untraced evaluation does.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
 	phase := max(s.Plan.PhaseNumber, 1)
-	memo := a.memo.Load()
+	p, memo := s.Pctx, a.memo.Load()
 	if memo == nil || policy.Traced(ctx) {
-		return a.evaluate(ctx, s, phase)
+		input, err := policy.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+		if err != nil && memo != nil {
+			input, err = memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+		}
+		return a.evaluate(ctx, input, err)
 	}
-	key, err := memo.PlanKey(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	key, err := memo.PlanKey(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
@@ -201,19 +211,16 @@ func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, e
 		}
 		return a.audit(ctx, s, phase, d)
 	}
-	input, err := memo.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
-	if err != nil {
-		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
-	}
-	d, err := a.query.PlanDecision(ctx, input)
+	input, err := memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+	d, err := a.evaluate(ctx, input, err)
 	if err == nil {
 		memo.Put(key, d)
 	}
 	return d, err
 }
 
-func (a *regoPlan) evaluate(ctx context.Context, s *State, phase int) (policy.PlanDecision, error) {
-	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+// evaluate evaluates the query on input, or fails with err, the error building it.
+func (a *regoPlan) evaluate(ctx context.Context, input ast.Value, err error) (policy.PlanDecision, error) {
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
@@ -228,7 +235,7 @@ func (a *regoPlan) evaluate(ctx context.Context, s *State, phase int) (policy.Pl
 func (a *regoPlan) audit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) (policy.PlanDecision, error) {
 	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
 	if err != nil {
-		return memoized, nil
+		return memoized, nil // a part no evaluation reads does not convert: proves nothing
 	}
 	d, err := a.query.PlanDecision(ctx, input)
 	if errors.Is(err, policy.ErrTimeout) || errors.Is(err, policy.ErrCanceled) ||

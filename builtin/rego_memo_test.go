@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -190,4 +191,27 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 func hit(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, request string) bool {
 	_, ok := m.Get(planKey(t, m, plan, 1, request, map[string]any{}))
 	return ok
+}
+
+// A memoized query is evaluated on what it may read, so a value it never reads (an
+// infinite enrichment a CEL division produced) fails no review, on a miss, a hit or an
+// explained evaluation alike; without a memo the whole input is converted and fails.
+func TestRegoMemo_ValuesThePolicyNeverReadsFailNoReview(t *testing.T) {
+	q := libraryQuery(t)
+	memoized := newRegoPlan(q, "data.agentd.plan", "review", true, nil)
+	plain := newRegoPlan(q, "data.agentd.plan", "review", false, nil)
+	s := func() *State {
+		plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "step-1", Namespace: "demo-tools", AgentName: "stock-service",
+			Metadata: map[string]any{"capability": "stock_quote"}}}}
+		return &State{Plan: plan, Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{"ratio": math.Inf(1)}}}
+	}
+	explained := policy.NewExplainer().Context(context.Background())
+	for _, ctx := range []context.Context{context.Background(), context.Background(), explained} {
+		if d, err := memoized.decide(ctx, s()); err != nil || !d.Allowed() {
+			t.Fatalf("memoized (traced %v): %+v, %v; want allowed", policy.Traced(ctx), d, err)
+		}
+	}
+	if _, err := plain.decide(context.Background(), s()); err == nil || !strings.Contains(err.Error(), "unsupported number") {
+		t.Fatalf("memo: false: %v; want the whole input's conversion error", err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 const exampleDir = "../examples/stock-agent"
@@ -634,6 +635,61 @@ guards:
 				return
 			}
 			wantDenial(t, err, tc.code)
+		})
+	}
+}
+
+// Through the driver, a compiled guard that reads the accepted step gets it: a CEL
+// guard denies the call of a step whose accepted instruction it refuses, and a Rego
+// guard one whose accepted metadata lacks an approval; the other step runs.
+func TestLoad_DriverGivesCompiledGuardsTheAcceptedStep(t *testing.T) {
+	for name, rule := range map[string]string{
+		"cel": `deny_if: "call.step.instruction.contains('refund')"
+      code: refund_step
+      reason: the accepted step is a refund`,
+		"rego": `rego: {query: data.agentd.step}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{
+				"hooks/g.yaml": hookSet("g", `
+catalog:
+  - namespace: shop
+    agent: orders
+    capabilities: [{name: lookup}]
+guards:
+  policy_revision: r1
+  rules:
+    - operation: tool_call
+      `+rule+"\n"),
+				"policies/agentd/step.rego": "package agentd.step\n\ndeny contains {\"code\": \"refund_step\", \"reason\": \"not approved\"} if not input.step.metadata.approved\n",
+			})
+			gen := mustLoad(t, dir)
+			mem := store.NewMemory(store.MemoryOptions{})
+			d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: &gen.Generation}, States: mem, Records: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			s, err := d.Open(ctx, "r", engine.Opening{Text: "orders"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := func(id, instruction string, approved bool) engine.RoutingStep {
+				return engine.RoutingStep{StepID: id, Namespace: "shop", AgentName: "orders", Instruction: instruction,
+					Metadata: map[string]any{"capability": "lookup", "approved": approved, "parameters": map[string]any{"id": "o1"}}}
+			}
+			if _, err := s.AfterPlanning(ctx, &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{
+				step("step-1", "look the order up", true), step("step-2", "look it up for a refund", false)}}, 0); err != nil {
+				t.Fatal(err)
+			}
+			for id, allowed := range map[string]bool{"step-1": true, "step-2": false} {
+				res, err := d.Check(ctx, op.Call{Operation: op.ToolCall, RequestID: "r", StepID: id, Namespace: "shop", AgentName: "orders",
+					Capability: "lookup", Parameters: map[string]any{"id": "o1"}})
+				if err != nil || res.Allowed != allowed || !allowed && res.Denial.Code != "refund_step" {
+					t.Errorf("%s: %+v, %v; want allowed %v (refund_step)", id, res, err, allowed)
+				}
+			}
 		})
 	}
 }

@@ -114,4 +114,3 @@ func readsOf(e ast.Expr, free map[int64]string) map[string]*reads {
 	}))
 	return out
 }
-

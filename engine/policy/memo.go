@@ -82,8 +82,8 @@ func (m *PlanMemo) viewInput(plan *engine.RoutingPlan, phase int, request string
 	return nil
 }
 
-// planInputs recycles the inputs PlanKey views: a View escapes what it reads, and a
-// memo hit should allocate nothing.
+// planInputs recycles the inputs PlanKey and PlanInput view: a View escapes what it
+// reads, and a memo hit should allocate nothing.
 var planInputs = sync.Pool{New: func() any { return new(planInput) }}
 
 // Get returns the decision stored under key. A decision's Plan is shared: callers must

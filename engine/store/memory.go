@@ -51,8 +51,9 @@ const maxWindows = 100_000
 // Memory is the in-process store: request states, execution records, the response
 // cache and rate-limit counters. It bounds itself: expired entries are swept first,
 // then the oldest written are evicted. Records of failed requests have a bound of
-// their own. Values are copied in and out, so a caller never aliases stored state,
-// exactly as with a remote store.
+// their own. What a caller writes is copied in or, where the contract says the caller
+// leaves it alone (a record given to Put, a runs map given to PutRun, accepted steps),
+// kept; what a caller reads is copied out, so a caller never changes stored values.
 type Memory struct {
 	mu       sync.Mutex
 	cache    *expiring.Map[CacheEntry]
@@ -77,7 +78,7 @@ type window struct {
 
 type memoryState struct {
 	revision int64
-	st       *engine.RequestState // a private copy, or nil when stored as data
+	st       *engine.RequestState // a copy (sharing accepted steps and runs), or nil when stored as data
 	data     []byte
 	// steps are the state's accepted steps, of size stepsSize: the next revision
 	// sizes only the steps it adds (see stepsSize). size is the whole state's.

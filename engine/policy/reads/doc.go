@@ -1,6 +1,8 @@
 // Package reads finds which parts of its input a Rego query's evaluation may observe,
 // and keys inputs by exactly those parts, so that decisions can be memoized: two inputs
 // with the same key get the same decision from every evaluation the analysis covers.
+// The same parts alone make the input a memoized query is evaluated on (Tree.Input),
+// and say whether a guard reads a member at all (Tree.MayRead).
 //
 // Analyze walks the compiled policies from a query and returns a Tree of input paths:
 // it follows input values through variables, rules, functions and the built-ins it
