@@ -23,8 +23,9 @@ const interruptCheckFrequency = 100
 // Options configures a Compiler.
 type Options struct {
 	// CostLimit bounds every expression twice: its estimated worst-case cost at compile
-	// time (see MaxStringSize and MaxCollectionSize) and its actual cost at evaluation.
-	// 0 means DefaultCostLimit.
+	// time (see MaxStringSize and MaxCollectionSize) and its actual cost at evaluation,
+	// tracked when the inputs exceed the sizes the estimate assumed (within them the
+	// estimate bounds it). 0 means DefaultCostLimit.
 	CostLimit uint64
 	// MaxIterations bounds the comprehension iterations of one evaluation: the sizes of
 	// all lists and maps that comprehensions (all, exists, exists_one, map, filter)
@@ -115,17 +116,21 @@ func (c *Compiler) Compile(scope Scope, src string, want Kind) (*Program, error)
 		cel.InterruptCheckFrequency(interruptCheckFrequency), cel.EvalOptions(cel.OptOptimize),
 		cel.CustomDecoratorV2(c.iterations.decorator(rangeIDs(checked.NativeRep().Expr()))),
 	}
-	// Runtime cost tracking is only needed when the cost depends on input sizes: an
-	// expression whose estimate has Min == Max costs exactly that, already within the
-	// limit, and skipping the tracker halves its evaluation time.
-	if est.Min != est.Max {
-		opts = append(opts, cel.CostLimit(c.limit))
-	}
-	prg, err := env.Program(checked, opts...)
-	if err != nil {
+	p := &Program{want: want, limit: c.limit, reads: readsOf(parsed.NativeRep().Expr(), free)}
+	p.sizes = sizeChecks(p.reads)
+	if p.prg, err = env.Program(checked, opts...); err != nil {
 		return nil, wholeError(src, diag.KindCELTypeCheck, err.Error())
 	}
-	return &Program{want: want, limit: c.limit, prg: prg, reads: readsOf(parsed.NativeRep().Expr(), free)}, nil
+	// Runtime cost tracking, which triples a typical evaluation's time, is only needed
+	// when the cost depends on input sizes (an estimate with Min == Max is the cost,
+	// within the limit) and the inputs may exceed the sizes the estimate assumed (see
+	// Program.fits): the tracked program serves those evaluations.
+	if est.Min != est.Max {
+		if p.tracked, err = env.Program(checked, append(opts, cel.CostLimit(c.limit))...); err != nil {
+			return nil, wholeError(src, diag.KindCELTypeCheck, err.Error())
+		}
+	}
+	return p, nil
 }
 
 // checkOutput rejects an expression whose static type cannot be want. dyn is accepted for

@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/google/cel-go/checker"
@@ -10,8 +12,10 @@ import (
 // Size bounds assumed by the compile-time cost estimate. CEL cannot know how large the
 // request, the metadata or a plan will be, so the estimate assumes that every string or
 // bytes value has at most MaxStringSize characters and every list, map or dyn value (a
-// metadata entry, a plan field) at most MaxCollectionSize elements. Larger inputs are
-// still bounded by the runtime cost limit, which then fails the evaluation instead.
+// metadata entry, a plan field) at most MaxCollectionSize elements. An evaluation
+// whose inputs are that small is bounded by the estimate and runs without runtime cost
+// tracking (Program.fits); larger inputs are bounded by the runtime cost limit, which
+// then fails the evaluation instead.
 // lists.range() is capped at MaxCollectionSize elements as well.
 const (
 	MaxStringSize     = 64 << 10
@@ -43,4 +47,110 @@ func (sizeEstimator) EstimateCallCost(
 	string, string, *checker.AstNode, []checker.AstNode,
 ) *checker.CallEstimate {
 	return nil
+}
+
+// maxFitDepth bounds how deep fits looks into a value; deeper values do not fit.
+const maxFitDepth = 32
+
+// fits reports whether the variables the expression uses hold values within the sizes
+// the compile-time estimate assumed: the request and the response at most
+// MaxStringSize bytes (at least as many as characters); metadata and enrichments at
+// most MaxCollectionSize members, and every value in them, which CEL sees as dyn, of
+// size at most MaxCollectionSize (a string's bytes, a list's or map's elements, keys
+// included), JSON-shaped all the way down. Of a map the expression only selects
+// members of (metadata.tenant, has(metadata.tenant): a lookup costs the same in any
+// map) only those members are checked. The estimate, which Compile held within the
+// limit, then bounds the evaluation's cost. An expression that uses the plan, a step,
+// a result or the call does not fit (their values are not checked).
+func (p *Program) fits(v *Vars) bool {
+	for _, c := range p.sizes {
+		switch c.name {
+		case varNow, varPhase:
+		case varRequest:
+			if len(v.Request) > MaxStringSize {
+				return false
+			}
+		case varResponse:
+			if len(v.Response) > MaxStringSize {
+				return false
+			}
+		case varMetadata:
+			if !c.fitsObject(v.Metadata) {
+				return false
+			}
+		case varEnrichments:
+			if !c.fitsObject(v.Enrichments) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sizeCheck is what fits checks of one variable: the whole value, or the members the
+// expression selects.
+type sizeCheck struct {
+	name    string
+	whole   bool
+	members []string
+}
+
+// sizeChecks lists, in a stable order, what fits checks of each variable of reads.
+func sizeChecks(reads map[string]*reads) []sizeCheck {
+	out := make([]sizeCheck, 0, len(reads))
+	for _, name := range slices.Sorted(maps.Keys(reads)) {
+		r := reads[name]
+		out = append(out, sizeCheck{name: name, whole: r.whole, members: slices.Sorted(maps.Keys(r.members))})
+	}
+	return out
+}
+
+// fitsObject reports whether what c reads of m fits: the whole map, or its members.
+func (c *sizeCheck) fitsObject(m map[string]any) bool {
+	if c.whole {
+		return fitsValue(m, 0)
+	}
+	for _, k := range c.members {
+		if !fitsValue(m[k], 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsValue reports whether x, a dyn value, has size at most MaxCollectionSize and so
+// has every value in it.
+func fitsValue(x any, depth int) bool {
+	if depth > maxFitDepth {
+		return false
+	}
+	switch t := x.(type) {
+	case nil, bool, float64, int, int64:
+		return true
+	case string:
+		return len(t) <= MaxCollectionSize
+	case []any:
+		if len(t) > MaxCollectionSize {
+			return false
+		}
+		for _, e := range t {
+			if !fitsValue(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		if len(t) > MaxCollectionSize {
+			return false
+		}
+		for k, e := range t {
+			if len(k) > MaxCollectionSize || !fitsValue(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

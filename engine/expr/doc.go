@@ -4,7 +4,8 @@
 // scope's variables, checks its output Kind and estimates its worst-case cost, rejecting
 // over-budget expressions at load time, and returns an immutable Program. Evaluating a
 // Program takes a Vars (the variable values, resolved lazily without building a map), is
-// bounded by a runtime cost limit and by the context, and returns plain Go values.
+// bounded by the cost limit (by the estimate when the inputs are within its assumed
+// sizes, else tracked at run time) and by the context, and returns plain Go values.
 // Compile failures are *diag.Error values with a stable diag.Kind and a 1-based
 // line:column within the expression; evaluation failures are *EvalError values with a
 // stable EvalKind. Besides the CEL standard library, expressions may use the strings,

@@ -14,8 +14,11 @@ import (
 type Program struct {
 	want  Kind
 	limit uint64
-	prg   cel.Program
-	reads map[string]*reads
+	// prg evaluates without tracking the cost; tracked, nil when the cost does not
+	// depend on input sizes, with the runtime cost limit (see fits).
+	prg, tracked cel.Program
+	reads        map[string]*reads
+	sizes        []sizeCheck // what fits checks, from reads
 }
 
 // MayRead reports whether the expression may read member of variable: it selects that
@@ -81,7 +84,8 @@ func (p *Program) EvalString(ctx context.Context, vars *Vars) (string, error) {
 	return string(s), nil
 }
 
-// run evaluates with the runtime cost limit and, when ctx can be cancelled, interruption.
+// run evaluates within the cost limit (tracked at run time unless fits vouches for the
+// estimate) and, when ctx can be cancelled, interruptibly.
 func (p *Program) run(ctx context.Context, vars *Vars) (ref.Val, error) {
 	if vars == nil {
 		vars = &Vars{}
@@ -91,10 +95,14 @@ func (p *Program) run(ctx context.Context, vars *Vars) (ref.Val, error) {
 		out ref.Val
 		err error
 	)
+	prg := p.prg
+	if p.tracked != nil && !p.fits(vars) {
+		prg = p.tracked
+	}
 	if ctx == nil || ctx.Done() == nil {
-		out, _, err = p.prg.Eval(vars)
+		out, _, err = prg.Eval(vars)
 	} else {
-		out, _, err = p.prg.ContextEval(ctx, vars)
+		out, _, err = prg.ContextEval(ctx, vars)
 	}
 	if err != nil {
 		return nil, runtimeError(err, p.limit)

@@ -42,7 +42,10 @@ type Vars struct {
 
 	plan, step, result, call any
 	now                      ref.Val
-	iterations               int64 // comprehension iterations of the running evaluation
+	// request is Request as CEL reads it, boxed once; requestOf is the Request it holds.
+	request    any
+	requestOf  string
+	iterations int64 // comprehension iterations of the running evaluation
 }
 
 var _ interpreter.Activation = (*Vars)(nil)
@@ -65,7 +68,10 @@ func (v *Vars) SetStep(s *engine.RoutingStep) {
 func (v *Vars) ResolveName(name string) (any, bool) {
 	switch name {
 	case varRequest:
-		return v.Request, true
+		if v.request == nil || v.requestOf != v.Request {
+			v.request, v.requestOf = v.Request, v.Request
+		}
+		return v.request, true
 	case varMetadata:
 		return objectOrEmpty(v.Metadata), true
 	case varEnrichments:
