@@ -8,10 +8,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// invocation is one hook call in progress: its span, its record slot in the trail (when
-// recording) and its start time. A runner opens one per hook with begin, calls the hook
-// with ctx, then ends it exactly once with finish, or with panicked from a deferred
-// recover.
+// invocation is one hook call in progress: its span, and its record slot in the trail
+// and its start time (when recording). A runner opens one per hook with begin, calls
+// the hook with ctx, then ends it exactly once with finish, or with panicked from a
+// deferred recover.
 type invocation struct {
 	tel     telemetry
 	trail   *Trail
@@ -23,9 +23,10 @@ type invocation struct {
 
 // begin opens the record and span of hook e in stage; seq is 1-based within the run.
 func (p *Pipeline) begin(ctx context.Context, e entry, stage Stage, seq, planPhase int, trail *Trail) invocation {
-	inv := invocation{tel: p.tel, trail: trail, started: time.Now()}
+	inv := invocation{tel: p.tel, trail: trail}
 	ctx, inv.span = p.tel.start(ctx, e)
 	if trail != nil {
+		inv.started = time.Now()
 		rec := Invocation{
 			HookName:  e.name,
 			Phase:     stage,
