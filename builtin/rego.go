@@ -201,18 +201,18 @@ func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, e
 		}
 		return a.evaluate(ctx, input, err)
 	}
-	key, err := memo.PlanKey(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+	d, key, hit, err := memo.Lookup(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
-	if d, ok := memo.Get(key); ok {
+	if hit {
 		if a.hits.Add(1)%a.auditEvery != 0 {
 			return d, nil
 		}
 		return a.audit(ctx, s, phase, d)
 	}
 	input, err := memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
-	d, err := a.evaluate(ctx, input, err)
+	d, err = a.evaluate(ctx, input, err)
 	if err == nil {
 		memo.Put(key, d)
 	}

@@ -134,7 +134,7 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	}
 }
 
-func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) [32]byte {
+func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) string {
 	t.Helper()
 	key, err := m.PlanKey(plan, phase, request, metadata, map[string]any{})
 	if err != nil {
@@ -189,7 +189,11 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 }
 
 func hit(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, request string) bool {
-	_, ok := m.Get(planKey(t, m, plan, 1, request, map[string]any{}))
+	t.Helper()
+	_, _, ok, err := m.Lookup(plan, 1, request, map[string]any{}, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return ok
 }
 

@@ -152,13 +152,27 @@ func (v View) Field(i int) (name string, value View, present bool) {
 // Member returns the member of a ViewObject named name, and whether encoding/json writes
 // it.
 func (v View) Member(name string) (View, bool) {
-	for i := range v.s.fields {
-		if v.s.fields[i].name == name {
-			_, m, ok := v.Field(i)
-			return m, ok
-		}
+	if i := v.MemberIndex(name, 0); i >= 0 {
+		_, m, ok := v.Field(i)
+		return m, ok
 	}
 	return View{}, false
+}
+
+// MemberIndex returns the index (for Field) of the declared member of a ViewObject named
+// name, or -1 when it has none. guess, an earlier answer for a value of the same type,
+// is tried first, so that a reader that keeps its answers finds a member at once.
+func (v View) MemberIndex(name string, guess int) int {
+	fields := v.s.fields
+	if guess >= 0 && guess < len(fields) && fields[guess].name == name {
+		return guess
+	}
+	for i := range fields {
+		if fields[i].name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func (v View) present(f *field) bool {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -10,8 +11,8 @@ import (
 	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
 
-// PlanMemo caches the plan decisions of one deterministic query, keyed by a SHA-256 of
-// a canonical encoding of only the input parts its evaluation may observe (for the stock
+// PlanMemo caches the plan decisions of one deterministic query, keyed by a canonical
+// encoding (reads.Tree.AppendKey) of only the input parts its evaluation may observe (for the stock
 // allow-list: each step's id, namespace, agent and capability; not the plan id, the
 // step instructions nor the request text). A memo belongs to one Query and so to one
 // config generation. It holds at most size entries and is safe for concurrent use.
@@ -23,7 +24,14 @@ type PlanMemo struct {
 
 type memoShard struct {
 	mu      sync.Mutex
-	entries map[[32]byte]PlanDecision
+	entries map[string]PlanDecision
+}
+
+// shardSeed spreads keys over a memo's shards.
+var shardSeed = maphash.MakeSeed()
+
+func (m *PlanMemo) shard(key []byte) *memoShard {
+	return &m.shards[maphash.Bytes(shardSeed, key)%uint64(len(m.shards))]
 }
 
 // NewPlanMemo returns a memo for q's plan decisions, or nil when a module of q's bundle
@@ -35,7 +43,7 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 	}
 	m := &PlanMemo{reads: reads.Analyze(q.compiler, q.ref, q.members), size: max(size/16, 1)}
 	for i := range m.shards {
-		m.shards[i].entries = make(map[[32]byte]PlanDecision)
+		m.shards[i].entries = make(map[string]PlanDecision)
 	}
 	return m
 }
@@ -43,18 +51,43 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 // Reads returns the input paths the memo's keys are made of.
 func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 
-// PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments): a hash
-// of the parts the query's evaluation may observe (reads.Tree.Key), computed without
-// building the Rego value. It fails where the memo's PlanInput fails: on a part the
-// evaluation may observe that does not convert.
-func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) ([32]byte, error) {
-	var key [32]byte
+// PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments)
+// (reads.Tree.Key), computed without building the Rego value. It fails where the memo's
+// PlanInput fails: on a part the evaluation may observe that does not convert.
+func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (string, error) {
+	var key string
 	err := m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
 		key, err = m.reads.Key(v)
 		return err
 	})
 	return key, err
 }
+
+// Lookup returns the decision stored under the key of the input (PlanKey's), and on a
+// miss that key, to Put the decision under once evaluated. A hit allocates nothing. A
+// decision's Plan is shared: callers must copy it before changing it.
+func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (d PlanDecision, key string, hit bool, err error) {
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	err = m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
+		*buf, err = m.reads.AppendKey((*buf)[:0], v)
+		return err
+	})
+	if err != nil {
+		return PlanDecision{}, "", false, err
+	}
+	s := m.shard(*buf)
+	s.mu.Lock()
+	d, hit = s.entries[string(*buf)]
+	s.mu.Unlock()
+	if !hit {
+		key = string(*buf)
+	}
+	return d, key, hit, nil
+}
+
+// keyBuffers recycles the buffers Lookup encodes keys into.
+var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // PlanInput is the input the memo's query is evaluated on (reads.Tree.Input): the
 // parts of the plan-review input its evaluation may observe, nothing else, so that
@@ -86,19 +119,9 @@ func (m *PlanMemo) viewInput(plan *engine.RoutingPlan, phase int, request string
 // reads, and a memo hit should allocate nothing.
 var planInputs = sync.Pool{New: func() any { return new(planInput) }}
 
-// Get returns the decision stored under key. A decision's Plan is shared: callers must
-// copy it before changing it.
-func (m *PlanMemo) Get(key [32]byte) (PlanDecision, bool) {
-	s := &m.shards[key[0]%16]
-	s.mu.Lock()
-	d, ok := s.entries[key]
-	s.mu.Unlock()
-	return d, ok
-}
-
 // Put stores d under key, evicting an arbitrary entry of the shard when it is full.
-func (m *PlanMemo) Put(key [32]byte, d PlanDecision) {
-	s := &m.shards[key[0]%16]
+func (m *PlanMemo) Put(key string, d PlanDecision) {
+	s := &m.shards[maphash.String(shardSeed, key)%uint64(len(m.shards))]
 	s.mu.Lock()
 	if _, ok := s.entries[key]; !ok && len(s.entries) >= m.size {
 		for k := range s.entries {

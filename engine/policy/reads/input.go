@@ -57,7 +57,7 @@ func inputView(v engine.View, n *readNode) (*ast.Term, error) {
 			}
 		}
 		for _, f := range n.order {
-			m, ok := v.Member(f.name)
+			m, ok := f.member(v)
 			if !ok {
 				continue
 			}

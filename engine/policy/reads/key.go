@@ -13,34 +13,59 @@ import (
 	"github.com/agentd-dev/agentd/engine/policy/internal/regovalue"
 )
 
-// Key hashes, with an unambiguous canonical encoding and SHA-256, the parts of the input
-// input views that an evaluation under t may observe, without building its Rego value:
-// only what is read whole is converted. It fails where Input fails (a part that may be
-// observed does not convert), so that a memoized decision never answers an input the
-// evaluation would reject. Inputs with equal keys look the same to every evaluation the
-// analysis covers.
-func (t *Tree) Key(input engine.View) ([32]byte, error) {
+// Key returns the memo key of input views: what AppendKey appends.
+func (t *Tree) Key(input engine.View) (string, error) {
+	key, err := t.AppendKey(nil, input)
+	return string(key), err
+}
+
+// AppendKey appends to dst the key of input views: an unambiguous canonical encoding of
+// the parts an evaluation under t may observe, computed without building its Rego value
+// (only what is read whole is converted). An encoding of at most maxRawKey bytes is the
+// key itself, so that a short key costs no hash; a longer one is replaced by a zero byte
+// (no encoding starts with one) and its SHA-256, so that keys stay small. AppendKey
+// fails where Input fails (a part that may be observed does not convert), so that a
+// memoized decision never answers an input the evaluation would reject. Inputs with
+// equal keys look the same to every evaluation the analysis covers.
+func (t *Tree) AppendKey(dst []byte, input engine.View) ([]byte, error) {
 	c := canonPool.Get().(*canon)
 	defer func() {
-		c.buf = c.buf[:0]
+		c.buf = nil
 		canonPool.Put(c)
 	}()
+	start := len(dst)
+	c.buf = dst
 	if err := c.projectView(input, t.root); err != nil {
-		return [32]byte{}, err
+		return dst, err
 	}
-	return sha256.Sum256(c.buf), nil
+	return shortKey(c.buf, start), nil
+}
+
+// maxRawKey is the longest encoding that is its own key.
+const maxRawKey = 512
+
+// shortKey replaces buf[start:], an encoding, by its digest form when it is longer than
+// maxRawKey.
+func shortKey(buf []byte, start int) []byte {
+	if len(buf)-start <= maxRawKey {
+		return buf
+	}
+	sum := sha256.Sum256(buf[start:])
+	return append(append(buf[:start], 0), sum[:]...)
 }
 
 // canon writes an unambiguous encoding of the parts of a Rego input value that a
 // readNode says may be observed: every value is a type tag followed by its content,
 // strings and containers carry their lengths, object members go in key order. Two inputs
-// with equal encodings look the same to every evaluation the analysis covers, so a strong
-// hash of the encoding can key decisions. Numbers are written as their text: inputs that
+// with equal encodings look the same to every evaluation the analysis covers, so the
+// encoding (or a strong hash of it) can key decisions. Numbers are written as their text: inputs that
 // differ only in how a number is spelled get different keys, which costs a memo hit, never
 // a wrong decision.
 type canon struct{ buf []byte }
 
-var canonPool = sync.Pool{New: func() any { return &canon{buf: make([]byte, 0, 1024)} }}
+// canonPool recycles canons: the method values a projection passes around make a canon
+// escape, and a memo hit should allocate nothing. Their buffers are the callers'.
+var canonPool = sync.Pool{New: func() any { return new(canon) }}
 
 const (
 	tagNull byte = iota + 1
@@ -90,7 +115,7 @@ func (c *canon) project(v ast.Value, n *readNode) {
 			return
 		}
 		_ = projectObject(c, n, x.Len,
-			func(f readField) (*ast.Term, bool) { t := x.Get(f.key); return t, t != nil },
+			func(f *readField) (*ast.Term, bool) { t := x.Get(f.key); return t, t != nil },
 			func(t *ast.Term, m *readNode) error { c.project(t.Value, m); return nil })
 	default:
 		c.value(v)
@@ -138,7 +163,7 @@ func (c *canon) projectView(v engine.View, n *readNode) error {
 		if n.whole || n.elems != nil {
 			return c.wholeView(v)
 		}
-		return projectObject(c, n, v.Len, func(f readField) (engine.View, bool) { return v.Member(f.name) }, c.projectView)
+		return projectObject(c, n, v.Len, func(f *readField) (engine.View, bool) { return f.member(v) }, c.projectView)
 	}
 	return nil
 }
@@ -156,7 +181,7 @@ func (c *canon) wholeView(v engine.View) error {
 // projectObject writes an object read in part: its tag, its size when n is sized, and
 // for each member n reads by name its absence or, through sub, its projection. get
 // looks a member up.
-func projectObject[V any](c *canon, n *readNode, size func() int, get func(readField) (V, bool), sub func(V, *readNode) error) error {
+func projectObject[V any](c *canon, n *readNode, size func() int, get func(*readField) (V, bool), sub func(V, *readNode) error) error {
 	c.tag(tagObject)
 	if n.sized {
 		c.length(size())
@@ -175,6 +200,20 @@ func projectObject[V any](c *canon, n *readNode, size func() int, get func(readF
 	return nil
 }
 
+// member returns the member of v named f.name, and whether it is present.
+func (f *readField) member(v engine.View) (engine.View, bool) {
+	guess := int(f.guess.Load())
+	i := v.MemberIndex(f.name, guess)
+	if i < 0 {
+		return engine.View{}, false
+	}
+	if i != guess {
+		f.guess.Store(int32(i))
+	}
+	_, m, ok := v.Field(i)
+	return m, ok
+}
+
 // projectAny projects a JSON-shaped Go value: maps and slices read in part are walked,
 // strings written directly, anything else converted as regovalue converts it.
 func (c *canon) projectAny(x any, n *readNode) error {
@@ -185,7 +224,7 @@ func (c *canon) projectAny(x any, n *readNode) error {
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
 			return projectObject(c, n, func() int { return len(v) },
-				func(f readField) (any, bool) { e, ok := v[f.name]; return e, ok }, c.projectAny)
+				func(f *readField) (any, bool) { e, ok := v[f.name]; return e, ok }, c.projectAny)
 		}
 	case []any:
 		if v != nil && !n.whole {

@@ -2,7 +2,9 @@ package reads
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -63,4 +65,34 @@ func encodeWhole(v any) ([]byte, bool) {
 	c := &canon{}
 	c.project(av, &readNode{whole: true})
 	return c.buf, true
+}
+
+// TestKey_LongEncodingsAreDigested: an encoding up to maxRawKey bytes is its own key;
+// a longer one is a zero byte and its SHA-256, and keys still tell apart exactly the
+// inputs whose encodings differ, on both sides of the limit.
+func TestKey_LongEncodingsAreDigested(t *testing.T) {
+	tree := ReadingWhole()
+	keyOf := func(s string) string {
+		t.Helper()
+		v, err := ast.InterfaceToValue(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return KeyOfValue(tree, v)
+	}
+	for _, n := range []int{1, maxRawKey - 3, maxRawKey - 2, maxRawKey, 4 * maxRawKey} {
+		text := strings.Repeat("a", n)
+		key, other := keyOf(text), keyOf(text[:n-1]+"b")
+		c := &canon{}
+		c.value(ast.String(text))
+		switch long := len(c.buf) > maxRawKey; {
+		case !long && key != string(c.buf):
+			t.Errorf("%d bytes: key %q, want the encoding itself", len(c.buf), key)
+		case long && (len(key) != 1+sha256.Size || key[0] != 0):
+			t.Errorf("%d bytes: key %q, want a zero byte and a SHA-256", len(c.buf), key)
+		}
+		if key == other || key != keyOf(text) {
+			t.Errorf("%d bytes: keys of equal encodings differ or of different ones agree", len(c.buf))
+		}
+	}
 }

@@ -332,7 +332,7 @@ func keysSound(t *testing.T, q *policy.Query, m *policy.PlanMemo, n int) (merged
 		input  ast.Value
 	}
 	r := rand.New(rand.NewPCG(7, 11))
-	seen := map[[32]byte]outcome{}
+	seen := map[string]outcome{}
 	for range n {
 		in := randomInput(r)
 		d, err := q.PlanDecision(context.Background(), in)
@@ -707,7 +707,7 @@ func TestKey_AgreesWithJSON(t *testing.T) {
 	}
 	trees = append(trees, reads.ReadingEveryPath(in))
 	for _, tree := range trees {
-		byKey, byJSON := map[[32]byte]string{}, map[string][32]byte{}
+		byKey, byJSON := map[string]string{}, map[string]string{}
 		for i := range inputs {
 			key, err := tree.Key(engine.ViewOf(&inputs[i]))
 			if err != nil {

@@ -3,12 +3,14 @@ package reads
 import (
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// Tree is the result of Analyze: the input paths an evaluation may observe. It is
-// immutable and safe for concurrent use.
+// Tree is the result of Analyze: the input paths an evaluation may observe. Its paths
+// never change (it only remembers where a view kept each member); it is safe for
+// concurrent use.
 type Tree struct {
 	root *readNode
 }
@@ -47,20 +49,23 @@ type readNode struct {
 	sized  bool
 	fields map[string]*readNode
 	elems  *readNode
-	order  []readField // fields by name, set by freeze
+	order  []*readField // fields by name, set by freeze
 }
 
 type readField struct {
 	name string
 	key  *ast.Term
 	node *readNode
+	// guess is the member index (engine.View.MemberIndex) the field last had, for the
+	// next view: inputs of one shape keep their members at one index.
+	guess atomic.Int32
 }
 
 // freeze orders the fields of n and its descendants for encoding; n is not changed
 // afterwards.
 func (n *readNode) freeze() *readNode {
 	for _, k := range sortedKeys(n.fields) {
-		n.order = append(n.order, readField{k, ast.StringTerm(k), n.fields[k].freeze()})
+		n.order = append(n.order, &readField{name: k, key: ast.StringTerm(k), node: n.fields[k].freeze()})
 	}
 	if n.elems != nil {
 		n.elems.freeze()
