@@ -23,7 +23,7 @@ type Category struct {
 var Categories = []Category{
 	{"policy evaluation (OPA topdown)", regexp.MustCompile(`open-policy-agent/opa/v1/topdown\.`)},
 	{"OPA rego API around eval (txn, result → Go values)", regexp.MustCompile(`open-policy-agent/opa/v1/rego\.`)},
-	{"decision memo (key: canonical projection of the read paths + SHA-256; lookup)", regexp.MustCompile(`agentd/engine/policy\.\(\*PlanMemo\)`)},
+	{"decision memo (key: canonical projection of the read paths; lookup)", regexp.MustCompile(`agentd/engine/policy\.\(\*PlanMemo\)`)},
 	{"input → Rego value", regexp.MustCompile(`agentd/engine/policy\.(PlanInput|CallInput)|opa/v1/ast\.InterfaceToValue`)},
 	{"decision decode", regexp.MustCompile(`agentd/engine/policy\.decode`)},
 	{"plan clone + validation", regexp.MustCompile(`agentd/engine\.(ClonePlan|ValidatePlan)`)},

@@ -7,8 +7,8 @@
 // Analyze walks the compiled policies from a query and returns a Tree of input paths:
 // it follows input values through variables, rules, functions and the built-ins it
 // models, and counts every use it does not model as reading the value whole, or the
-// whole input when it cannot follow at all. Tree.Key hashes (SHA-256) an unambiguous
-// canonical encoding of the parts of an input the tree names, reading the input through
-// its engine.View without building the Rego value. Deterministic says whether decisions
+// whole input when it cannot follow at all. Tree.Key is an unambiguous canonical
+// encoding of the parts of an input the tree names (its SHA-256 when long), read through
+// the input's engine.View without building the Rego value. Deterministic says whether decisions
 // depend on the input alone, the precondition for keying them.
 package reads
