@@ -40,7 +40,7 @@ func TestAppendJSON_AgreesWithEncodingJSON(t *testing.T) {
 		sameAsMarshal(t, map[string]any{"plan": p, "at": wiretest.Time(r), "call": wiretest.Call(r)})
 	}
 	for _, v := range []any{(*engine.RoutingPlan)(nil), []engine.RoutingStep(nil), (*engine.ExecutionResult)(nil), []any(nil),
-		map[string]any(nil), []string(nil), 1e21, 1e-7, -0.0, 5e-324, math.MaxFloat64, int64(math.MinInt64), struct{ A int }{1}} {
+		map[string]any(nil), []string(nil), 1e21, 1e-7, math.Copysign(0, -1), 5e-324, math.MaxFloat64, int64(math.MinInt64), struct{ A int }{1}} {
 		sameAsMarshal(t, v)
 	}
 }
