@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -109,9 +110,10 @@ func AsPlanRejection(err error) (*PlanRejection, bool) {
 // planMemoSize bounds the decisions one rego action keeps.
 const planMemoSize = 4096
 
-// memoAuditEvery: one memo hit in this many is evaluated as well. A decision that
-// differs turns the memo off for the generation and is logged as an error, so a mistake
-// in the read analysis would cost a bounded number of answers, not a generation's life.
+// memoAuditEvery: one memo hit in this many is evaluated as well, off the request's
+// path. A decision that differs turns the memo off for the generation and is logged as
+// an error, so a mistake in the read analysis would cost a bounded number of answers,
+// not a generation's life.
 const memoAuditEvery = 1000
 
 // regoPlan evaluates a plan-review query. When the bundle's policies are deterministic
@@ -127,7 +129,10 @@ type regoPlan struct {
 	noMemo     string
 	auditEvery uint64
 	hits       atomic.Uint64
-	logger     *slog.Logger
+	// auditing is set while an audit runs; audits counts them, for tests to wait on.
+	auditing atomic.Bool
+	audits   sync.WaitGroup
+	logger   *slog.Logger
 	// mode is enforce, or warn or audit: a denial or failure is then a finding.
 	mode engine.RuleMode
 }
@@ -184,7 +189,7 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 }
 
 // decide returns the decision for s, from the memo when it has it (one hit in
-// auditEvery is evaluated as well: see audit). Failures (timeouts, evaluation errors)
+// auditEvery is evaluated as well, off the request's path: see startAudit). Failures (timeouts, evaluation errors)
 // are never memoized. A query with a memo is evaluated on the memo's input (the parts
 // its evaluation may read); one without (memo: false, a non-deterministic policy, a
 // memo the audit turned off) on the whole input. A traced evaluation (explain,
@@ -206,10 +211,10 @@ func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, e
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
 	if hit {
-		if a.hits.Add(1)%a.auditEvery != 0 {
-			return d, nil
+		if a.hits.Add(1)%a.auditEvery == 0 {
+			a.startAudit(ctx, s, phase, d)
 		}
-		return a.audit(ctx, s, phase, d)
+		return d, nil
 	}
 	input, err := memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
 	d, err = a.evaluate(ctx, input, err)
@@ -227,24 +232,34 @@ func (a *regoPlan) evaluate(ctx context.Context, input ast.Value, err error) (po
 	return a.query.PlanDecision(ctx, input)
 }
 
-// audit evaluates s on the whole input (not the memo's: the audit checks the read
-// analysis both rely on) although the memo answered it. A different outcome wins,
-// turns the memo off and is logged; a whole input that does not convert (in a part no
-// evaluation reads, or the key would have failed) or an evaluation cut short by its
-// deadline or the caller proves nothing, so the memoized decision stands.
-func (a *regoPlan) audit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) (policy.PlanDecision, error) {
+// startAudit evaluates, off the request's path, the whole input of s (not the memo's:
+// the audit checks the read analysis both rely on) that the memo answered with
+// memoized. The input is converted before the call returns, so the request may go on
+// and change its plan. One audit runs at a time per action: a hit sampled while one
+// runs is not audited. A whole input that does not convert (in a part no evaluation
+// reads, or the key would have failed) proves nothing.
+func (a *regoPlan) startAudit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) {
 	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
-	if err != nil {
-		return memoized, nil // a part no evaluation reads does not convert: proves nothing
+	if err != nil || !a.auditing.CompareAndSwap(false, true) {
+		return
 	}
+	ctx, info := context.WithoutCancel(ctx), s.Info
+	a.audits.Go(func() {
+		defer a.auditing.Store(false)
+		a.audit(ctx, info, input, memoized)
+	})
+}
+
+// audit evaluates input, which the memo answered with memoized. A different outcome
+// turns the memo off (later calls evaluate) and is logged; an evaluation cut short by
+// its deadline proves nothing.
+func (a *regoPlan) audit(ctx context.Context, info engine.RequestInfo, input ast.Value, memoized policy.PlanDecision) {
 	d, err := a.query.PlanDecision(ctx, input)
-	if errors.Is(err, policy.ErrTimeout) || errors.Is(err, policy.ErrCanceled) ||
-		err == nil && reflect.DeepEqual(d, memoized) {
-		return memoized, nil
+	if errors.Is(err, policy.ErrTimeout) || err == nil && reflect.DeepEqual(d, memoized) {
+		return
 	}
 	a.memo.Store(nil)
 	a.logger.ErrorContext(ctx, "rego decision memo disagreed with evaluation; memo off for this generation",
-		"request_id", s.Info.ID, "generation", s.Info.Generation, "hook", a.hook, "query", a.name,
+		"request_id", info.ID, "generation", info.Generation, "hook", a.hook, "query", a.name,
 		"memoized_allowed", memoized.Allowed(), "evaluated_allowed", err == nil && d.Allowed(), "error", err)
-	return d, err
 }

@@ -156,26 +156,29 @@ func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {
 }
 
 // TestRegoMemo_AuditTurnsAWrongMemoOff plants a wrong decision in the memo: the audited
-// hit evaluates, answers with the evaluated decision, logs the disagreement and turns
-// the memo off; hits that are not audited trust the memo.
+// hit answers from the memo like any other and is evaluated off the request's path on
+// its input as it was (the caller changes its plan afterwards); the disagreement is
+// logged and turns the memo off, so later calls get the evaluated denial.
 func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 	var logs bytes.Buffer
 	a := newRegoPlan(libraryQuery(t), "data.agentd.plan", "review", true, slog.New(slog.NewJSONHandler(&logs, nil)))
 	a.auditEvery = 3
-	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "s1", Namespace: "bank", AgentName: "vault", Metadata: map[string]any{"capability": "execute_trade"}}}}
-	s := &State{Plan: plan, Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{}}}
+	denied := func() *engine.RoutingPlan {
+		return &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "s1", Namespace: "bank", AgentName: "vault",
+			Metadata: map[string]any{"capability": "execute_trade"}}}}
+	}
+	s := &State{Plan: denied(), Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{}}}
 	wrong := policy.PlanDecision{} // allows the plan, which the allow-list denies
 	memo := a.memo.Load()
-	memo.Put(planKey(t, memo, plan, 1, "", map[string]any{}), wrong)
-	for i := range 2 {
+	memo.Put(planKey(t, memo, s.Plan, 1, "", map[string]any{}), wrong)
+	for i := range 3 {
 		if d, err := a.decide(context.Background(), s); err != nil || !d.Allowed() {
-			t.Fatalf("hit %d, not audited: %+v, %v; want the memoized allow", i+1, d, err)
+			t.Fatalf("hit %d: %+v, %v; want the memoized allow", i+1, d, err)
 		}
 	}
-	d, err := a.decide(context.Background(), s)
-	if err != nil || d.Allowed() {
-		t.Fatalf("audited hit: %+v, %v; want the evaluated denial", d, err)
-	}
+	step := &s.Plan.Steps[0] // the audit must not see this: it would agree
+	step.Namespace, step.AgentName, step.Metadata["capability"] = "demo-tools", "stock-service", "stock_quote"
+	a.audits.Wait()
 	if a.memo.Load() != nil {
 		t.Fatal("the memo still answers after an audit disagreed")
 	}
@@ -183,6 +186,7 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 		!strings.Contains(logs.String(), `"memoized_allowed":true,"evaluated_allowed":false`) {
 		t.Fatalf("log = %s", logs.String())
 	}
+	s.Plan = denied()
 	if d, err := a.decide(context.Background(), s); err != nil || d.Allowed() {
 		t.Fatalf("after the audit: %+v, %v; want the evaluated denial", d, err)
 	}
