@@ -111,14 +111,15 @@ func AsPlanRejection(err error) (*PlanRejection, bool) {
 const planMemoSize = 4096
 
 // memoAuditEvery: one memo hit in this many is evaluated as well, off the request's
-// path. A decision that differs turns the memo off for the generation and is logged as
-// an error, so a mistake in the read analysis would cost a bounded number of answers,
-// not a generation's life.
+// path (the audited hit is answered from the memo like any other). A decision that
+// differs turns the memo off for the generation and is logged as an error, so a mistake
+// in the read analysis would cost a bounded number of answers (those before the audit
+// and while it runs), not a generation's life.
 const memoAuditEvery = 1000
 
 // regoPlan evaluates a plan-review query. When the bundle's policies are deterministic
-// it memoizes decisions by a hash of the input parts they read; the memo belongs to the
-// compiled action and so to one config generation.
+// it memoizes decisions by a canonical encoding of the input parts they read; the memo
+// belongs to the compiled action and so to one config generation.
 type regoPlan struct {
 	query *policy.Query
 	name  string
@@ -189,8 +190,8 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 }
 
 // decide returns the decision for s, from the memo when it has it (one hit in
-// auditEvery is evaluated as well, off the request's path: see startAudit). Failures (timeouts, evaluation errors)
-// are never memoized. A query with a memo is evaluated on the memo's input (the parts
+// auditEvery is evaluated as well, off the request's path: see startAudit). Failures
+// (timeouts, evaluation errors) are never memoized. A query with a memo is evaluated on the memo's input (the parts
 // its evaluation may read); one without (memo: false, a non-deterministic policy, a
 // memo the audit turned off) on the whole input. A traced evaluation (explain,
 // coverage) never uses the memo's decisions and sees the whole input, as given, unless
@@ -237,10 +238,16 @@ func (a *regoPlan) evaluate(ctx context.Context, input ast.Value, err error) (po
 // memoized. The input is converted before the call returns, so the request may go on
 // and change its plan. One audit runs at a time per action: a hit sampled while one
 // runs is not audited. A whole input that does not convert (in a part no evaluation
-// reads, or the key would have failed) proves nothing.
+// reads, or the key would have failed) proves nothing. An audit outlives its request
+// (not the query's timeout): it may log after its generation was replaced, which the
+// log line names.
 func (a *regoPlan) startAudit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) {
+	if !a.auditing.CompareAndSwap(false, true) {
+		return
+	}
 	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
-	if err != nil || !a.auditing.CompareAndSwap(false, true) {
+	if err != nil {
+		a.auditing.Store(false)
 		return
 	}
 	ctx, info := context.WithoutCancel(ctx), s.Info
@@ -251,11 +258,12 @@ func (a *regoPlan) startAudit(ctx context.Context, s *State, phase int, memoized
 }
 
 // audit evaluates input, which the memo answered with memoized. A different outcome
-// turns the memo off (later calls evaluate) and is logged; an evaluation cut short by
-// its deadline proves nothing.
+// turns the memo off (later calls evaluate) and is logged; an evaluation cut short (its
+// deadline passed, or ctx ended) proves nothing.
 func (a *regoPlan) audit(ctx context.Context, info engine.RequestInfo, input ast.Value, memoized policy.PlanDecision) {
 	d, err := a.query.PlanDecision(ctx, input)
-	if errors.Is(err, policy.ErrTimeout) || err == nil && reflect.DeepEqual(d, memoized) {
+	if errors.Is(err, policy.ErrTimeout) || errors.Is(err, policy.ErrCanceled) ||
+		err == nil && reflect.DeepEqual(d, memoized) {
 		return
 	}
 	a.memo.Store(nil)

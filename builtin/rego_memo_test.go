@@ -192,6 +192,37 @@ func TestRegoMemo_AuditTurnsAWrongMemoOff(t *testing.T) {
 	}
 }
 
+// TestRegoMemo_AuditOutlivesItsRequest: a hit sampled while an audit runs is not
+// audited; the audit of a request whose context has ended (as the daemon's does once
+// the hit is answered) still evaluates, and turns a wrong memo off.
+func TestRegoMemo_AuditOutlivesItsRequest(t *testing.T) {
+	a := newRegoPlan(libraryQuery(t), "data.agentd.plan", "review", true, slog.New(slog.DiscardHandler))
+	a.auditEvery = 1
+	plan := &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "s1", Namespace: "bank", AgentName: "vault",
+		Metadata: map[string]any{"capability": "execute_trade"}}}}
+	s := &State{Plan: plan, Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{}}}
+	memo := a.memo.Load()
+	memo.Put(planKey(t, memo, plan, 1, "", map[string]any{}), policy.PlanDecision{}) // a wrong allow
+	a.auditing.Store(true)                                                           // an audit is running
+	if d, err := a.decide(context.Background(), s); err != nil || !d.Allowed() {
+		t.Fatalf("hit: %+v, %v; want the memoized allow", d, err)
+	}
+	a.audits.Wait()
+	if a.memo.Load() == nil {
+		t.Fatal("a hit sampled while an audit ran was audited")
+	}
+	a.auditing.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if d, err := a.decide(ctx, s); err != nil || !d.Allowed() {
+		t.Fatalf("hit: %+v, %v; want the memoized allow", d, err)
+	}
+	a.audits.Wait()
+	if a.memo.Load() != nil {
+		t.Fatal("an audit whose request ended did not turn the wrong memo off")
+	}
+}
+
 func hit(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, request string) bool {
 	t.Helper()
 	_, _, ok, err := m.Lookup(plan, 1, request, map[string]any{}, map[string]any{})

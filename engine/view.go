@@ -46,7 +46,7 @@ const (
 	ViewString          // Str
 	ViewTime            // Time: a string, RFC 3339 with nanoseconds
 	ViewArray           // Len and Index; Strings for a []string
-	ViewObject          // NumField and Field, or Member
+	ViewObject          // NumField and Field; MemberIndex finds a member by name
 	ViewValue           // Value: a JSON-shaped Go value
 )
 
@@ -147,16 +147,6 @@ func (v View) Field(i int) (name string, value View, present bool) {
 		return f.name, View{}, false
 	}
 	return f.name, viewAt(unsafe.Add(v.p, f.offset), f.shape), true
-}
-
-// Member returns the member of a ViewObject named name, and whether encoding/json writes
-// it.
-func (v View) Member(name string) (View, bool) {
-	if i := v.MemberIndex(name, 0); i >= 0 {
-		_, m, ok := v.Field(i)
-		return m, ok
-	}
-	return View{}, false
 }
 
 // MemberIndex returns the index (for Field) of the declared member of a ViewObject named

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"encoding/json"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -35,8 +34,13 @@ func render(tb testing.TB, v engine.View) any {
 		out := map[string]any{}
 		for i := range v.NumField() {
 			name, f, ok := v.Field(i)
-			if m, found := v.Member(name); found != ok || (ok && !reflect.DeepEqual(render(tb, m), render(tb, f))) {
-				tb.Fatalf("Member(%q) disagrees with Field(%d)", name, i)
+			for _, guess := range []int{i, -1, 0, i + 1, v.NumField()} { // right, out of range, wrong
+				if got := v.MemberIndex(name, guess); got != i {
+					tb.Fatalf("MemberIndex(%q, %d) = %d, want %d", name, guess, got, i)
+				}
+			}
+			if got := v.MemberIndex(name+"_", i); got != -1 {
+				tb.Fatalf("MemberIndex(%q, %d) = %d, want -1", name+"_", i, got)
 			}
 			if ok {
 				out[name] = render(tb, f)
@@ -48,6 +52,16 @@ func render(tb testing.TB, v engine.View) any {
 		return out
 	}
 	return nil
+}
+
+// member is the declared member of v named name.
+func member(tb testing.TB, v engine.View, name string) engine.View {
+	i := v.MemberIndex(name, 0)
+	if i < 0 {
+		tb.Fatalf("no member %q", name)
+	}
+	_, m, _ := v.Field(i)
+	return m
 }
 
 // TestView_AgreesWithJSON: the View of generated plans, steps, results and calls, nil
@@ -69,14 +83,14 @@ func TestView_AgreesWithJSON(t *testing.T) {
 	}
 	check("nil plan", engine.ViewOf((*engine.RoutingPlan)(nil)), (*engine.RoutingPlan)(nil))
 	check("nil call", engine.ViewOf((*op.Call)(nil)), (*op.Call)(nil))
-	if v, _ := engine.ViewOf(&engine.RoutingPlan{}).Member("steps"); v.Kind() != engine.ViewNull {
+	if v := member(t, engine.ViewOf(&engine.RoutingPlan{}), "steps"); v.Kind() != engine.ViewNull {
 		t.Fatalf("nil steps are %v, want null", v.Kind())
 	}
 }
 
 func TestView_SharesStringSlices(t *testing.T) {
 	s := engine.RoutingStep{DependsOn: []string{"a"}}
-	v, _ := engine.ViewOf(&s).Member("depends_on")
+	v := member(t, engine.ViewOf(&s), "depends_on")
 	if deps, ok := v.Strings(); !ok || &deps[0] != &s.DependsOn[0] {
 		t.Fatalf("Strings() = %v, %v; want the step's own slice", deps, ok)
 	}

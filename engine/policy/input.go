@@ -11,7 +11,7 @@ import (
 )
 
 // planInput is the plan-review input. Its engine.View is the input policies see, built
-// as a Rego value by PlanInput and keyed by PlanMemo.PlanKey.
+// as a Rego value by PlanInput and keyed by PlanMemo.Lookup (and PlanKey).
 type planInput struct {
 	Plan        *engine.RoutingPlan `json:"plan"`
 	Phase       int                 `json:"phase"`

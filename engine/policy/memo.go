@@ -12,10 +12,11 @@ import (
 )
 
 // PlanMemo caches the plan decisions of one deterministic query, keyed by a canonical
-// encoding (reads.Tree.AppendKey) of only the input parts its evaluation may observe (for the stock
-// allow-list: each step's id, namespace, agent and capability; not the plan id, the
-// step instructions nor the request text). A memo belongs to one Query and so to one
-// config generation. It holds at most size entries and is safe for concurrent use.
+// encoding (reads.Tree.AppendKey, at most 512 bytes) of only the input parts its
+// evaluation may observe (for the stock allow-list: each step's id, namespace, agent
+// and capability; not the plan id, the step instructions nor the request text). A memo
+// belongs to one Query and so to one config generation. It holds at most size entries
+// and is safe for concurrent use.
 type PlanMemo struct {
 	reads  *reads.Tree
 	size   int
@@ -32,6 +33,11 @@ var shardSeed = maphash.MakeSeed()
 
 func (m *PlanMemo) shard(key []byte) *memoShard {
 	return &m.shards[maphash.Bytes(shardSeed, key)%uint64(len(m.shards))]
+}
+
+// shardOf is shard for a key held as a string (maphash hashes both alike).
+func (m *PlanMemo) shardOf(key string) *memoShard {
+	return &m.shards[maphash.String(shardSeed, key)%uint64(len(m.shards))]
 }
 
 // NewPlanMemo returns a memo for q's plan decisions, or nil when a module of q's bundle
@@ -52,7 +58,8 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 
 // PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments)
-// (reads.Tree.Key), computed without building the Rego value. It fails where the memo's
+// (reads.Tree.Key), computed without building the Rego value: the key Lookup looks up,
+// for callers that need the key alone. It fails where the memo's
 // PlanInput fails: on a part the evaluation may observe that does not convert.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (string, error) {
 	var key string
@@ -68,7 +75,11 @@ func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, 
 // decision's Plan is shared: callers must copy it before changing it.
 func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (d PlanDecision, key string, hit bool, err error) {
 	buf := keyBuffers.Get().(*[]byte)
-	defer keyBuffers.Put(buf)
+	defer func() {
+		if cap(*buf) <= maxKeyBuffer {
+			keyBuffers.Put(buf)
+		}
+	}()
 	err = m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
 		*buf, err = m.reads.AppendKey((*buf)[:0], v)
 		return err
@@ -86,8 +97,11 @@ func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, m
 	return d, key, hit, nil
 }
 
-// keyBuffers recycles the buffers Lookup encodes keys into.
+// keyBuffers recycles the buffers Lookup encodes keys into, up to maxKeyBuffer bytes:
+// an input read whole can be large, and the pool should not keep the largest for good.
 var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxKeyBuffer = 64 << 10
 
 // PlanInput is the input the memo's query is evaluated on (reads.Tree.Input): the
 // parts of the plan-review input its evaluation may observe, nothing else, so that
@@ -115,13 +129,13 @@ func (m *PlanMemo) viewInput(plan *engine.RoutingPlan, phase int, request string
 	return nil
 }
 
-// planInputs recycles the inputs PlanKey and PlanInput view: a View escapes what it
-// reads, and a memo hit should allocate nothing.
+// planInputs recycles the inputs Lookup, PlanKey and PlanInput view: a View escapes
+// what it reads, and a memo hit should allocate nothing.
 var planInputs = sync.Pool{New: func() any { return new(planInput) }}
 
 // Put stores d under key, evicting an arbitrary entry of the shard when it is full.
 func (m *PlanMemo) Put(key string, d PlanDecision) {
-	s := &m.shards[maphash.String(shardSeed, key)%uint64(len(m.shards))]
+	s := m.shardOf(key)
 	s.mu.Lock()
 	if _, ok := s.entries[key]; !ok && len(s.entries) >= m.size {
 		for k := range s.entries {

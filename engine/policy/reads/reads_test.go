@@ -477,6 +477,14 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 			if want := reads.KeyOfValue(m.Reads(), in); got != want {
 				t.Fatalf("PlanKey differs from the key of PlanInput for reads %v on %v", m.Reads().Paths(), in)
 			}
+			_, key, hit, err := m.Lookup(p, 2, "q", md, nil)
+			if err != nil || !hit && key != got {
+				t.Fatalf("Lookup: key %q, %v; want PlanKey's %q", key, err, got)
+			}
+			m.Put(got, policy.PlanDecision{})
+			if _, _, hit, _ := m.Lookup(p, 2, "q", md, nil); !hit {
+				t.Fatalf("Lookup misses the key just put, for reads %v", m.Reads().Paths())
+			}
 		}
 		view := engine.ViewOf(&planInput{p, 2, "q", md, nil})
 		for _, tree := range []*reads.Tree{reads.ReadingWhole(), reads.ReadingEveryPath(in)} {
@@ -725,6 +733,38 @@ func TestKey_AgreesWithJSON(t *testing.T) {
 				t.Fatalf("reads %v: different keys for inputs whose read parts are the same:\n %s", tree.Paths(), proj)
 			}
 			byKey[key], byJSON[proj] = proj, key
+		}
+	}
+}
+
+// TestPlanMemo_HitAllocatesNothing: a memo hit on the stock allow-list allocates
+// nothing, with a key short enough to be its own encoding and with a digested one.
+func TestPlanMemo_HitAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	m := stockAllowList(t).NewPlanMemo(16)
+	for _, steps := range []int{3, 40} {
+		p := &engine.RoutingPlan{PlanID: "p"}
+		for i := range steps {
+			p.Steps = append(p.Steps, engine.RoutingStep{StepID: fmt.Sprintf("step-%d", i+1), Namespace: "demo-tools",
+				AgentName: "stock-service", Metadata: map[string]any{"capability": "stock_quote"}})
+		}
+		md := map[string]any{}
+		key, err := m.PlanKey(p, 1, "q", md, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if long := key[0] == 0; long != (steps == 40) {
+			t.Fatalf("%d steps: digested key = %v", steps, long)
+		}
+		m.Put(key, policy.PlanDecision{})
+		if allocs := testing.AllocsPerRun(100, func() {
+			if _, _, hit, _ := m.Lookup(p, 1, "q", md, nil); !hit {
+				t.Fatal("miss")
+			}
+		}); allocs != 0 {
+			t.Errorf("%d steps: a hit allocates %v times", steps, allocs)
 		}
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package reads_test
+
+const raceEnabled = false
