@@ -7,9 +7,7 @@ import (
 // KeyOfValue is the test oracle for Tree.Key: the same key, computed by projecting a
 // Rego input value.
 func KeyOfValue(t *Tree, input ast.Value) string {
-	c := &canon{}
-	c.project(input, t.root)
-	return string(shortKey(c.buf, 0))
+	return string(shortKey(canon(nil).project(input, t.root), 0))
 }
 
 // ReadingWhole is a tree that reads the whole input.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -28,17 +27,11 @@ func (t *Tree) Key(input engine.View) (string, error) {
 // memoized decision never answers an input the evaluation would reject. Inputs with
 // equal keys look the same to every evaluation the analysis covers.
 func (t *Tree) AppendKey(dst []byte, input engine.View) ([]byte, error) {
-	c := canonPool.Get().(*canon)
-	defer func() {
-		c.buf = nil
-		canonPool.Put(c)
-	}()
-	start := len(dst)
-	c.buf = dst
-	if err := c.projectView(input, t.root); err != nil {
+	c, err := canon(dst).view(input, t.root)
+	if err != nil {
 		return dst, err
 	}
-	return shortKey(c.buf, start), nil
+	return shortKey(c, len(dst)), nil
 }
 
 // maxRawKey is the longest encoding that is its own key.
@@ -54,18 +47,16 @@ func shortKey(buf []byte, start int) []byte {
 	return append(append(buf[:start], 0), sum[:]...)
 }
 
-// canon writes an unambiguous encoding of the parts of a Rego input value that a
-// readNode says may be observed: every value is a type tag followed by its content,
-// strings and containers carry their lengths, object members go in key order. Two inputs
-// with equal encodings look the same to every evaluation the analysis covers, so the
-// encoding (or a strong hash of it) can key decisions. Numbers are written as their text: inputs that
-// differ only in how a number is spelled get different keys, which costs a memo hit, never
-// a wrong decision.
-type canon struct{ buf []byte }
-
-// canonPool recycles canons: the method values a projection passes around make a canon
-// escape, and a memo hit should allocate nothing. Their buffers are the callers'.
-var canonPool = sync.Pool{New: func() any { return new(canon) }}
+// canon is an unambiguous encoding of the parts of a Rego input value that a readNode
+// says may be observed: every value is a type tag followed by its content, strings and
+// containers carry their lengths, object members go in key order. Two inputs with equal
+// encodings look the same to every evaluation the analysis covers, so the encoding (or
+// a strong hash of it) can key decisions. Numbers are written as their text: inputs
+// that differ only in how a number is spelled get different keys, which costs a memo
+// hit, never a wrong decision. Its methods append to it and return the result, as
+// append does; the walk over an object read in part is written out in each of them,
+// without callbacks, as a memo hit spends most of its time here.
+type canon []byte
 
 const (
 	tagNull byte = iota + 1
@@ -81,81 +72,88 @@ const (
 	tagOther
 )
 
-func (c *canon) tag(t byte) { c.buf = append(c.buf, t) }
+func (c canon) length(n int) canon { return binary.AppendUvarint(c, uint64(n)) }
 
-func (c *canon) length(n int) { c.buf = binary.AppendUvarint(c.buf, uint64(n)) }
+func (c canon) text(t byte, s string) canon {
+	return append(append(c, t).length(len(s)), s...)
+}
 
-func (c *canon) text(t byte, s string) {
-	c.tag(t)
-	c.length(len(s))
-	c.buf = append(c.buf, s...)
+// presence writes whether a member read by name is present.
+func (c canon) presence(present bool) canon {
+	if present {
+		return append(c, tagPresent)
+	}
+	return append(c, tagAbsent)
 }
 
 // project writes what n says may be observed of v: all of it when n is read whole;
 // otherwise scalars in full, an array's length and what is read of its elements, an
 // object's size when n is sized and, for each member read by name, its absence or its
 // projection.
-func (c *canon) project(v ast.Value, n *readNode) {
+func (c canon) project(v ast.Value, n *readNode) canon {
 	if n.whole {
-		c.value(v)
-		return
+		return c.value(v)
 	}
 	switch x := v.(type) {
 	case *ast.Array:
-		c.tag(tagArray)
-		c.length(x.Len())
+		c = append(c, tagArray).length(x.Len())
 		if n.elems != nil {
 			for i := range x.Len() {
-				c.project(x.Elem(i).Value, n.elems)
+				c = c.project(x.Elem(i).Value, n.elems)
 			}
 		}
+		return c
 	case ast.Object:
 		if n.elems != nil {
-			c.value(v)
-			return
+			return c.value(v)
 		}
-		_ = projectObject(c, n, x.Len,
-			func(f *readField) (*ast.Term, bool) { t := x.Get(f.key); return t, t != nil },
-			func(t *ast.Term, m *readNode) error { c.project(t.Value, m); return nil })
-	default:
-		c.value(v)
+		c = append(c, tagObject)
+		if n.sized {
+			c = c.length(x.Len())
+		}
+		for _, f := range n.order {
+			t := x.Get(f.key)
+			if c = c.presence(t != nil); t != nil {
+				c = c.project(t.Value, f.node)
+			}
+		}
+		return c
 	}
+	return c.value(v)
 }
 
-// projectView writes what project would write for the Rego value of v (as regovalue
-// converts it), converting only what n reads whole of its JSON-shaped values.
-func (c *canon) projectView(v engine.View, n *readNode) error {
+// view writes what project would write for the Rego value of v (as regovalue converts
+// it), converting only what n reads whole of its JSON-shaped values.
+func (c canon) view(v engine.View, n *readNode) (canon, error) {
+	var err error
 	switch v.Kind() {
 	case engine.ViewNull:
-		c.tag(tagNull)
+		c = append(c, tagNull)
 	case engine.ViewBool:
-		c.value(ast.Boolean(v.Bool()))
+		c = c.value(ast.Boolean(v.Bool()))
 	case engine.ViewInt:
 		var digits [20]byte
 		d := strconv.AppendInt(digits[:0], v.Int(), 10)
-		c.tag(tagNumber)
-		c.length(len(d))
-		c.buf = append(c.buf, d...)
+		c = append(append(c, tagNumber).length(len(d)), d...)
 	case engine.ViewString:
-		c.text(tagString, v.Str())
+		c = c.text(tagString, v.Str())
 	case engine.ViewTime:
 		s, err := regovalue.TimeString(v.Time())
 		if err != nil {
-			return err
+			return c, err
 		}
-		c.text(tagString, s)
+		c = c.text(tagString, s)
 	case engine.ViewValue:
-		return c.projectAny(v.Value(), n)
+		return c.anyValue(v.Value(), n)
 	case engine.ViewArray:
 		if n.whole {
 			return c.wholeView(v)
 		}
-		c.tag(tagArray)
-		c.length(v.Len())
+		c = append(c, tagArray).length(v.Len())
 		if n.elems != nil {
 			for i := range v.Len() {
-				if err := c.projectView(v.Index(i), n.elems); err != nil {
-					return err
+				if c, err = c.view(v.Index(i), n.elems); err != nil {
+					return c, err
 				}
 			}
 		}
@@ -163,41 +161,30 @@ func (c *canon) projectView(v engine.View, n *readNode) error {
 		if n.whole || n.elems != nil {
 			return c.wholeView(v)
 		}
-		return projectObject(c, n, v.Len, func(f *readField) (engine.View, bool) { return f.member(v) }, c.projectView)
+		c = append(c, tagObject)
+		if n.sized {
+			c = c.length(v.Len())
+		}
+		for _, f := range n.order {
+			m, ok := f.member(v)
+			if c = c.presence(ok); !ok {
+				continue
+			}
+			if c, err = c.view(m, f.node); err != nil {
+				return c, err
+			}
+		}
 	}
-	return nil
+	return c, nil
 }
 
 // wholeView writes all of v.
-func (c *canon) wholeView(v engine.View) error {
+func (c canon) wholeView(v engine.View) (canon, error) {
 	t, err := regovalue.Term(v)
 	if err != nil {
-		return err
+		return c, err
 	}
-	c.value(t.Value)
-	return nil
-}
-
-// projectObject writes an object read in part: its tag, its size when n is sized, and
-// for each member n reads by name its absence or, through sub, its projection. get
-// looks a member up.
-func projectObject[V any](c *canon, n *readNode, size func() int, get func(*readField) (V, bool), sub func(V, *readNode) error) error {
-	c.tag(tagObject)
-	if n.sized {
-		c.length(size())
-	}
-	for _, f := range n.order {
-		v, ok := get(f)
-		if !ok {
-			c.tag(tagAbsent)
-			continue
-		}
-		c.tag(tagPresent)
-		if err := sub(v, f.node); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.value(t.Value), nil
 }
 
 // member returns the member of v named f.name, and whether it is present.
@@ -214,79 +201,86 @@ func (f *readField) member(v engine.View) (engine.View, bool) {
 	return m, ok
 }
 
-// projectAny projects a JSON-shaped Go value: maps and slices read in part are walked,
+// anyValue projects a JSON-shaped Go value: maps and slices read in part are walked,
 // strings written directly, anything else converted as regovalue converts it.
-func (c *canon) projectAny(x any, n *readNode) error {
+func (c canon) anyValue(x any, n *readNode) (canon, error) {
+	var err error
 	switch v := x.(type) {
 	case string:
-		c.text(tagString, v)
-		return nil
+		return c.text(tagString, v), nil
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
-			return projectObject(c, n, func() int { return len(v) },
-				func(f *readField) (any, bool) { e, ok := v[f.name]; return e, ok }, c.projectAny)
+			c = append(c, tagObject)
+			if n.sized {
+				c = c.length(len(v))
+			}
+			for _, f := range n.order {
+				e, ok := v[f.name]
+				if c = c.presence(ok); !ok {
+					continue
+				}
+				if c, err = c.anyValue(e, f.node); err != nil {
+					return c, err
+				}
+			}
+			return c, nil
 		}
 	case []any:
 		if v != nil && !n.whole {
-			c.tag(tagArray)
-			c.length(len(v))
+			c = append(c, tagArray).length(len(v))
 			if n.elems != nil {
 				for _, e := range v {
-					if err := c.projectAny(e, n.elems); err != nil {
-						return err
+					if c, err = c.anyValue(e, n.elems); err != nil {
+						return c, err
 					}
 				}
 			}
-			return nil
+			return c, nil
 		}
 	}
 	val, err := regovalue.Of(x)
 	if err != nil {
-		return err
+		return c, err
 	}
-	c.project(val, n)
-	return nil
+	return c.project(val, n), nil
 }
 
 // value writes all of v.
-func (c *canon) value(v ast.Value) {
+func (c canon) value(v ast.Value) canon {
 	switch x := v.(type) {
 	case ast.Null:
-		c.tag(tagNull)
+		return append(c, tagNull)
 	case ast.Boolean:
 		if x {
-			c.tag(tagTrue)
-		} else {
-			c.tag(tagFalse)
+			return append(c, tagTrue)
 		}
+		return append(c, tagFalse)
 	case ast.String:
-		c.text(tagString, string(x))
+		return c.text(tagString, string(x))
 	case ast.Number:
-		c.text(tagNumber, string(x))
+		return c.text(tagNumber, string(x))
 	case *ast.Array:
-		c.tag(tagArray)
-		c.length(x.Len())
+		c = append(c, tagArray).length(x.Len())
 		for i := range x.Len() {
-			c.value(x.Elem(i).Value)
+			c = c.value(x.Elem(i).Value)
 		}
+		return c
 	case ast.Object:
-		c.tag(tagObject)
-		c.length(x.Len())
+		c = append(c, tagObject).length(x.Len())
 		keys := x.Keys()
 		slices.SortFunc(keys, func(a, b *ast.Term) int { return a.Value.Compare(b.Value) })
 		for _, k := range keys {
-			c.value(k.Value)
-			c.value(x.Get(k).Value)
+			c = c.value(k.Value).value(x.Get(k).Value)
 		}
+		return c
 	case ast.Set:
-		c.tag(tagSet)
-		c.length(x.Len())
+		c = append(c, tagSet).length(x.Len())
 		sorted := x.Sorted()
 		for i := range sorted.Len() {
-			c.value(sorted.Elem(i).Value)
+			c = c.value(sorted.Elem(i).Value)
 		}
-	default:
-		// Inputs are JSON-shaped; anything else is written as its Rego text.
-		c.text(tagOther, v.String())
+		return c
 	}
+	// Inputs are JSON-shaped; anything else is written as its Rego text.
+	return c.text(tagOther, v.String())
 }

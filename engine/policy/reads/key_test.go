@@ -62,9 +62,7 @@ func encodeWhole(v any) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	c := &canon{}
-	c.project(av, &readNode{whole: true})
-	return c.buf, true
+	return canon(nil).project(av, &readNode{whole: true}), true
 }
 
 // TestKey_LongEncodingsAreDigested: an encoding up to maxRawKey bytes is its own key;
@@ -83,16 +81,15 @@ func TestKey_LongEncodingsAreDigested(t *testing.T) {
 	for _, n := range []int{1, maxRawKey - 3, maxRawKey - 2, maxRawKey, 4 * maxRawKey} {
 		text := strings.Repeat("a", n)
 		key, other := keyOf(text), keyOf(text[:n-1]+"b")
-		c := &canon{}
-		c.value(ast.String(text))
-		switch long := len(c.buf) > maxRawKey; {
-		case !long && key != string(c.buf):
-			t.Errorf("%d bytes: key %q, want the encoding itself", len(c.buf), key)
+		c := canon(nil).value(ast.String(text))
+		switch long := len(c) > maxRawKey; {
+		case !long && key != string(c):
+			t.Errorf("%d bytes: key %q, want the encoding itself", len(c), key)
 		case long && (len(key) != 1+sha256.Size || key[0] != 0):
-			t.Errorf("%d bytes: key %q, want a zero byte and a SHA-256", len(c.buf), key)
+			t.Errorf("%d bytes: key %q, want a zero byte and a SHA-256", len(c), key)
 		}
 		if key == other || key != keyOf(text) {
-			t.Errorf("%d bytes: keys of equal encodings differ or of different ones agree", len(c.buf))
+			t.Errorf("%d bytes: keys of equal encodings differ or of different ones agree", len(c))
 		}
 	}
 }
