@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,11 +34,12 @@ var gatewayCases = []gatewayCase{
 }
 
 // gateway measures section 6: the latency the OpenAI gateway adds over calling the
-// scripted upstream (examples/openai-gateway/upstream) directly with the same body.
-// Each request is a new conversation. One worker sends each body to both, one after
-// the other (load.Paired), so that the figures are each call's own latency, not
-// queueing, and both sides see the same moments of the shared machine; the median of
-// each figure over the runs is reported.
+// scripted upstream (examples/openai-gateway/upstream) directly with the same body, and
+// what one hop through a plain reverse proxy (openai-proxy mode, a process of its own as
+// agentd is) adds by itself. Each request is a new conversation. One worker sends each
+// body to the three, one after the other (load.Interleaved), so that the figures are
+// each call's own latency, not queueing, and all see the same moments of the shared
+// machine; the median of each figure over the runs is reported.
 func (b *bench) gateway() error {
 	upAddr, err := procs.FreeAddr()
 	if err != nil {
@@ -53,6 +57,11 @@ func (b *bench) gateway() error {
 		return err
 	}
 	defer stopServer(up)
+	proxy, err := b.startSelf("openai-proxy", "http://"+upAddr)
+	if err != nil {
+		return err
+	}
+	defer stopServer(proxy)
 	dir := filepath.Join(b.tmp, "gateway-agentd")
 	if err := fixture.GatewayConfig(dir, b.policies, "http://"+upAddr+"/v1"); err != nil {
 		return err
@@ -71,38 +80,46 @@ func (b *bench) gateway() error {
 		if err != nil {
 			return err
 		}
-		direct := load.Target{URL: "http://" + upAddr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)}
-		through := load.Target{URL: "http://" + addr + "/v1/chat/completions", Body: body.Append, Want: []byte(c.want)}
-		var rd, rg []load.Result
+		targets := []load.Target{
+			{URL: "http://" + upAddr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)},
+			{URL: "http://" + proxy.Addr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)},
+			{URL: "http://" + addr + "/v1/chat/completions", Body: body.Append, Want: []byte(c.want)},
+		}
+		var rd, rp, rg []load.Result
 		var cpu []float64 // agentd's CPU time per request through it, ns
 		for r := range b.gatewayRounds {
 			opts := b.loadOptions(b.gatewayRequests, b.gatewayRequests/10)
 			var before time.Duration
 			var cpuErr error
 			opts.BeforeMeasure = func() { before, cpuErr = srv.CPUTime() }
-			d, g, err := load.Paired(b.ctx, direct, through, opts)
+			rs, err := load.Interleaved(b.ctx, targets, opts)
 			if err != nil {
 				return fmt.Errorf("gateway %s: %w", c.id, err)
 			}
+			d, p, g := rs[0], rs[1], rs[2]
 			after, err := srv.CPUTime()
 			if err = errors.Join(cpuErr, err); err != nil {
 				return err
 			}
 			cpu = append(cpu, float64((after-before).Nanoseconds())/float64(g.Requests))
-			log.Printf("gateway %s, round %d: direct %v; through the gateway %v; agentd CPU %s/req", c.id, r+1, d, g, report.NS(cpu[len(cpu)-1]))
-			rd, rg = append(rd, d), append(rg, g)
+			log.Printf("gateway %s, round %d: direct %v; through a plain proxy %v; through the gateway %v; agentd CPU %s/req",
+				c.id, r+1, d, p, g, report.NS(cpu[len(cpu)-1]))
+			rd, rp, rg = append(rd, d), append(rp, p), append(rg, g)
 		}
-		d, g := medianResult(rd), medianResult(rg)
+		d, p, g := medianResult(rd), medianResult(rp), medianResult(rg)
 		what := fmt.Sprintf("OpenAI gateway: %s, 1 worker, %s req — ", c.what, report.Count(int64(b.gatewayRequests)))
 		figure := func(gw, up time.Duration) string {
 			return fmt.Sprintf("%s (%s added)", report.Duration(gw), signed(gw-up))
+		}
+		hop := func(proxied, direct, through time.Duration) string {
+			return fmt.Sprintf("the hop alone adds %s; agentd %s more", signed(proxied-direct), signed(through-proxied))
 		}
 		p99Goal := "none set"
 		if c.id == "a" {
 			met := g.P99-d.P99 < gatewayGoal
 			p99Goal = goal(met, "added < 1 ms")
-			b.goals = append(b.goals, fmt.Sprintf("The OpenAI gateway adds under 1 ms at p99 to a tool round on a memo hit: %s (%s added).",
-				metOrNot(met), signed(g.P99-d.P99)))
+			b.goals = append(b.goals, fmt.Sprintf("The OpenAI gateway adds under 1 ms at p99 to a tool round on a memo hit: %s (%s added; one hop through a plain reverse proxy adds %s, row 6a5).",
+				metOrNot(met), signed(g.P99-d.P99), signed(p.P99-d.P99)))
 		}
 		b.rows["6"] = append(b.rows["6"],
 			report.Row{ID: "6" + c.id + "1", Figure: what + "p50 latency", Agentd: figure(g.P50, d.P50),
@@ -111,9 +128,27 @@ func (b *bench) gateway() error {
 				Peer: report.Duration(d.P99) + " (scripted upstream, direct)", Ratio: report.Ratio(float64(g.P99), float64(d.P99)), Goal: p99Goal},
 			report.Row{ID: "6" + c.id + "3", Figure: what + "agentd CPU per request (/proc/PID/stat)", Agentd: report.NS(medianOf(cpu)),
 				Peer: "—", Ratio: "—", Goal: "lower is better"},
+			report.Row{ID: "6" + c.id + "4", Figure: what + "p50 latency, through agentd vs through a plain reverse proxy (net/http/httputil, forwards, reviews nothing; a process of its own)",
+				Agentd: report.Duration(g.P50), Peer: report.Duration(p.P50) + " (proxy)", Ratio: report.Ratio(float64(g.P50), float64(p.P50)), Goal: hop(p.P50, d.P50, g.P50)},
+			report.Row{ID: "6" + c.id + "5", Figure: what + "p99 latency, through agentd vs through the plain reverse proxy",
+				Agentd: report.Duration(g.P99), Peer: report.Duration(p.P99) + " (proxy)", Ratio: report.Ratio(float64(g.P99), float64(p.P99)), Goal: hop(p.P99, d.P99, g.P99)},
 		)
 	}
 	return nil
+}
+
+// serveOpenAIProxy is the driver's `openai-proxy ADDR UPSTREAM` mode: section 6's plain
+// reverse proxy, forwarding every request to UPSTREAM (a base URL) as it is, as a
+// process of its own.
+func serveOpenAIProxy(addr, upstream string) error {
+	target, err := url.Parse(upstream)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
+	return http.ListenAndServe(addr, mux)
 }
 
 // signed renders a difference of durations, negative ones (noise) with a minus sign.

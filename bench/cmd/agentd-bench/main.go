@@ -118,6 +118,9 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == "mcp-proxy" {
 		log.Fatal(serveMCPProxy(os.Args[2], os.Args[3]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == "openai-proxy" {
+		log.Fatal(serveOpenAIProxy(os.Args[2], os.Args[3]))
+	}
 	c := parseFlags()
 	if err := run(c); err != nil {
 		log.Fatal(err)
