@@ -54,14 +54,15 @@ const maxFitDepth = 32
 
 // fits reports whether the variables the expression uses hold values within the sizes
 // the compile-time estimate assumed: the request and the response at most
-// MaxStringSize bytes (at least as many as characters); metadata and enrichments at
-// most MaxCollectionSize members, and every value in them, which CEL sees as dyn, of
-// size at most MaxCollectionSize (a string's bytes, a list's or map's elements, keys
-// included), JSON-shaped all the way down. Of a map the expression only selects
-// members of (metadata.tenant, has(metadata.tenant): a lookup costs the same in any
-// map) only those members are checked. The estimate, which Compile held within the
-// limit, then bounds the evaluation's cost. An expression that uses the plan, a step,
-// a result or the call does not fit (their values are not checked).
+// MaxStringSize bytes (at least as many as characters); metadata, enrichments and the
+// call (its JSON form, as the expression sees it) at most MaxCollectionSize members,
+// and every value in them, which CEL sees as dyn, of size at most MaxCollectionSize (a
+// string's bytes, a list's or map's elements, keys included), JSON-shaped all the way
+// down. Of a map the expression only selects members of (metadata.tenant,
+// has(call.parameters): a lookup costs the same in any map) only those members are
+// checked. The estimate, which Compile held within the limit, then bounds the
+// evaluation's cost. An expression that uses the plan, a step or a result does not fit
+// (their values are not checked).
 func (p *Program) fits(v *Vars) bool {
 	for _, c := range p.sizes {
 		switch c.name {
@@ -80,6 +81,11 @@ func (p *Program) fits(v *Vars) bool {
 			}
 		case varEnrichments:
 			if !c.fitsObject(v.Enrichments) {
+				return false
+			}
+		case varCall:
+			call, _ := v.ResolveName(varCall) // converted once: the evaluation reuses it
+			if !c.fitsObject(call.(map[string]any)) {
 				return false
 			}
 		default:

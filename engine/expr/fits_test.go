@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/cel-go/common/types"
+
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // fitExprs use every kind of input the cost depends on: strings of the request and of
@@ -50,40 +52,68 @@ func fittingVars(r *rand.Rand) *Vars {
 	return &Vars{Request: str(MaxStringSize), Metadata: md, Enrichments: map[string]any{"rag_context": str(MaxCollectionSize)}}
 }
 
+// fitGuards are guard rules over the call: its identity, parameters (selected, iterated,
+// concatenated) and the accepted step.
+var fitGuards = []string{
+	`call.capability == 'stock_quote' && has(call.parameters.symbol) && string(call.parameters.symbol).startsWith('A')`,
+	`call.parameters.exists(k, string(call.parameters[k]).contains('x'))`,
+	`has(call.step) && call.step.namespace == call.namespace && call.step.parameters.all(k, k in call.parameters)`,
+	`size(call.parameters) < 20 || (string(call.parameters.note) + call.agent_name).size() > 3`,
+}
+
+// fittingCall draws a call within the estimate's sizes, with its accepted step.
+func fittingCall(r *rand.Rand) *op.Call {
+	str := func(max int) string { return strings.Repeat(string(rune('a'+r.IntN(26))), r.IntN(max+1)) }
+	params := map[string]any{"symbol": "A" + str(MaxCollectionSize-1), "note": str(MaxCollectionSize)}
+	for i := range r.IntN(30) {
+		params[fmt.Sprint("p", i)] = str(MaxCollectionSize)
+	}
+	return &op.Call{Operation: op.ToolCall, RequestID: "r", StepID: "s", Namespace: "ns", AgentName: "agent", Capability: "stock_quote",
+		Parameters: params, Step: map[string]any{"namespace": "ns", "parameters": map[string]any{"symbol": "A"}}}
+}
+
 // An evaluation whose inputs fit the estimate's sizes runs untracked (fits): its actual
 // cost, measured by the tracked program on the same inputs, never exceeds the estimate
 // Compile held within the limit, and both programs give the same result.
 func TestFits_EstimateBoundsTheCostOfFittingInputs(t *testing.T) {
 	c := newCompiler(t, 1<<40)
-	env := c.envs[BeforePlanning]
 	r := rand.New(rand.NewPCG(4, 2))
 	for _, src := range fitExprs {
-		p := mustCompile(t, c, BeforePlanning, src, Bool)
-		if p.tracked == nil {
-			t.Fatalf("%s: no tracked program, although its cost depends on input sizes", src)
+		estimateBounds(t, c, BeforePlanning, src, func() *Vars { return fittingVars(r) })
+	}
+	for _, src := range fitGuards {
+		estimateBounds(t, c, Guard, src, func() *Vars { v := fittingVars(r); v.Call = fittingCall(r); return v })
+	}
+}
+
+// estimateBounds checks src in scope on 30 inputs drawn by draw.
+func estimateBounds(t *testing.T, c *Compiler, scope Scope, src string, draw func() *Vars) {
+	t.Helper()
+	p := mustCompile(t, c, scope, src, Bool)
+	if p.tracked == nil {
+		t.Fatalf("%s: no tracked program, although its cost depends on input sizes", src)
+	}
+	checked, iss := c.envs[scope].Compile(src)
+	if iss.Err() != nil {
+		t.Fatal(iss.Err())
+	}
+	est, err := c.envs[scope].EstimateCost(checked, sizeEstimator{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		vars := draw()
+		if !p.fits(vars) {
+			t.Fatalf("%s: inputs drawn within the estimate's sizes do not fit", src)
 		}
-		checked, iss := env.Compile(src)
-		if iss.Err() != nil {
-			t.Fatal(iss.Err())
+		got, _, gotErr := p.prg.Eval(vars)
+		vars.iterations = 0
+		want, details, wantErr := p.tracked.Eval(vars)
+		if (gotErr == nil) != (wantErr == nil) || gotErr == nil && got.Equal(want) != types.True {
+			t.Fatalf("%s: untracked %v (%v), tracked %v (%v)", src, got, gotErr, want, wantErr)
 		}
-		est, err := env.EstimateCost(checked, sizeEstimator{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 30 {
-			vars := fittingVars(r)
-			if !p.fits(vars) {
-				t.Fatalf("%s: inputs drawn within the estimate's sizes do not fit", src)
-			}
-			got, _, gotErr := p.prg.Eval(vars)
-			vars.iterations = 0
-			want, details, wantErr := p.tracked.Eval(vars)
-			if (gotErr == nil) != (wantErr == nil) || gotErr == nil && got.Equal(want) != types.True {
-				t.Fatalf("%s: untracked %v (%v), tracked %v (%v)", src, got, gotErr, want, wantErr)
-			}
-			if cost := details.ActualCost(); cost == nil || *cost > est.Max {
-				t.Fatalf("%s: actual cost %v over the estimate %d", src, cost, est.Max)
-			}
+		if cost := details.ActualCost(); cost == nil || *cost > est.Max {
+			t.Fatalf("%s: actual cost %v over the estimate %d", src, cost, est.Max)
 		}
 	}
 }
@@ -118,6 +148,15 @@ func TestFits_LargerInputsAreTracked(t *testing.T) {
 		p := mustCompile(t, c, BeforePlanning, `request.size() + size(metadata) + size(enrichments) > 0`, Bool)
 		if p.fits(vars) {
 			t.Errorf("%s fits", name)
+		}
+	}
+	guard := mustCompile(t, newCompiler(t, 1<<40), Guard, `call.parameters.exists(k, string(call.parameters[k]).contains('x'))`, Bool)
+	for name, params := range map[string]map[string]any{
+		"a long parameter":    {"note": strings.Repeat("x", MaxCollectionSize+1)},
+		"too many parameters": wide(MaxCollectionSize + 1),
+	} {
+		if guard.fits(&Vars{Call: &op.Call{Operation: op.ToolCall, Parameters: params}}) {
+			t.Errorf("a call with %s fits", name)
 		}
 	}
 	if mustCompile(t, c, AfterPlanning, `size(plan.steps) > 0 && request.contains('x')`, Bool).fits(&Vars{}) {
