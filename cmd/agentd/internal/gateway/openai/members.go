@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -32,19 +33,21 @@ var readMembers = func() map[string]string {
 // data must be valid JSON (the caller has decoded it already): vetMembers scans it
 // once, reading only its structure and member names.
 func vetMembers(data []byte) error {
-	type member struct {
-		object int    // which object, numbered as they open
-		name   string // folded
-	}
 	type frame struct {
 		object    int // -1 for an array
 		expectKey bool
 	}
 	var (
 		stack   []frame
-		names   map[member]string // -> the name as sent
+		names   = memberMaps.Get().(map[member]string) // -> the name as sent
 		objects int
 	)
+	defer func() {
+		if len(names) <= maxPooledMembers {
+			clear(names)
+			memberMaps.Put(names)
+		}
+	}()
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '{':
@@ -73,9 +76,6 @@ func vetMembers(data []byte) error {
 				if read, ok := readMembers[key.name]; ok && read != name {
 					return fmt.Errorf("member %q is %q spelled in another case", name, read)
 				}
-				if names == nil {
-					names = map[member]string{}
-				}
 				names[key] = name
 			}
 			i = end
@@ -83,6 +83,18 @@ func vetMembers(data []byte) error {
 	}
 	return nil
 }
+
+// member is a member name of one object of a reply, folded.
+type member struct {
+	object int // which object, numbered as they open
+	name   string
+}
+
+// memberMaps recycles vetMembers' maps, up to maxPooledMembers members: a reply is
+// vetted on every round, and growing a map for it was most of the cost.
+var memberMaps = sync.Pool{New: func() any { return map[member]string{} }}
+
+const maxPooledMembers = 1024
 
 // stringEnd returns the index of the quote closing the JSON string opening at start.
 func stringEnd(data []byte, start int) int {
