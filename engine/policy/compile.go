@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -127,15 +128,47 @@ func parseModules(modules []Module) ([]*ast.Module, diag.List) {
 			errs = append(errs, fromASTError(err, diag.KindRegoParse, m.File)...)
 			continue
 		}
+		if bad := invalidHeads(mod); len(bad) > 0 {
+			errs = append(errs, bad...)
+			continue
+		}
 		parsed = append(parsed, mod)
 	}
 	return parsed, errs
 }
 
+// invalidHeads reports the rules whose head refers through a call, such as
+// `f(x).a if { ... }`. OPA's parser refuses `f(x).a := 1` ("invalid rule head") but
+// lets the form without a value through, and its compiler then panics on it; such a
+// module is reported as the parser reports the other form, and is not compiled.
+func invalidHeads(mod *ast.Module) diag.List {
+	var errs diag.List
+	for _, rule := range mod.Rules {
+		for _, t := range rule.Head.Reference {
+			if _, call := t.Value.(ast.Call); call {
+				p := positionOf(rule.Location)
+				errs = append(errs, &diag.Error{Kind: diag.KindRegoParse, File: p.file, Line: p.line, Column: p.col,
+					Message: "invalid rule head: " + rule.Head.Reference.String()})
+				break
+			}
+		}
+	}
+	return errs
+}
+
 // compileModules compiles the parsed modules (parsed[i] is modules[i]) together. Type
 // errors at the position of a disabled built-in call are dropped: unsafeCalls has
 // already reported them.
-func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[position]bool) (*ast.Compiler, diag.List) {
+//
+// A panic of OPA's compiler (a module shape its parser accepts and its compiler does
+// not expect) is reported as a compile error of the bundle, so that a policy never
+// takes down the process that loads it.
+func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[position]bool) (_ *ast.Compiler, errs diag.List) {
+	defer func() {
+		if v := recover(); v != nil {
+			errs = diag.List{{Kind: diag.KindRegoCompile, Message: fmt.Sprintf("OPA's compiler failed on these modules: %v", v)}}
+		}
+	}()
 	byFile := make(map[string]*ast.Module, len(parsed))
 	for i, m := range parsed {
 		byFile[modules[i].File] = m
@@ -146,7 +179,6 @@ func compileModules(modules []Module, parsed []*ast.Module, unsafeAt map[positio
 		WithDefaultRegoVersion(ast.RegoV1).
 		WithUseTypeCheckAnnotations(true)
 	c.Compile(byFile)
-	var errs diag.List
 	for _, e := range c.Errors {
 		if e.Code == ast.TypeErr && unsafeAt[positionOf(e.Location)] {
 			continue

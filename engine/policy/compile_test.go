@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/agentd-dev/agentd/engine/diag"
 )
 
@@ -43,6 +45,12 @@ func TestCompileErrors(t *testing.T) {
 		name:    string(diag.KindRegoParse),
 		modules: []Module{{File: "bad.rego", Source: []byte("package bad\n\nallow if input.x = = 1\n")}},
 		want:    []where{{diag.KindRegoParse, "bad.rego", 3, 20}},
+	}, {
+		// OPA's parser accepts this head (its compiler then panics); the ":=" form it refuses.
+		name:    string(diag.KindRegoParse) + "/call_in_rule_head",
+		modules: []Module{{File: "head.rego", Source: []byte("package head\n\nf(xs).A if {\n\t0\n}\n")}},
+		want:    []where{{diag.KindRegoParse, "head.rego", 3, 1}},
+		mention: "invalid rule head",
 	}, {
 		name:    string(diag.KindRegoParse) + "/empty",
 		modules: []Module{{File: "empty.rego", Source: []byte("# nothing\n")}},
@@ -191,5 +199,24 @@ func TestCompileCopiesInputs(t *testing.T) {
 	v, defined, err := mustPrepare(t, b, "data.c.limit").eval(t.Context(), nil)
 	if err != nil || !defined || v != json.Number("5") {
 		t.Fatalf("Eval = %v, %v, %v; want 5", v, defined, err)
+	}
+}
+
+// A panic of OPA's compiler is a compile error of the bundle, not of the process: the
+// module with a call in its rule head, which the parser check keeps from it, is given
+// to the compiler directly.
+func TestCompileModules_CompilerPanicIsAnError(t *testing.T) {
+	m := Module{File: "head.rego", Source: []byte("package head\n\nf(xs).A if {\n\t0\n}\n")}
+	parsed, errs := parseModules([]Module{{File: "ok.rego", Source: []byte("package ok\n\np := 1\n")}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	bad, err := ast.ParseModuleWithOpts(m.File, string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, errs := compileModules([]Module{{File: "ok.rego"}, m}, append(parsed, bad), nil)
+	if c != nil || len(errs) != 1 || errs[0].Kind != diag.KindRegoCompile || !strings.Contains(errs[0].Message, "OPA's compiler failed") {
+		t.Fatalf("compiler %v, errors %v; want one rego_compile error naming the compiler's failure", c, errs)
 	}
 }
