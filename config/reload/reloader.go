@@ -3,9 +3,11 @@ package reload
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +28,7 @@ type Reloader struct {
 	mu                sync.Mutex
 	reloads           metric.Int64Counter
 	requirePlanReview bool
+	load              func(dir string, opts config.Options) (*config.Generation, error) // config.Load
 }
 
 // Option configures a Reloader.
@@ -51,7 +54,7 @@ func NewReloader(dir string, opts config.Options, registry *Registry, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	r := &Reloader{dir: dir, opts: opts, registry: registry, logger: logger, reloads: reloads}
+	r := &Reloader{dir: dir, opts: opts, registry: registry, logger: logger, reloads: reloads, load: config.Load}
 	for _, o := range options {
 		o(r)
 	}
@@ -81,11 +84,13 @@ func NewReloader(dir string, opts config.Options, registry *Registry, logger *sl
 // that compiles but would drop part of the boundary the live one enforces is refused
 // like a compile error (see BoundaryError). On failure the live generation keeps
 // serving, the error is logged, counted (result "error", or "refused" for a boundary)
-// and kept in the registry's Status, and returned.
+// and kept in the registry's Status, and returned. A panic while compiling (a bug in
+// agentd or a library it compiles with, on some input) is such a failure too: a config
+// never takes the daemon down.
 func (r *Reloader) Reload(ctx context.Context) (*config.Generation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	gen, err := config.Load(r.dir, r.opts)
+	gen, err := r.compile(ctx)
 	result := "error"
 	if err == nil {
 		if err = r.boundary(gen); err != nil {
@@ -109,6 +114,17 @@ func (r *Reloader) Reload(ctx context.Context) (*config.Generation, error) {
 	r.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "ok")))
 	r.logger.InfoContext(ctx, "config generation live", "generation", gen.ID, "files", len(gen.Files), "hooks", len(gen.Hooks))
 	return gen, nil
+}
+
+// compile loads the directory, turning a panic into an error (logged with its stack).
+func (r *Reloader) compile(ctx context.Context) (gen *config.Generation, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			gen, err = nil, fmt.Errorf("compiling the config failed unexpectedly (a bug, please report it): %v", v)
+			r.logger.ErrorContext(ctx, "config compile panicked", "dir", r.dir, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	return r.load(r.dir, r.opts)
 }
 
 // render prints config errors as `file:line:col: kind: message` lines with source.
