@@ -61,16 +61,27 @@ func sourceLine(e *Error, source func(string) ([]byte, bool), cache map[string][
 		return nil, false
 	}
 	for range e.Line - 1 {
-		i := bytes.IndexByte(src, '\n')
-		if i < 0 {
+		var ok bool
+		if _, src, ok = cutLine(src); !ok {
 			return nil, false
 		}
-		src = src[i+1:]
 	}
-	if i := bytes.IndexByte(src, '\n'); i >= 0 {
-		src = src[:i]
+	line, _, _ := cutLine(src)
+	return line, true
+}
+
+// cutLine splits src after its first line, and reports whether a line ending was
+// found. A line ends at LF, CRLF or a lone CR, as YAML (whose parser positions most
+// config errors) counts lines.
+func cutLine(src []byte) (line, rest []byte, found bool) {
+	i := bytes.IndexAny(src, "\r\n")
+	switch {
+	case i < 0:
+		return src, nil, false
+	case src[i] == '\r' && i+1 < len(src) && src[i+1] == '\n':
+		return src[:i], src[i+2:], true
 	}
-	return bytes.TrimSuffix(src, []byte{'\r'}), true
+	return src[:i], src[i+1:], true
 }
 
 // writeCaretPrefix writes the whitespace that puts a caret under byte column col.

@@ -14,6 +14,7 @@ var renderSources = map[string]string{
 	"hooks/cache.yaml": "hooks:\n  - name: cache\n    stgae: before_planning\n",
 	"hooks/tabs.yaml":  "x:\n\t\tvalue: \"a\" +\t1\n",
 	"hooks/utf8.yaml":  "when: \"héllo\" == 1\r\n",
+	"hooks/cr.yaml":    "a: 1\rb: 2\r\nc: [\r",
 }
 
 func TestRender(t *testing.T) {
@@ -29,6 +30,11 @@ func TestRender(t *testing.T) {
 		}},
 		{"utf8", List{
 			e("hooks/utf8.yaml", 1, 16, KindCELTypeCheck, "no matching overload for '_==_'"),
+		}},
+		{"line_endings", List{ // a lone CR ends a line, as it does for YAML; CRLF is one ending
+			e("hooks/cr.yaml", 2, 4, KindInvalidValue, "the second line"),
+			e("hooks/cr.yaml", 3, 4, KindYAMLSyntax, "the third line"),
+			e("hooks/cr.yaml", 4, 1, KindYAMLSyntax, "the empty last line"),
 		}},
 		{"positions", List{
 			e("hooks/cache.yaml", 2, 0, KindDuplicateHook, "no column: line only"),
