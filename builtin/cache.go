@@ -55,17 +55,23 @@ func (c cacheKey) eval(ctx context.Context, s *State) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cache key: %w", err)
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s", s.Info.Generation, key)
+	in := make([]byte, 0, 256)
+	in = append(append(append(in, s.Info.Generation...), 0), key...)
 	for _, v := range c.vary {
 		val, err := v.Program.EvalString(ctx, s.Vars())
 		if err != nil {
 			return "", fmt.Errorf("cache vary %s: %w", v.Name, err)
 		}
-		fmt.Fprintf(h, "\x00%s=%s", v.Name, val)
+		in = append(append(append(append(in, 0), v.Name...), '='), val...)
 	}
-	return "cache:" + hex.EncodeToString(h.Sum(nil)), nil
+	sum := sha256.Sum256(in)
+	var out [len(cachePrefix) + 2*sha256.Size]byte
+	hex.Encode(out[copy(out[:], cachePrefix):], sum[:])
+	return string(out[:]), nil
 }
+
+// cachePrefix starts every cache entry's storage key.
+const cachePrefix = "cache:"
 
 type cacheLookup struct {
 	cacheKey

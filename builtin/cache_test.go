@@ -2,6 +2,8 @@ package builtin_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"testing"
 	"time"
@@ -260,4 +262,20 @@ func TestCacheLookup_KeyErrorFailsOpen(t *testing.T) {
 	}
 	wantInvocations(t, invs, 1)
 	wantInvocation(t, invs[0], "store", engine.InvocationFailed, engine.ReasonHookError, "cache vary user: ")
+}
+
+// TestCacheKey_FormatIsStable: entries stored by earlier versions (in Redis, shared by
+// replicas) stay readable: an entry's key is "cache:" and the hex SHA-256 of the
+// generation, NUL, the key expression's value and, per vary dimension in name order,
+// NUL, its name, "=" and its value.
+func TestCacheKey_FormatIsStable(t *testing.T) {
+	cache := store.NewMemory(store.MemoryOptions{})
+	gen := loadHooks(t, cacheHooks, config.Options{Services: builtin.Services{Cache: cache}})
+	gate := engine.NewGate(nil, false)
+	runSynthesis(t, gen, requestCtx(gen, "req-store", gate), "  Price of ACME? ", map[string]any{"tenant": "acme"}, "ACME trades at 42.")
+	sum := sha256.Sum256([]byte(gen.ID + "\x00price of acme?\x00tenant=acme"))
+	entry, ok, err := cache.GetCache(context.Background(), "cache:"+hex.EncodeToString(sum[:]))
+	if err != nil || !ok || entry.Response != "ACME trades at 42." {
+		t.Fatalf("entry under the stable key: %+v, %v, %v", entry, ok, err)
+	}
 }
