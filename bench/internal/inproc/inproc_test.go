@@ -47,3 +47,11 @@ func TestBeforePlanningSidesAgree(t *testing.T) {
 		t.Errorf("enrichments = %v, want 7 keys", got)
 	}
 }
+
+func TestPairedRatio_IsTheMedianOfEachRoundsRatio(t *testing.T) {
+	a := Result{Rounds: []float64{10, 30, 12}}
+	b := Result{Rounds: []float64{10, 15, 4}} // ratios 1, 2, 3; the medians' ratio is 12/10
+	if got := PairedRatio(a, b); got != 2 {
+		t.Fatalf("PairedRatio = %v, want 2", got)
+	}
+}

@@ -75,6 +75,19 @@ func Run(s Side) (testing.BenchmarkResult, error) {
 	return res, nil
 }
 
+// PairedRatio is the median over rounds of a's time per operation over b's in the same
+// round, for results of one Compare: the sides of a round run back to back, so the
+// ratio of a round cancels most of what the shared machine did to both, which the
+// ratio of the two medians does not.
+func PairedRatio(a, b Result) float64 {
+	n := min(len(a.Rounds), len(b.Rounds))
+	ratios := make([]float64, n)
+	for i := range n {
+		ratios[i] = a.Rounds[i] / b.Rounds[i]
+	}
+	return median(ratios)
+}
+
 func summarize(runs []testing.BenchmarkResult) Result {
 	var r Result
 	ns := make([]float64, len(runs))
