@@ -191,12 +191,12 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 
 // decide returns the decision for s, from the memo when it has it (one hit in
 // auditEvery is evaluated as well, off the request's path: see startAudit). Failures
-// (timeouts, evaluation errors) are never memoized. A query with a memo is evaluated on the memo's input (the parts
-// its evaluation may read); one without (memo: false, a non-deterministic policy, a
-// memo the audit turned off) on the whole input. A traced evaluation (explain,
-// coverage) never uses the memo's decisions and sees the whole input, as given, unless
-// that does not convert where a memoized query would not read it: it then sees the
-// memo's input, and decides as an untraced evaluation does.
+// (timeouts, evaluation errors) are never memoized. A query with a memo is evaluated
+// on the memo's input (the parts its evaluation may read); one without (memo: false, a
+// non-deterministic policy, a memo the audit turned off) on the whole input. A traced
+// evaluation (explain, coverage) never uses the memo's decisions and sees the whole
+// input, as given, unless that does not convert where a memoized query would not read
+// it: it then sees the memo's input, and decides as an untraced evaluation does.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
 	phase := max(s.Plan.PhaseNumber, 1)
 	p, memo := s.Pctx, a.memo.Load()
@@ -238,9 +238,9 @@ func (a *regoPlan) evaluate(ctx context.Context, input ast.Value, err error) (po
 // memoized. The input is converted before the call returns, so the request may go on
 // and change its plan. One audit runs at a time per action: a hit sampled while one
 // runs is not audited. A whole input that does not convert (in a part no evaluation
-// reads, or the key would have failed) proves nothing. An audit outlives its request
-// (not the query's timeout): it may log after its generation was replaced, which the
-// log line names.
+// reads, or the key would have failed) proves nothing. An audit outlives its request,
+// though not the query's timeout: it may log after its generation was replaced, which
+// the log line names.
 func (a *regoPlan) startAudit(ctx context.Context, s *State, phase int, memoized policy.PlanDecision) {
 	if !a.auditing.CompareAndSwap(false, true) {
 		return
