@@ -33,6 +33,8 @@ func badInputCatalogue() []badInput {
 		{"single quotes", bp, `{'request_id':'r'}`, 400, "invalid_json", ""},
 		{"bare word", ap, `plan`, 400, "invalid_json", ""},
 		{"two values", as, `{"request_id":"r","response":"x"}{"request_id":"r"}`, 400, "invalid_json", ""},
+		{"a stray brace after the value", ap, `{"request_id":"r","plan":{}}}`, 400, "invalid_json", ""},
+		{"a stray bracket after the value", bp, `{"request_id":"r","request":"x"} ]`, 400, "invalid_json", ""},
 		{"control character in string", bp, "{\"request_id\":\"r\",\"request\":\"a\x01b\"}", 400, "invalid_json", ""},
 		{"bad escape", bp, `{"request_id":"r","request":"\q"}`, 400, "invalid_json", ""},
 		{"NaN", ap, `{"request_id":"r","phase":NaN,"plan":{}}`, 400, "invalid_json", ""},

@@ -128,8 +128,9 @@ func decodeBody(r io.Reader, limit int64, v any) *APIError {
 	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
 	if err == nil {
-		if dec.More() {
-			return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body holds more than one JSON value")
+		// Decoder.More is false before a stray ] or }: look at the rest instead.
+		if rest := dec.InputOffset(); len(bytes.TrimLeft(data[rest:], " \t\r\n")) > 0 {
+			return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body holds more than one JSON value (more from byte %d)", rest).with("offset", rest)
 		}
 		return nil
 	}
