@@ -1,7 +1,8 @@
 // Package floor is the HTTP floor of the benchmark: the least a Go server must do to
 // answer a plan review at all. It receives the after_planning body, decodes it the way
 // agentd's server does (bounded read, UTF-8 check, strict decoding into the engine's
-// wire types, one value only) and writes a fixed allowed answer.
+// wire types on jsonread's fast path, else with encoding/json; one value only) and
+// writes a fixed allowed answer.
 package floor
 
 import (
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // maxBody bounds a request body as agentd's default does.
@@ -58,18 +60,48 @@ func decode(body io.Reader) error {
 		return errNotUTF8
 	}
 	var req request
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errTrailing
+	if !req.readJSON(data) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return err
+		}
+		if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
+			return errTrailing
+		}
 	}
 	if req.Plan == nil {
 		return errNoPlan
 	}
 	return nil
+}
+
+// requestFields are request's JSON names, in readJSON's order.
+var requestFields = []string{"request_id", "phase", "plan", "request", "metadata"}
+
+// readJSON is agentd's fast path for the body (jsonread), as its server takes it.
+func (q *request) readJSON(data []byte) bool {
+	r := jsonread.New(data)
+	var req request
+	ok := r.Struct(requestFields, func(i int) bool {
+		switch i {
+		case 0:
+			return r.String(&req.RequestID)
+		case 1:
+			return r.Int(&req.Phase)
+		case 2:
+			return engine.ReadPlan(r, &req.Plan)
+		case 3:
+			req.Request = new(string)
+			return r.String(req.Request)
+		default:
+			return r.Map(&req.Metadata)
+		}
+	}) && r.End()
+	if ok {
+		*q = req
+	}
+	return ok
 }
 
 type floorError string

@@ -27,6 +27,8 @@ func TestFloorDecodesTheAgentdBody(t *testing.T) {
 		{"wrong type", []byte(`{"request_id":"r","plan":{"steps":"no"}}`), http.StatusBadRequest},
 		{"invalid UTF-8", []byte("{\"request_id\":\"\xff\",\"plan\":{}}"), http.StatusBadRequest},
 		{"two values", []byte(`{"request_id":"r","plan":{}} {}`), http.StatusBadRequest},
+		{"a stray brace", []byte(`{"request_id":"r","plan":{}}}`), http.StatusBadRequest},
+		{"another letter case (encoding/json's)", []byte(`{"Request_ID":"r","plan":{}}`), http.StatusOK},
 		{"no plan", []byte(`{"request_id":"r"}`), http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

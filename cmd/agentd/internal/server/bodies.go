@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
@@ -158,4 +159,38 @@ type EffectUpdateResponse struct {
 	RequestID string              `json:"request_id"`
 	EffectID  string              `json:"effect_id"`
 	Status    engine.EffectStatus `json:"status"`
+}
+
+// fastBody is a request body with a jsonread fast path: readJSON fills it from the
+// whole text, or reports false and leaves it as it was, and decodeBody then decodes
+// the text with encoding/json. Only the hot bodies have one.
+type fastBody interface {
+	readJSON(data []byte) bool
+}
+
+// afterPlanningFields are the JSON names of AfterPlanningRequest, in readJSON's order.
+var afterPlanningFields = []string{"request_id", "phase", "plan", "request", "metadata"}
+
+func (q *AfterPlanningRequest) readJSON(data []byte) bool {
+	r := jsonread.New(data)
+	var req AfterPlanningRequest
+	ok := r.Struct(afterPlanningFields, func(i int) bool {
+		switch i {
+		case 0:
+			return r.String(&req.RequestID)
+		case 1:
+			return r.Int(&req.Phase)
+		case 2:
+			return engine.ReadPlan(r, &req.Plan)
+		case 3:
+			req.Request = new(string)
+			return r.String(req.Request)
+		default:
+			return r.Map(&req.Metadata)
+		}
+	}) && r.End()
+	if ok {
+		*q = req
+	}
+	return ok
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,32 @@ func FuzzAPIBodies(f *testing.F) {
 				}
 			}
 			t.Fatalf("%s answered undocumented %d %s for body %q", path, rec.Code, rec.Body, body)
+		}
+	})
+}
+
+// FuzzFastBodies_AgreeWithEncodingJSON holds each body's jsonread fast path to its
+// contract: a text it takes is one encoding/json decodes, strictly, to the same value.
+func FuzzFastBodies_AgreeWithEncodingJSON(f *testing.F) {
+	f.Add([]byte(`{"request_id":"r","phase":2,"request":"buy","metadata":{"tenant":"acme","n":[1,null]},"plan":{"plan_id":"p","steps":[{"step_id":"s","metadata":{"capability":"c"}}]}}`))
+	f.Add([]byte(`{"request_id":null,"plan":null,"request":null,"metadata":{}}`))
+	f.Add([]byte(`{"Request_ID":"r","plan":{}}`))
+	f.Add([]byte(`{"request_id":"r","plan":{}}}`))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		for _, fresh := range []func() fastBody{func() fastBody { return new(AfterPlanningRequest) }} {
+			fast := fresh()
+			if !fast.readJSON(text) {
+				continue
+			}
+			slow := fresh()
+			dec := json.NewDecoder(bytes.NewReader(text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(slow); err != nil {
+				t.Fatalf("encoding/json refuses what the fast path took: %v: %q", err, text)
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("%q: fast path %+v, encoding/json %+v", text, fast, slow)
+			}
 		}
 	})
 }

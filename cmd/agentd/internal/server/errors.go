@@ -124,6 +124,9 @@ func decodeBody(r io.Reader, limit int64, v any) *APIError {
 		}
 		return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body is not valid UTF-8 at byte %d", offset).with("offset", offset)
 	}
+	if f, ok := v.(fastBody); ok && f.readJSON(data) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
