@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,12 +15,20 @@ import (
 // AppendJSON appends v's encoding as encoding/json.Marshal writes it (struct fields in
 // order, map keys sorted, HTML characters escaped, the same numbers), byte for byte,
 // without reflection for JSON-shaped Go values (map[string]any, []any, strings,
-// numbers, booleans) and the wire types (RoutingPlan, its steps, ExecutionResult: read
-// through their View). Anything else is encoded by encoding/json. Values encoding/json
-// refuses (NaN, infinities, years outside 0–9999) are refused.
-func AppendJSON(dst []byte, v any) ([]byte, error) {
+// numbers, booleans), the wire types (RoutingPlan, its steps, ExecutionResult: read
+// through their View) and a stage's invocations. Anything else is encoded by
+// encoding/json. Values encoding/json refuses (NaN, infinities, years outside
+// 0–9999) are refused.
+func AppendJSON(dst []byte, v any) ([]byte, error) { return appendJSON(dst, v, false) }
+
+// AppendJSONUnescapedHTML is AppendJSON as an encoding/json.Encoder with
+// SetEscapeHTML(false) writes v (without the Encoder's newline): <, > and & as they
+// are. The API's responses are written so.
+func AppendJSONUnescapedHTML(dst []byte, v any) ([]byte, error) { return appendJSON(dst, v, true) }
+
+func appendJSON(dst []byte, v any, noHTML bool) ([]byte, error) {
 	enc := jsonEncoders.Get().(*jsonEncoder)
-	enc.buf = dst
+	enc.buf, enc.noHTML = dst, noHTML
 	err := enc.value(v)
 	out := enc.buf
 	enc.buf, enc.keys, enc.depth = nil, enc.keys[:0], 0
@@ -33,9 +42,10 @@ func AppendJSON(dst []byte, v any) ([]byte, error) {
 // jsonEncoder is AppendJSON's state: the buffer it appends to and a stack of map keys
 // being sorted.
 type jsonEncoder struct {
-	buf   []byte
-	keys  []string
-	depth int // containers open
+	buf    []byte
+	keys   []string
+	depth  int  // containers open
+	noHTML bool // <, > and & as they are, as an Encoder with SetEscapeHTML(false) writes
 }
 
 // maxJSONDepth is how deep AppendJSON nests containers itself; deeper values (and
@@ -54,7 +64,7 @@ func (enc *jsonEncoder) value(v any) error {
 	case nil:
 		enc.buf = append(enc.buf, "null"...)
 	case string:
-		enc.buf = AppendJSONString(enc.buf, t)
+		enc.string(t)
 	case bool:
 		enc.buf = strconv.AppendBool(enc.buf, t)
 	case float64:
@@ -87,22 +97,11 @@ func (enc *jsonEncoder) value(v any) error {
 	case *RoutingPlan:
 		return enc.view(ViewOf(t))
 	case []RoutingStep:
-		if t == nil {
-			enc.buf = append(enc.buf, "null"...)
-			return nil
-		}
-		enc.buf = append(enc.buf, '[')
-		for i := range t {
-			if i > 0 {
-				enc.buf = append(enc.buf, ',')
-			}
-			if err := enc.view(ViewOf(&t[i])); err != nil {
-				return err
-			}
-		}
-		enc.buf = append(enc.buf, ']')
+		return array(enc, t, func(s *RoutingStep) error { return enc.view(ViewOf(s)) })
 	case *ExecutionResult:
 		return enc.view(ViewOf(t))
+	case []Invocation:
+		return array(enc, t, enc.invocation)
 	case time.Time:
 		return enc.time(t)
 	default:
@@ -129,7 +128,7 @@ func (enc *jsonEncoder) object(m map[string]any) error {
 		if i > 0 {
 			enc.buf = append(enc.buf, ',')
 		}
-		enc.buf = AppendJSONString(enc.buf, k)
+		enc.string(k)
 		enc.buf = append(enc.buf, ':')
 		if err := enc.value(m[k]); err != nil {
 			return err
@@ -152,7 +151,7 @@ func (enc *jsonEncoder) view(v View) error {
 	case ViewInt:
 		enc.buf = strconv.AppendInt(enc.buf, v.Int(), 10)
 	case ViewString:
-		enc.buf = AppendJSONString(enc.buf, v.Str())
+		enc.string(v.Str())
 	case ViewTime:
 		return enc.time(v.Time())
 	case ViewValue:
@@ -184,7 +183,7 @@ func (enc *jsonEncoder) view(v View) error {
 				enc.buf = append(enc.buf, ',')
 			}
 			first = false
-			enc.buf = AppendJSONString(enc.buf, name)
+			enc.string(name)
 			enc.buf = append(enc.buf, ':')
 			if err := enc.view(f); err != nil {
 				return err
@@ -193,6 +192,83 @@ func (enc *jsonEncoder) view(v View) error {
 		enc.buf = append(enc.buf, '}')
 	}
 	return nil
+}
+
+// array writes xs, elem writing each element; a nil slice is null.
+func array[T any](enc *jsonEncoder, xs []T, elem func(*T) error) error {
+	if xs == nil {
+		enc.buf = append(enc.buf, "null"...)
+		return nil
+	}
+	enc.buf = append(enc.buf, '[')
+	for i := range xs {
+		if i > 0 {
+			enc.buf = append(enc.buf, ',')
+		}
+		if err := elem(&xs[i]); err != nil {
+			return err
+		}
+	}
+	enc.buf = append(enc.buf, ']')
+	return nil
+}
+
+// invocation writes inv member by member as encoding/json does; its effects and
+// findings, rare on the hot path, go to encoding/json.
+func (enc *jsonEncoder) invocation(inv *Invocation) error {
+	enc.member("{", "hook_name", inv.HookName)
+	enc.member(",", "phase", string(inv.Phase))
+	enc.member(",", "status", string(inv.Status))
+	enc.buf = strconv.AppendInt(append(enc.buf, `,"sequence":`...), int64(inv.Sequence), 10)
+	if inv.PlanPhase != 0 {
+		enc.buf = strconv.AppendInt(append(enc.buf, `,"plan_phase":`...), int64(inv.PlanPhase), 10)
+	}
+	enc.buf = append(enc.buf, `,"started_at":`...)
+	if err := enc.time(inv.StartedAt); err != nil {
+		return err
+	}
+	enc.buf = strconv.AppendInt(append(enc.buf, `,"duration":`...), int64(inv.Duration), 10)
+	enc.optional("error", inv.Error)
+	if len(inv.Effects) > 0 {
+		enc.buf = append(enc.buf, `,"effects":`...)
+		if err := enc.marshal(inv.Effects); err != nil {
+			return err
+		}
+	}
+	if d := inv.Decision; d != nil {
+		enc.member(`,"decision":{`, "failure_policy", string(d.FailurePolicy))
+		enc.member(",", "action", string(d.Action))
+		enc.member(",", "reason", string(d.Reason))
+		enc.optional("cause", string(d.Cause))
+		enc.buf = append(enc.buf, '}')
+	}
+	enc.optional("decision_id", inv.DecisionID)
+	enc.optional("mode", string(inv.Mode))
+	if len(inv.WouldDeny) > 0 {
+		enc.buf = append(enc.buf, `,"would_deny":`...)
+		if err := enc.marshal(inv.WouldDeny); err != nil {
+			return err
+		}
+	}
+	enc.optional("trace_id", inv.TraceID)
+	enc.optional("span_id", inv.SpanID)
+	enc.buf = append(enc.buf, '}')
+	return nil
+}
+
+// member writes sep, then the member name: value (a string).
+func (enc *jsonEncoder) member(sep, name, value string) {
+	enc.buf = append(append(append(enc.buf, sep...), '"'), name...)
+	enc.buf = append(enc.buf, '"', ':')
+	enc.string(value)
+}
+
+// optional writes the member name: value after a comma unless value is empty
+// (omitempty).
+func (enc *jsonEncoder) optional(name, value string) {
+	if value != "" {
+		enc.member(",", name, value)
+	}
 }
 
 func (enc *jsonEncoder) strings(ss []string) {
@@ -205,18 +281,30 @@ func (enc *jsonEncoder) strings(ss []string) {
 		if i > 0 {
 			enc.buf = append(enc.buf, ',')
 		}
-		enc.buf = AppendJSONString(enc.buf, s)
+		enc.string(s)
 	}
 	enc.buf = append(enc.buf, ']')
 }
 
+func (enc *jsonEncoder) string(s string) { enc.buf = appendString(enc.buf, s, !enc.noHTML) }
+
 // marshal writes v with encoding/json.
 func (enc *jsonEncoder) marshal(v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
+	if !enc.noHTML {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		enc.buf = append(enc.buf, data...)
+		return nil
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
 		return err
 	}
-	enc.buf = append(enc.buf, data...)
+	enc.buf = append(enc.buf, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
 	return nil
 }
 
@@ -264,12 +352,15 @@ const hexDigits = "0123456789abcdef"
 
 // AppendJSONString appends s quoted as encoding/json quotes it: HTML characters, U+2028
 // and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func AppendJSONString(dst []byte, s string) []byte {
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+// appendString is AppendJSONString, with HTML characters as they are unless html.
+func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}

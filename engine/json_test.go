@@ -11,20 +11,31 @@ import (
 	"github.com/agentd-dev/agentd/engine/internal/wiretest"
 )
 
-// sameAsMarshal fails unless AppendJSON and encoding/json agree on v: the same bytes
+// sameAsMarshal fails unless AppendJSON and encoding/json.Marshal agree on v, and
+// AppendJSONUnescapedHTML and an Encoder with SetEscapeHTML(false): the same bytes
 // (after what dst held), or both an error that leaves dst as it was.
 func sameAsMarshal(t *testing.T, v any) {
 	t.Helper()
 	want, wantErr := json.Marshal(v)
+	agree(t, "AppendJSON", engine.AppendJSON, v, want, wantErr)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	wantErr = enc.Encode(v)
+	agree(t, "AppendJSONUnescapedHTML", engine.AppendJSONUnescapedHTML, v, bytes.TrimSuffix(b.Bytes(), []byte("\n")), wantErr)
+}
+
+func agree(t *testing.T, name string, appendJSON func([]byte, any) ([]byte, error), v any, want []byte, wantErr error) {
+	t.Helper()
 	dst := []byte("prefix")
-	got, err := engine.AppendJSON(dst, v)
+	got, err := appendJSON(dst, v)
 	switch {
 	case (err != nil) != (wantErr != nil):
-		t.Fatalf("AppendJSON error %v, encoding/json error %v (value %#v)", err, wantErr, v)
+		t.Fatalf("%s error %v, encoding/json error %v (value %#v)", name, err, wantErr, v)
 	case err != nil && string(got) != "prefix":
 		t.Fatalf("a refused value changed dst: %q", got)
 	case err == nil && !bytes.Equal(got, append([]byte("prefix"), want...)):
-		t.Fatalf("AppendJSON:\n %s\nencoding/json:\n prefix%s", got, want)
+		t.Fatalf("%s:\n %s\nencoding/json:\n prefix%s", name, got, want)
 	}
 }
 
@@ -38,8 +49,9 @@ func TestAppendJSON_AgreesWithEncodingJSON(t *testing.T) {
 		sameAsMarshal(t, p.Steps)
 		sameAsMarshal(t, wiretest.Result(r))
 		sameAsMarshal(t, map[string]any{"plan": p, "at": wiretest.Time(r), "call": wiretest.Call(r)})
+		sameAsMarshal(t, wiretest.Invocations(r))
 	}
-	for _, v := range []any{(*engine.RoutingPlan)(nil), []engine.RoutingStep(nil), (*engine.ExecutionResult)(nil), []any(nil),
+	for _, v := range []any{(*engine.RoutingPlan)(nil), []engine.RoutingStep(nil), (*engine.ExecutionResult)(nil), []engine.Invocation(nil), []any(nil),
 		map[string]any(nil), []string(nil), 1e21, 1e-7, math.Copysign(0, -1), 5e-324, math.MaxFloat64, int64(math.MinInt64), struct{ A int }{1}} {
 		sameAsMarshal(t, v)
 	}
@@ -76,6 +88,9 @@ func FuzzAppendJSON_AgreesWithEncodingJSON(f *testing.F) {
 		sameAsMarshal(t, map[string]any{s: []any{s, x, n, map[string]any{s: s}, []string{s}}})
 		sameAsMarshal(t, &engine.RoutingPlan{PlanID: s, Steps: []engine.RoutingStep{{StepID: s, DependsOn: []string{s},
 			Metadata: map[string]any{s: x, "n": n}}}})
+		sameAsMarshal(t, []engine.Invocation{{HookName: s, Phase: engine.Stage(s), Status: engine.InvocationStatus(s), Sequence: int(n),
+			PlanPhase: int(n), Duration: time.Duration(n), Error: s, Decision: &engine.DecisionRecord{Reason: engine.Reason(s), Cause: engine.Cause(s)},
+			DecisionID: s, Mode: engine.RuleMode(s), TraceID: s, SpanID: s, WouldDeny: []engine.Finding{{Rule: s}}}})
 	})
 }
 

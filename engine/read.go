@@ -23,7 +23,7 @@ func ReadPlan(r *jsonread.Reader, dst **RoutingPlan) bool {
 		case 2:
 			return r.String((*string)(&p.Mode))
 		case 3:
-			p.Steps = []RoutingStep{}
+			p.Steps = make([]RoutingStep, 0, 4) // most plans have a few steps
 			return r.Array(func() bool {
 				p.Steps = append(p.Steps, RoutingStep{})
 				return readStep(r, &p.Steps[len(p.Steps)-1])

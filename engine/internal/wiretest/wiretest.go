@@ -177,6 +177,35 @@ func Result(r *rand.Rand) *engine.ExecutionResult {
 	return res
 }
 
+// Invocations returns a stage's invocations: none, or a few with every optional
+// member present or absent, HTML characters and invalid UTF-8 in their strings.
+func Invocations(r *rand.Rand) []engine.Invocation {
+	if r.IntN(4) == 0 {
+		return pick(r, []engine.Invocation(nil), []engine.Invocation{})
+	}
+	out := make([]engine.Invocation, 1+r.IntN(3))
+	for i := range out {
+		inv := engine.Invocation{
+			HookName: pick(r, "allowed-operations", "<a & b>", "caf\xe9"), Phase: engine.StageAfterPlanning,
+			Status: pick(r, engine.InvocationSucceeded, engine.InvocationFailed), Sequence: i + 1, PlanPhase: r.IntN(3),
+			StartedAt: Time(r), Duration: time.Duration(r.IntN(1e9)), Error: pick(r, "", "deny: x < y"),
+			DecisionID: pick(r, "", "d1"), Mode: pick(r, "", engine.RuleWarn), TraceID: pick(r, "", "t1"), SpanID: pick(r, "", "s1"),
+		}
+		if r.IntN(2) == 0 {
+			inv.Decision = &engine.DecisionRecord{FailurePolicy: engine.FailClosed, Action: engine.ActionContinue,
+				Reason: engine.ReasonAccepted, Cause: pick(r, "", engine.CausePolicyDenied)}
+		}
+		if r.IntN(4) == 0 {
+			inv.Effects = []engine.Effect{{EffectID: "e1", Status: engine.EffectPending, Data: json.RawMessage(`{"a":"<b>"}`), StartedAt: Time(r)}}
+		}
+		if r.IntN(4) == 0 {
+			inv.WouldDeny = []engine.Finding{{Mode: engine.RuleWarn, Rule: "r", Violations: []engine.Violation{{Code: "c", Message: "a & b"}}}}
+		}
+		out[i] = inv
+	}
+	return out
+}
+
 // Call returns an operation call.
 func Call(r *rand.Rand) *op.Call {
 	return &op.Call{

@@ -194,3 +194,35 @@ func (q *AfterPlanningRequest) readJSON(data []byte) bool {
 	}
 	return ok
 }
+
+// fastResponse is a response body with a reflection-free encoding: appendJSON appends
+// what writeJSON's encoding/json.Encoder writes for it (without the newline), or
+// reports false to leave the body to that Encoder. Only the hot bodies have one.
+type fastResponse interface {
+	appendJSON(dst []byte) ([]byte, bool)
+}
+
+func (r *AfterPlanningResponse) appendJSON(dst []byte) ([]byte, bool) {
+	if len(r.Warnings) > 0 || len(r.Explanation) > 0 {
+		return dst, false
+	}
+	m := members{buf: dst}
+	m.add(`{"decision_id":`, r.DecisionID)
+	m.add(`,"request_id":`, r.RequestID)
+	m.add(`,"generation":`, r.Generation)
+	m.add(`,"plan":`, r.Plan)
+	m.add(`,"invocations":`, r.Invocations)
+	return append(m.buf, '}'), m.err == nil
+}
+
+// members appends an object's members, each a literal prefix and a value.
+type members struct {
+	buf []byte
+	err error
+}
+
+func (m *members) add(prefix string, v any) {
+	if m.err == nil {
+		m.buf, m.err = engine.AppendJSONUnescapedHTML(append(m.buf, prefix...), v)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -117,28 +118,33 @@ func FuzzAPIBodies(f *testing.F) {
 	})
 }
 
-// FuzzFastBodies_AgreeWithEncodingJSON holds each body's jsonread fast path to its
-// contract: a text it takes is one encoding/json decodes, strictly, to the same value.
+// FuzzFastBodies_AgreeWithEncodingJSON holds the after_planning body's jsonread fast
+// path to its contract (a text it takes is one encoding/json decodes, strictly, to the
+// same value), and the fast response to writeJSON's Encoder, on the plan decoded.
 func FuzzFastBodies_AgreeWithEncodingJSON(f *testing.F) {
 	f.Add([]byte(`{"request_id":"r","phase":2,"request":"buy","metadata":{"tenant":"acme","n":[1,null]},"plan":{"plan_id":"p","steps":[{"step_id":"s","metadata":{"capability":"c"}}]}}`))
 	f.Add([]byte(`{"request_id":null,"plan":null,"request":null,"metadata":{}}`))
+	f.Add([]byte(`{"request_id":"<a&b>","plan":{"plan_id":"\u2028","created_at":"2025-01-02T03:04:05+01:00"}}`))
 	f.Add([]byte(`{"Request_ID":"r","plan":{}}`))
 	f.Add([]byte(`{"request_id":"r","plan":{}}}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
-		for _, fresh := range []func() fastBody{func() fastBody { return new(AfterPlanningRequest) }} {
-			fast := fresh()
-			if !fast.readJSON(text) {
-				continue
-			}
-			slow := fresh()
-			dec := json.NewDecoder(bytes.NewReader(text))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(slow); err != nil {
-				t.Fatalf("encoding/json refuses what the fast path took: %v: %q", err, text)
-			}
-			if !reflect.DeepEqual(fast, slow) {
-				t.Fatalf("%q: fast path %+v, encoding/json %+v", text, fast, slow)
-			}
+		var fast AfterPlanningRequest
+		if !fast.readJSON(text) {
+			return
 		}
+		var slow AfterPlanningRequest
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&slow); err != nil {
+			t.Fatalf("encoding/json refuses what the fast path took: %v: %q", err, text)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: fast path %+v, encoding/json %+v", text, fast, slow)
+		}
+		if _, err := json.Marshal(fast.Plan); err != nil {
+			return // a plan no encoder writes (a year past 9999)
+		}
+		sameAsEncoder(t, &AfterPlanningResponse{DecisionID: fast.RequestID, RequestID: fast.RequestID, Plan: fast.Plan,
+			Invocations: []engine.Invocation{{HookName: fast.RequestID, Sequence: fast.Phase, Error: fast.RequestID}}})
 	})
 }

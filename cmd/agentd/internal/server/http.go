@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
@@ -259,11 +260,33 @@ func (s *Service) panicText(v any) string {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	if f, ok := v.(fastResponse); ok {
+		buf := responseBuffers.Get().(*[]byte)
+		out, ok := f.appendJSON((*buf)[:0])
+		if ok {
+			out = append(out, '\n')
+			w.WriteHeader(status)
+			_, _ = w.Write(out)
+		}
+		if cap(out) <= maxPooledResponse {
+			*buf = out
+			responseBuffers.Put(buf)
+		}
+		if ok {
+			return
+		}
+	}
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// responseBuffers hold the encodings of fast responses, up to maxPooledResponse bytes
+// (a rare large one is left to the collector).
+var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledResponse = 64 << 10
 
 func writeError(w http.ResponseWriter, e *APIError) { writeJSON(w, e.Status, e) }
 
