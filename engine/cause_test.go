@@ -91,3 +91,12 @@ func TestRecord_RefusalsToldApartFromFailures(t *testing.T) {
 		})
 	}
 }
+
+// RecordNotFound is ErrRecordNotFound naming the request, in the words of
+// fmt.Errorf("%w: %q").
+func TestRecordNotFound(t *testing.T) {
+	err := engine.RecordNotFound(`r"1`)
+	if !errors.Is(err, engine.ErrRecordNotFound) || err.Error() != fmt.Errorf("%w: %q", engine.ErrRecordNotFound, `r"1`).Error() {
+		t.Fatalf("%v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
@@ -81,6 +82,17 @@ var (
 	ErrRecordNotFound = errors.New("execution record not found")
 	ErrStaleRevision  = errors.New("stale revision")
 )
+
+// RecordNotFound is the error of a request without a record: ErrRecordNotFound, naming
+// requestID. It is cheap to make, as a store's Get makes one for every new request.
+func RecordNotFound(requestID string) error { return recordNotFound(requestID) }
+
+type recordNotFound string
+
+func (e recordNotFound) Error() string {
+	return ErrRecordNotFound.Error() + ": " + strconv.Quote(string(e))
+}
+func (recordNotFound) Unwrap() error { return ErrRecordNotFound }
 
 // RecordStore persists execution records. Implementations must be safe for concurrent
 // use. Put takes rec: the caller does not change it after Put returns (the driver

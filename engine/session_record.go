@@ -190,7 +190,7 @@ func (s *Session) rewriteRecord(ctx context.Context, create bool, fn func(rec *E
 	if s.d.records == nil {
 		if s.local == nil || s.fresh {
 			if !create {
-				return fmt.Errorf("%w: %q", ErrRecordNotFound, s.state.ID)
+				return RecordNotFound(s.state.ID)
 			}
 			s.local, s.fresh = s.newRecord(now), false
 		}
@@ -257,7 +257,7 @@ func (s *Session) Record(ctx context.Context) (*ExecutionRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.local == nil {
-		return nil, fmt.Errorf("%w: %q", ErrRecordNotFound, s.state.ID)
+		return nil, RecordNotFound(s.state.ID)
 	}
 	return CopyRecord(s.local), nil
 }

@@ -287,7 +287,7 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 	e, ok := m.record(requestID, m.now())
 	m.mu.Unlock()
 	if !ok || e.tombstone() {
-		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
+		return nil, engine.RecordNotFound(requestID)
 	}
 	return engine.CopyRecord(e.rec), nil
 }

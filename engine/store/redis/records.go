@@ -134,7 +134,7 @@ func (r *Records) Get(ctx context.Context, requestID string) (*engine.ExecutionR
 		return nil, err
 	}
 	if data == nil {
-		return nil, fmt.Errorf("%w: %q", engine.ErrRecordNotFound, requestID)
+		return nil, engine.RecordNotFound(requestID)
 	}
 	var rec engine.ExecutionRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
