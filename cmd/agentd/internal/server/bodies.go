@@ -195,6 +195,61 @@ func (q *AfterPlanningRequest) readJSON(data []byte) bool {
 	return ok
 }
 
+// operationCheckFields are the JSON names of OperationCheckRequest, in readJSON's
+// order.
+var operationCheckFields = []string{"operation", "call"}
+
+func (q *OperationCheckRequest) readJSON(data []byte) bool {
+	r := jsonread.New(data)
+	var req OperationCheckRequest
+	ok := r.Struct(operationCheckFields, func(i int) bool {
+		if i == 0 {
+			return r.String((*string)(&req.Operation))
+		}
+		return readCall(r, &req.Call)
+	}) && r.End()
+	if ok {
+		*q = req
+	}
+	return ok
+}
+
+// callFields are the JSON names of op.Call, in readCall's order.
+var callFields = []string{"operation", "request_id", "step_id", "namespace", "agent_name", "capability", "parameters", "model", "phase", "request", "metadata"}
+
+// readCall reads an op.Call on jsonread's fast path: into dst, as encoding/json
+// decodes one with DisallowUnknownFields, or false for a text outside the subset.
+func readCall(r *jsonread.Reader, dst **op.Call) bool {
+	c := new(op.Call)
+	*dst = c
+	return r.Struct(callFields, func(i int) bool {
+		switch i {
+		case 0:
+			return r.String((*string)(&c.Operation))
+		case 1:
+			return r.String(&c.RequestID)
+		case 2:
+			return r.String(&c.StepID)
+		case 3:
+			return r.String(&c.Namespace)
+		case 4:
+			return r.String(&c.AgentName)
+		case 5:
+			return r.String(&c.Capability)
+		case 6:
+			return r.Map(&c.Parameters)
+		case 7:
+			return r.String(&c.Model)
+		case 8:
+			return r.Int(&c.Phase)
+		case 9:
+			return r.String(&c.Request)
+		default:
+			return r.Map(&c.Metadata)
+		}
+	})
+}
+
 // fastResponse is a response body with a reflection-free encoding: appendJSON appends
 // what writeJSON's encoding/json.Encoder writes for it (without the newline), or
 // reports false to leave the body to that Encoder. Only the hot bodies have one.

@@ -118,28 +118,24 @@ func FuzzAPIBodies(f *testing.F) {
 	})
 }
 
-// FuzzFastBodies_AgreeWithEncodingJSON holds the after_planning body's jsonread fast
-// path to its contract (a text it takes is one encoding/json decodes, strictly, to the
-// same value), and the fast response to writeJSON's Encoder, on the plan decoded.
+// FuzzFastBodies_AgreeWithEncodingJSON holds the jsonread fast paths of the
+// after_planning and operation check bodies to their contract (a text one takes is
+// one encoding/json decodes, strictly, to the same value), and the fast response to
+// writeJSON's Encoder, on the plan decoded.
 func FuzzFastBodies_AgreeWithEncodingJSON(f *testing.F) {
+	f.Add([]byte(`{"operation":"tool_call","call":{"operation":"tool_call","request_id":"r","step_id":"s","namespace":"n","agent_name":"a","capability":"c","parameters":{"amount":5,"to":["x"]},"phase":1}}`))
+	f.Add([]byte(`{"operation":"inference","call":{"request_id":"r","model":"m","metadata":null,"request":"hi"}}`))
 	f.Add([]byte(`{"request_id":"r","phase":2,"request":"buy","metadata":{"tenant":"acme","n":[1,null]},"plan":{"plan_id":"p","steps":[{"step_id":"s","metadata":{"capability":"c"}}]}}`))
 	f.Add([]byte(`{"request_id":null,"plan":null,"request":null,"metadata":{}}`))
 	f.Add([]byte(`{"request_id":"<a&b>","plan":{"plan_id":"\u2028","created_at":"2025-01-02T03:04:05+01:00"}}`))
 	f.Add([]byte(`{"Request_ID":"r","plan":{}}`))
 	f.Add([]byte(`{"request_id":"r","plan":{}}}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
+		var check OperationCheckRequest
+		sameAsDecoder(t, text, &check)
 		var fast AfterPlanningRequest
-		if !fast.readJSON(text) {
+		if !sameAsDecoder(t, text, &fast) {
 			return
-		}
-		var slow AfterPlanningRequest
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&slow); err != nil {
-			t.Fatalf("encoding/json refuses what the fast path took: %v: %q", err, text)
-		}
-		if !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("%q: fast path %+v, encoding/json %+v", text, fast, slow)
 		}
 		if _, err := json.Marshal(fast.Plan); err != nil {
 			return // a plan no encoder writes (a year past 9999)
@@ -147,4 +143,26 @@ func FuzzFastBodies_AgreeWithEncodingJSON(f *testing.F) {
 		sameAsEncoder(t, &AfterPlanningResponse{DecisionID: fast.RequestID, RequestID: fast.RequestID, Plan: fast.Plan,
 			Invocations: []engine.Invocation{{HookName: fast.RequestID, Sequence: fast.Phase, Error: fast.RequestID}}})
 	})
+}
+
+// sameAsDecoder reports whether fast's readJSON takes text, failing unless a text it
+// takes is one encoding/json decodes, strictly, into a T equal to *fast.
+func sameAsDecoder[T any, P interface {
+	*T
+	fastBody
+}](t *testing.T, text []byte, fast P) bool {
+	t.Helper()
+	if !fast.readJSON(text) {
+		return false
+	}
+	var slow T
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&slow); err != nil {
+		t.Fatalf("encoding/json refuses what the fast path took: %v: %q", err, text)
+	}
+	if !reflect.DeepEqual(*fast, slow) {
+		t.Fatalf("%q: fast path %+v, encoding/json %+v", text, *fast, slow)
+	}
+	return true
 }
