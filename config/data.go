@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine/diag"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
 
@@ -44,8 +45,8 @@ func decodeDataFile(f file) (any, *diag.Error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, jsonError(src, err)
 		}
-		if dec.More() {
-			return nil, src.ErrorAt(diag.KindDataSyntax, offsetPos(f.data, int(dec.InputOffset())), "", "a data file holds exactly one JSON value")
+		if at := jsonread.Trailing(f.data, dec.InputOffset()); at >= 0 {
+			return nil, src.ErrorAt(diag.KindDataSyntax, offsetPos(f.data, at), "", "a data file holds exactly one JSON value")
 		}
 	} else if err := yaml.Unmarshal(f.data, &v); err != nil {
 		e := yamlError(src, err)

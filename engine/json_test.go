@@ -57,6 +57,14 @@ func TestAppendJSON_AgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// An invocation with every field set, and a plan, encode as encoding/json encodes
+// them: a field added to Invocation or DecisionRecord that the fast path does not
+// write fails here.
+func TestAppendJSON_EveryFieldSet(t *testing.T) {
+	sameAsMarshal(t, []engine.Invocation{*wiretest.Filled(&engine.Invocation{})})
+	sameAsMarshal(t, wiretest.Filled(&engine.RoutingPlan{}))
+}
+
 // Values encoding/json refuses are refused.
 func TestAppendJSON_RefusesWhatEncodingJSONRefuses(t *testing.T) {
 	for name, v := range map[string]any{

@@ -4,8 +4,10 @@ import "github.com/agentd-dev/agentd/engine/jsonread"
 
 // planFields and stepFields are the JSON names ReadPlan reads, in its order.
 var (
-	planFields = []string{"plan_id", "original_request", "mode", "steps", "created_at", "terminal", "continuation_note", "phase_number"}
-	stepFields = []string{"step_id", "agent_name", "namespace", "instruction", "depends_on", "implicit_deps", "metadata"}
+	planFields = jsonread.Fields[RoutingPlan]([]string{"plan_id", "original_request", "mode", "steps", "created_at", "terminal",
+		"continuation_note", "phase_number"}, "needs_user_input")
+	stepFields = jsonread.Fields[RoutingStep]([]string{"step_id", "agent_name", "namespace", "instruction", "depends_on",
+		"implicit_deps", "metadata"})
 )
 
 // ReadPlan reads a RoutingPlan on jsonread's fast path: into dst, as encoding/json

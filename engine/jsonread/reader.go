@@ -9,8 +9,11 @@
 package jsonread
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -34,6 +37,18 @@ func New(data []byte) *Reader { return &Reader{data: data} }
 func (r *Reader) End() bool {
 	r.space()
 	return r.pos == len(r.data)
+}
+
+// Trailing returns the offset of the first byte of data at or after from that is not
+// JSON whitespace, or -1 when there is none: where a text that should hold one value
+// goes on after it (from is where the value ended, as a Decoder's InputOffset says).
+// Decoder.More cannot tell: it is false before a stray ] or }.
+func Trailing(data []byte, from int64) int {
+	r := Reader{data: data, pos: int(from)}
+	if r.End() {
+		return -1
+	}
+	return r.pos
 }
 
 func (r *Reader) space() {
@@ -65,9 +80,7 @@ func (r *Reader) literal(word string) bool {
 	return true
 }
 
-// Null consumes a null when it is next and reports whether it did. encoding/json
-// leaves a field the text sets to null at its zero value, which is where a Reader's
-// callers start.
+// Null consumes a null when it is next and reports whether it did.
 func (r *Reader) Null() bool { return r.literal("null") }
 
 // Object reads an object, calling field for each member with its key (valid until
@@ -335,6 +348,7 @@ func (r *Reader) Float(dst *float64) bool {
 // Time reads a string into dst with time.Time's UnmarshalJSON, which encoding/json
 // hands the string as written.
 func (r *Reader) Time(dst *time.Time) bool {
+	r.space()
 	start := r.pos
 	var s string
 	return r.String(&s) && dst.UnmarshalJSON(r.data[start:r.pos]) == nil
@@ -408,11 +422,15 @@ func (r *Reader) Value(dst *any) bool {
 
 // Struct reads an object into a struct whose JSON field names are names, calling
 // field with the index of each member's name to read its value. A member set to null
-// is skipped: encoding/json leaves such a field at its zero value, where a Reader's
-// callers start. A name that is not among names (encoding/json matches other letter
-// cases too) or that comes twice (encoding/json lets the last win, merging some kinds
-// of values) is outside the subset. At most 64 names.
+// is skipped: encoding/json leaves a scalar field as it was and sets a pointer, map or
+// slice to nil, which for a struct the caller starts at its zero value is the same. A
+// name that is not among names (encoding/json matches other letter cases too) or that
+// comes twice (encoding/json lets the last win, merging some kinds of values) is
+// outside the subset. Struct panics for more than 64 names.
 func (r *Reader) Struct(names []string, field func(i int) bool) bool {
+	if len(names) > 64 {
+		panic("jsonread: Struct reads at most 64 names")
+	}
 	var set uint64
 	return r.Object(func(key []byte) bool {
 		i := slices.Index(names, string(key))
@@ -422,4 +440,26 @@ func (r *Reader) Struct(names []string, field func(i int) bool) bool {
 		set |= 1 << i
 		return r.Null() || field(i)
 	})
+}
+
+// Fields returns want, the JSON member names a reader of struct type T reads in
+// Struct's order, after checking that they are T's names in field order but "-" and
+// those in leftOut (which the reader leaves to encoding/json). It panics otherwise:
+// called when a package is initialized, it makes a field added to T without its
+// reader fail every test and every start instead of going unread.
+func Fields[T any](want []string, leftOut ...string) []string {
+	var names []string
+	for f := range reflect.TypeFor[T]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name // as encoding/json names an untagged field
+		}
+		if f.IsExported() && name != "-" && !slices.Contains(leftOut, name) {
+			names = append(names, name)
+		}
+	}
+	if !slices.Equal(names, want) {
+		panic(fmt.Sprintf("jsonread: the reader of %v reads %v, the type has %v", reflect.TypeFor[T](), want, names))
+	}
+	return want
 }

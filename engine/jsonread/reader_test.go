@@ -3,9 +3,12 @@ package jsonread_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/jsonread"
@@ -20,7 +23,7 @@ func viaEncodingJSON(text []byte, v any) bool {
 		return false
 	}
 	_, err := dec.Token()
-	return err != nil // nothing after the value
+	return errors.Is(err, io.EOF) // nothing after the value
 }
 
 func readValue(text []byte) (any, bool) {
@@ -102,6 +105,60 @@ func TestReader_LeavesTheSubset(t *testing.T) {
 				t.Fatalf("the fast path took %q", text)
 			}
 		})
+	}
+}
+
+// The oracle refuses what follows a value, stray brackets included.
+func TestViaEncodingJSON_RefusesTrailingData(t *testing.T) {
+	for _, text := range []string{`{} x`, `{}}`, `{}]`, `{} {}`} {
+		var v any
+		if viaEncodingJSON([]byte(text), &v) {
+			t.Errorf("took %q", text)
+		}
+	}
+}
+
+// Time reads a string after whitespace as encoding/json does; Trailing finds what
+// follows a value.
+func TestReader_TimeAndTrailing(t *testing.T) {
+	var at time.Time
+	if r := jsonread.New([]byte(" \n\"2025-01-02T03:04:05Z\" ")); !r.Time(&at) || !r.End() || at.Year() != 2025 {
+		t.Fatalf("Time after whitespace: %v", at)
+	}
+	for text, want := range map[string]int{`{}`: -1, "{} \t\n": -1, `{}}`: 2, "{}  x": 4, `{} {}`: 3} {
+		if got := jsonread.Trailing([]byte(text), 2); got != want {
+			t.Errorf("Trailing(%q) = %d, want %d", text, got, want)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Struct took 65 names")
+		}
+	}()
+	jsonread.New([]byte(`{}`)).Struct(make([]string, 65), func(int) bool { return true })
+}
+
+// Fields panics when a reader's names are not its type's.
+func TestFields(t *testing.T) {
+	type wire struct {
+		A    string `json:"a"`
+		B    int    `json:"b,omitempty"`
+		Skip bool   `json:"-"`
+		Left []int  `json:"left"`
+		C    any
+	}
+	if got := jsonread.Fields[wire]([]string{"a", "b", "C"}, "left"); len(got) != 3 {
+		t.Fatal(got)
+	}
+	for _, want := range [][]string{{"a", "b"}, {"b", "a", "C"}, {"a", "b", "C", "left"}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Fields took %v", want)
+				}
+			}()
+			jsonread.Fields[wire](want, "left")
+		}()
 	}
 }
 

@@ -66,7 +66,7 @@ func decode(body io.Reader) error {
 		if err := dec.Decode(&req); err != nil {
 			return err
 		}
-		if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
+		if jsonread.Trailing(data, dec.InputOffset()) >= 0 {
 			return errTrailing
 		}
 	}
@@ -77,7 +77,7 @@ func decode(body io.Reader) error {
 }
 
 // requestFields are request's JSON names, in readJSON's order.
-var requestFields = []string{"request_id", "phase", "plan", "request", "metadata"}
+var requestFields = jsonread.Fields[request]([]string{"request_id", "phase", "plan", "request", "metadata"})
 
 // readJSON is agentd's fast path for the body (jsonread), as its server takes it.
 func (q *request) readJSON(data []byte) bool {
@@ -111,7 +111,7 @@ func (e floorError) Error() string { return string(e) }
 const (
 	errTooLarge floorError = "request body too large"
 	errNotUTF8  floorError = "request body is not valid UTF-8"
-	errTrailing floorError = "request body holds more than one JSON value"
+	errTrailing floorError = "request body goes on after its JSON value"
 	errNoPlan   floorError = "plan is required"
 )
 

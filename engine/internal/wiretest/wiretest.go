@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -274,5 +275,62 @@ func StockPlan(steps ...engine.RoutingStep) *engine.RoutingPlan {
 		Steps:           steps,
 		CreatedAt:       time.Date(2025, 3, 1, 12, 30, 0, 123456789, time.UTC),
 		PhaseNumber:     1,
+	}
+}
+
+// Filled sets every exported field of the struct *p, and of the structs it reaches, to
+// a value that is not zero (strings with HTML characters, one element in each slice
+// and map), so that a test comparing an encoder with encoding/json on it fails when a
+// field is added that the encoder does not write.
+func Filled[T any](p *T) *T {
+	fill(reflect.ValueOf(p).Elem(), 0)
+	return p
+}
+
+func fill(v reflect.Value, depth int) {
+	if depth > 4 {
+		return
+	}
+	switch {
+	case v.Type() == reflect.TypeFor[time.Time]():
+		v.Set(reflect.ValueOf(time.Date(2026, 12, 2, 1, 2, 3, 4, time.UTC)))
+	case v.Type() == reflect.TypeFor[json.RawMessage]():
+		v.SetBytes([]byte(`{"raw":"<&>"}`))
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("x<&>")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Interface:
+		v.Set(reflect.ValueOf("any"))
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), depth+1)
+	case reflect.Slice:
+		if v.Len() == 0 {
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			fill(v.Index(0), depth+1)
+		}
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(k, depth+1)
+		fill(e, depth+1)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), depth+1)
+			}
+		}
 	}
 }

@@ -169,7 +169,7 @@ type fastBody interface {
 }
 
 // afterPlanningFields are the JSON names of AfterPlanningRequest, in readJSON's order.
-var afterPlanningFields = []string{"request_id", "phase", "plan", "request", "metadata"}
+var afterPlanningFields = jsonread.Fields[AfterPlanningRequest]([]string{"request_id", "phase", "plan", "request", "metadata"})
 
 func (q *AfterPlanningRequest) readJSON(data []byte) bool {
 	r := jsonread.New(data)
@@ -197,7 +197,7 @@ func (q *AfterPlanningRequest) readJSON(data []byte) bool {
 
 // operationCheckFields are the JSON names of OperationCheckRequest, in readJSON's
 // order.
-var operationCheckFields = []string{"operation", "call"}
+var operationCheckFields = jsonread.Fields[OperationCheckRequest]([]string{"operation", "call"})
 
 func (q *OperationCheckRequest) readJSON(data []byte) bool {
 	r := jsonread.New(data)
@@ -215,7 +215,8 @@ func (q *OperationCheckRequest) readJSON(data []byte) bool {
 }
 
 // callFields are the JSON names of op.Call, in readCall's order.
-var callFields = []string{"operation", "request_id", "step_id", "namespace", "agent_name", "capability", "parameters", "model", "phase", "request", "metadata"}
+var callFields = jsonread.Fields[op.Call]([]string{"operation", "request_id", "step_id", "namespace", "agent_name", "capability",
+	"parameters", "model", "phase", "request", "metadata"})
 
 // readCall reads an op.Call on jsonread's fast path: into dst, as encoding/json
 // decodes one with DisallowUnknownFields, or false for a text outside the subset.
@@ -257,8 +258,13 @@ type fastResponse interface {
 	appendJSON(dst []byte) ([]byte, bool)
 }
 
+// appendJSON writes the members of AfterPlanningResponse (those with warnings or an
+// explanation by leaving the answer to the Encoder): a member added to the type
+// without it fails when the package starts.
+var _ = jsonread.Fields[AfterPlanningResponse]([]string{"decision_id", "warnings", "request_id", "generation", "plan", "invocations", "explanation"})
+
 func (r *AfterPlanningResponse) appendJSON(dst []byte) ([]byte, bool) {
-	if len(r.Warnings) > 0 || len(r.Explanation) > 0 {
+	if r == nil || len(r.Warnings) > 0 || len(r.Explanation) > 0 {
 		return dst, false
 	}
 	m := members{buf: dst}

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -160,6 +162,9 @@ func sameAsDecoder[T any, P interface {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&slow); err != nil {
 		t.Fatalf("encoding/json refuses what the fast path took: %v: %q", err, text)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the fast path took a text that goes on after its value: %q", text)
 	}
 	if !reflect.DeepEqual(*fast, slow) {
 		t.Fatalf("%q: fast path %+v, encoding/json %+v", text, *fast, slow)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // ErrorType is the type of an API error body. Clients match on type, never on message.
@@ -131,9 +133,8 @@ func decodeBody(r io.Reader, limit int64, v any) *APIError {
 	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
 	if err == nil {
-		// Decoder.More is false before a stray ] or }: look at the rest instead.
-		if rest := dec.InputOffset(); len(bytes.TrimLeft(data[rest:], " \t\r\n")) > 0 {
-			return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body holds more than one JSON value (more from byte %d)", rest).with("offset", rest)
+		if at := jsonread.Trailing(data, dec.InputOffset()); at >= 0 {
+			return apiError(http.StatusBadRequest, TypeInvalidJSON, "request body goes on after its JSON value, at byte %d", at).with("offset", at)
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // stepID is the step id of the n-th tool call (1-based, in the upstream's order) of a
@@ -109,8 +110,8 @@ func parseArguments(s string) (map[string]any, error) {
 	if args == nil {
 		return nil, fmt.Errorf("null is not an object")
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("more than one JSON value")
+	if jsonread.Trailing([]byte(s), dec.InputOffset()) >= 0 {
+		return nil, fmt.Errorf("the arguments go on after their JSON value")
 	}
 	return args, nil
 }

@@ -224,3 +224,15 @@ func TestReadBody(t *testing.T) {
 		t.Errorf("a body at the limit: %q %v", data, e)
 	}
 }
+
+// Tool call arguments are one JSON object; anything else rejects the round.
+func TestParseArguments(t *testing.T) {
+	for args, ok := range map[string]bool{
+		``: true, ` `: true, `{}`: true, `{"symbol":"ACME"} `: true,
+		`null`: false, `[]`: false, `{"a":1}}`: false, `{"a":1}]`: false, `{} {}`: false, `{"a":`: false,
+	} {
+		if _, err := parseArguments(args); (err == nil) != ok {
+			t.Errorf("parseArguments(%q) = %v, want ok %v", args, err, ok)
+		}
+	}
+}
