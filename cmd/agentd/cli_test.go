@@ -93,6 +93,17 @@ func TestCLI_Eval(t *testing.T) {
 	}
 }
 
+// A script is one JSON array: what follows it is an error, not ignored.
+func TestCLI_EvalScriptIsOneValue(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "script.json", `[]]`)
+	example := filepath.Join(repoRoot(t), "examples", "stock-agent")
+	code, _, errOut := runCLI(t, "eval", "--config", example, "--script", filepath.Join(dir, "script.json"))
+	if code != exitFailed || !strings.Contains(errOut, "goes on after its JSON array, at byte 2") {
+		t.Fatalf("eval of a script with a stray bracket: exit %d\n%s", code, errOut)
+	}
+}
+
 func TestCLI_Version(t *testing.T) {
 	code, out, _ := runCLI(t, "version")
 	if code != exitOK || !strings.Contains(out, "opa v1.22.3") || !strings.Contains(out, "cel-go v0.31.0") {

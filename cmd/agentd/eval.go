@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/store"
 )
@@ -144,6 +145,9 @@ func readScript(path string) ([]scriptCall, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&calls); err != nil {
 		return nil, fmt.Errorf("script %s: %w", path, err)
+	}
+	if at := jsonread.Trailing(data, dec.InputOffset()); at >= 0 {
+		return nil, fmt.Errorf("script %s: it goes on after its JSON array, at byte %d", path, at)
 	}
 	for i, c := range calls {
 		if _, ok := evalRoutes[c.Call]; !ok {
