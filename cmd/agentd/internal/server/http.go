@@ -260,26 +260,33 @@ func (s *Service) panicText(v any) string {
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	if f, ok := v.(fastResponse); ok {
-		buf := responseBuffers.Get().(*[]byte)
-		out, ok := f.appendJSON((*buf)[:0])
-		if ok {
-			out = append(out, '\n')
-			w.WriteHeader(status)
-			_, _ = w.Write(out)
-		}
-		if cap(out) <= maxPooledResponse {
-			*buf = out
-			responseBuffers.Put(buf)
-		}
-		if ok {
-			return
-		}
+	if f, ok := v.(fastResponse); ok && writeFast(w, status, f) {
+		return
 	}
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// writeFast writes f's reflection-free encoding, or reports false, having written
+// nothing, when f leaves itself to the Encoder.
+func writeFast(w http.ResponseWriter, status int, f fastResponse) bool {
+	buf := responseBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledResponse {
+			responseBuffers.Put(buf)
+		}
+	}()
+	out, ok := f.appendJSON((*buf)[:0])
+	*buf = out
+	if !ok {
+		return false
+	}
+	*buf = append(out, '\n')
+	w.WriteHeader(status)
+	_, _ = w.Write(*buf)
+	return true
 }
 
 // responseBuffers hold the encodings of fast responses, up to maxPooledResponse bytes
