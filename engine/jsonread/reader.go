@@ -87,45 +87,28 @@ func (r *Reader) Null() bool { return r.literal("null") }
 // the next call); field reads the member's value and reports whether it could. Keys
 // with escapes are outside the subset.
 func (r *Reader) Object(field func(key []byte) bool) bool {
-	if r.peek() != '{' || !r.enter() {
-		return false
-	}
-	r.pos++
-	if r.peek() == '}' {
-		r.pos++
-		r.depth--
-		return true
-	}
-	for {
+	return r.container('{', '}', func() bool {
 		key, ok := r.key()
 		if !ok || r.peek() != ':' {
 			return false
 		}
 		r.pos++
-		if !field(key) {
-			return false
-		}
-		switch r.peek() {
-		case ',':
-			r.pos++
-		case '}':
-			r.pos++
-			r.depth--
-			return true
-		default:
-			return false
-		}
-	}
+		return field(key)
+	})
 }
 
 // Array reads an array, calling elem for each element; elem reads it and reports
 // whether it could.
-func (r *Reader) Array(elem func() bool) bool {
-	if r.peek() != '[' || !r.enter() {
+func (r *Reader) Array(elem func() bool) bool { return r.container('[', ']', elem) }
+
+// container reads the elements between begin and end, separated by commas, calling
+// elem for each.
+func (r *Reader) container(begin, end byte, elem func() bool) bool {
+	if r.peek() != begin || !r.enter() {
 		return false
 	}
 	r.pos++
-	if r.peek() == ']' {
+	if r.peek() == end {
 		r.pos++
 		r.depth--
 		return true
@@ -137,7 +120,7 @@ func (r *Reader) Array(elem func() bool) bool {
 		switch r.peek() {
 		case ',':
 			r.pos++
-		case ']':
+		case end:
 			r.pos++
 			r.depth--
 			return true
