@@ -150,22 +150,32 @@ func (v View) Field(i int) (name string, value View, present bool) {
 }
 
 // MemberIndex returns the index (for Field) of the declared member of a ViewObject named
-// name, or -1 when it has none. guess, an earlier answer for a value of the same type,
-// is tried first, so that a reader that keeps its answers finds a member at once.
-func (v View) MemberIndex(name string, guess int) int {
-	fields := v.s.fields
-	if guess >= 0 && guess < len(fields) && fields[guess].name == name {
-		return guess
-	}
-	for i := range fields {
-		if fields[i].name == name {
+// name, or -1 when it has none.
+func (v View) MemberIndex(name string) int {
+	for i := range v.s.fields {
+		if v.s.fields[i].name == name {
 			return i
 		}
 	}
 	return -1
 }
 
+// ViewType identifies the Go type a View reads (the zero ViewType is null's): values
+// of one ViewType have the same members at the same indexes, so that a reader can keep
+// a member's index (MemberIndex) for the next value of that type without comparing
+// names again.
+type ViewType struct{ s *shape }
+
+// Type returns the ViewType of v.
+func (v View) Type() ViewType { return ViewType{v.s} }
+
+// present reports whether encoding/json writes member f of v.
 func (v View) present(f *field) bool {
+	return !f.omitEmpty && !f.omitZero || v.written(f)
+}
+
+// written is present for an omitempty or omitzero member.
+func (v View) written(f *field) bool {
 	p := unsafe.Add(v.p, f.offset)
 	switch {
 	case f.omitZero && reflect.NewAt(f.shape.typ, p).Elem().IsZero():

@@ -167,11 +167,15 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 		}
 		for _, f := range n.order {
 			m, ok := f.member(v)
-			if c = c.presence(ok); !ok {
-				continue
-			}
-			if c, err = c.view(m, f.node); err != nil {
-				return c, err
+			switch {
+			case !ok:
+				c = append(c, tagAbsent)
+			case m.Kind() == engine.ViewString: // as view writes it, without the call
+				c = append(c, tagPresent).text(tagString, m.Str())
+			default:
+				if c, err = append(c, tagPresent).view(m, f.node); err != nil {
+					return c, err
+				}
 			}
 		}
 	}
@@ -187,17 +191,19 @@ func (c canon) wholeView(v engine.View) (canon, error) {
 	return c.value(t.Value), nil
 }
 
-// member returns the member of v named f.name, and whether it is present.
+// member returns the member of v named f.name, and whether it is present. The index
+// found is kept for the next object of v's type, so that reading inputs of one shape
+// compares no names.
 func (f *readField) member(v engine.View) (engine.View, bool) {
-	guess := int(f.guess.Load())
-	i := v.MemberIndex(f.name, guess)
-	if i < 0 {
+	at := f.at.Load()
+	if at == nil || at.typ != v.Type() {
+		at = &memberAt{typ: v.Type(), index: v.MemberIndex(f.name)}
+		f.at.Store(at)
+	}
+	if at.index < 0 {
 		return engine.View{}, false
 	}
-	if i != guess {
-		f.guess.Store(int32(i))
-	}
-	_, m, ok := v.Field(i)
+	_, m, ok := v.Field(at.index)
 	return m, ok
 }
 
@@ -216,10 +222,16 @@ func (c canon) anyValue(x any, n *readNode) (canon, error) {
 			}
 			for _, f := range n.order {
 				e, ok := v[f.name]
-				if c = c.presence(ok); !ok {
+				if !ok {
+					c = append(c, tagAbsent)
 					continue
 				}
-				if c, err = c.anyValue(e, f.node); err != nil {
+				if s, isString := e.(string); isString { // as anyValue writes it
+
+					c = append(c, tagPresent).text(tagString, s)
+					continue
+				}
+				if c, err = append(c, tagPresent).anyValue(e, f.node); err != nil {
 					return c, err
 				}
 			}

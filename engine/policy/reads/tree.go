@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // Tree is the result of Analyze: the input paths an evaluation may observe. Its paths
@@ -56,9 +58,16 @@ type readField struct {
 	name string
 	key  *ast.Term
 	node *readNode
-	// guess is the member index (engine.View.MemberIndex) the field last had, for the
-	// next view: inputs of one shape keep their members at one index.
-	guess atomic.Int32
+	// at is where the field was found in the last view read: inputs of one type keep
+	// their members at one index.
+	at atomic.Pointer[memberAt]
+}
+
+// memberAt is the index (engine.View.MemberIndex, -1 for none) of a field in objects
+// of one type.
+type memberAt struct {
+	typ   engine.ViewType
+	index int
 }
 
 // freeze orders the fields of n and its descendants for encoding; n is not changed
