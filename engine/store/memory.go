@@ -54,15 +54,21 @@ const maxWindows = 100_000
 // their own. What a caller writes is copied in or, where the contract says the caller
 // leaves it alone (a record given to Put, a runs map given to PutRun, accepted steps),
 // kept; what a caller reads is copied out, so a caller never changes stored values.
+//
+// Each kind of entry has a lock of its own, so that a stage call's state write and
+// record write, and a records listing, do not wait on each other.
 type Memory struct {
-	mu       sync.Mutex
-	cache    *expiring.Map[CacheEntry]
-	requests *expiring.Map[memoryState]
+	cacheMu    sync.Mutex
+	cache      *expiring.Map[CacheEntry]
+	requestsMu sync.Mutex
+	requests   *expiring.Map[memoryState]
 	// records holds the records of requests that did not fail, failed those of failed
 	// requests. A request's record moves between them as its status changes, leaving a
-	// tombstone behind (see record).
+	// tombstone behind (see record). recordsMu guards both.
+	recordsMu sync.Mutex
 	records   *expiring.Map[memoryRecord]
 	failed    *expiring.Map[memoryRecord]
+	windowsMu sync.Mutex
 	windows   *expiring.Map[window]
 	retention Retention
 	maxState  int64
@@ -120,8 +126,8 @@ func (m *Memory) GetCache(ctx context.Context, key string) (CacheEntry, bool, er
 	if err := ctx.Err(); err != nil {
 		return CacheEntry{}, false, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.cacheMu.Lock()
+	defer m.cacheMu.Unlock()
 	e, ok := m.cache.Get(key, m.now())
 	if !ok {
 		return CacheEntry{}, false, nil
@@ -139,8 +145,8 @@ func (m *Memory) PutCache(ctx context.Context, key string, e CacheEntry, ttl tim
 		ttl = DefaultCacheTTL
 	}
 	e.CachedAgainst = maps.Clone(e.CachedAgainst)
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.cacheMu.Lock()
+	defer m.cacheMu.Unlock()
 	m.cache.Put(key, e, m.now().Add(ttl))
 	return nil
 }
@@ -150,9 +156,10 @@ func (m *Memory) GetRequest(ctx context.Context, id string) (*engine.RequestStat
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	m.mu.Lock()
-	e, ok := m.requests.Get(id, m.now())
-	m.mu.Unlock()
+	now := m.now()
+	m.requestsMu.Lock()
+	e, ok := m.requests.Get(id, now)
+	m.requestsMu.Unlock()
 	if !ok {
 		return nil, false, nil
 	}
@@ -183,9 +190,9 @@ func (m *Memory) PutRequest(ctx context.Context, s *engine.RequestState, ttl tim
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := m.now()
+	m.requestsMu.Lock()
+	defer m.requestsMu.Unlock()
 	old, ok := m.requests.Get(s.ID, now)
 	if ok && old.revision >= s.Revision {
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, s.ID, old.revision, s.Revision)
@@ -209,9 +216,9 @@ func (m *Memory) PutRun(ctx context.Context, id string, revision int64, step str
 	if ttl <= 0 {
 		ttl = DefaultRequestTTL
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := m.now()
+	m.requestsMu.Lock()
+	defer m.requestsMu.Unlock()
 	old, ok := m.requests.Get(id, now)
 	if !ok || old.st == nil || old.revision != revision-1 {
 		return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
@@ -243,8 +250,8 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if ttl := m.retention.TTL(rec.Status); ttl > 0 {
 		expires = now.Add(ttl)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.recordsMu.Lock()
+	defer m.recordsMu.Unlock()
 	if old, ok := m.record(rec.RequestID, now); ok && old.revision >= rec.Revision {
 		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
 	}
@@ -266,7 +273,7 @@ func tooLarge(what, id string, size, limit int64) error {
 
 // record returns the entry of id: of its entries among the records and the failed
 // ones, the one of the higher revision, a record before a tombstone. The caller holds
-// m.mu.
+// m.recordsMu.
 func (m *Memory) record(id string, now time.Time) (memoryRecord, bool) {
 	r, rok := m.records.Get(id, now)
 	f, fok := m.failed.Get(id, now)
@@ -283,9 +290,10 @@ func (m *Memory) Get(ctx context.Context, requestID string) (*engine.ExecutionRe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	e, ok := m.record(requestID, m.now())
-	m.mu.Unlock()
+	now := m.now()
+	m.recordsMu.Lock()
+	e, ok := m.record(requestID, now)
+	m.recordsMu.Unlock()
 	if !ok || e.tombstone() {
 		return nil, engine.RecordNotFound(requestID)
 	}
@@ -299,9 +307,9 @@ func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.D
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	now := m.now()
+	m.windowsMu.Lock()
+	defer m.windowsMu.Unlock()
 	w, ok := m.windows.Get(key, now)
 	if !ok {
 		w = window{start: now, length: length}

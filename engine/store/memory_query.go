@@ -15,8 +15,8 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 		return Page{}, err
 	}
 	after, _ := q.CursorPosition()
-	m.mu.Lock()
 	now := m.now()
+	m.recordsMu.Lock()
 	all := make([]*Summary, 0, m.records.Len()+m.failed.Len())
 	collect := func(id string, e memoryRecord) bool {
 		// An id may have an entry in both maps: only the one record finds counts.
@@ -27,7 +27,7 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 	}
 	m.records.Range(now, collect)
 	m.failed.Range(now, collect)
-	m.mu.Unlock()
+	m.recordsMu.Unlock()
 	k := q.PageSize()
 	top := make([]listed, 0, k+1) // the first k+1 matches in list order
 	for _, s := range all {
