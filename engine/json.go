@@ -7,9 +7,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendJSON appends v's encoding as encoding/json.Marshal writes it (struct fields in
@@ -31,7 +33,7 @@ func appendJSON(dst []byte, v any, noHTML bool) ([]byte, error) {
 	enc.buf, enc.noHTML = dst, noHTML
 	err := enc.value(v)
 	out := enc.buf
-	enc.buf, enc.keys, enc.depth = nil, enc.keys[:0], 0
+	enc.buf, enc.members, enc.depth = nil, enc.members[:0], 0
 	jsonEncoders.Put(enc)
 	if err != nil {
 		return dst, err
@@ -39,13 +41,19 @@ func appendJSON(dst []byte, v any, noHTML bool) ([]byte, error) {
 	return out, nil
 }
 
-// jsonEncoder is AppendJSON's state: the buffer it appends to and a stack of map keys
-// being sorted.
+// jsonEncoder is AppendJSON's state: the buffer it appends to and a stack of the
+// members of the maps being written, sorted by key.
 type jsonEncoder struct {
-	buf    []byte
-	keys   []string
-	depth  int  // containers open
-	noHTML bool // <, > and & as they are, as an Encoder with SetEscapeHTML(false) writes
+	buf     []byte
+	members []member
+	depth   int  // containers open
+	noHTML  bool // <, > and & as they are, as an Encoder with SetEscapeHTML(false) writes
+}
+
+// member is a map member being written.
+type member struct {
+	key   string
+	value any
 }
 
 // maxJSONDepth is how deep AppendJSON nests containers itself; deeper values (and
@@ -116,27 +124,28 @@ func (enc *jsonEncoder) object(m map[string]any) error {
 		enc.buf = append(enc.buf, "null"...)
 		return nil
 	}
-	base := len(enc.keys)
-	for k := range m {
-		enc.keys = append(enc.keys, k)
+	base := len(enc.members)
+	for k, v := range m {
+		enc.members = append(enc.members, member{k, v})
 	}
-	keys := enc.keys[base:]
-	slices.Sort(keys)
+	members := enc.members[base:]
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	enc.buf = append(enc.buf, '{')
 	enc.depth++
-	for i, k := range keys {
+	for i, kv := range members {
 		if i > 0 {
 			enc.buf = append(enc.buf, ',')
 		}
-		enc.string(k)
+		enc.string(kv.key)
 		enc.buf = append(enc.buf, ':')
-		if err := enc.value(m[k]); err != nil {
+		if err := enc.value(kv.value); err != nil {
 			return err
 		}
 	}
 	enc.depth--
 	enc.buf = append(enc.buf, '}')
-	enc.keys = enc.keys[:base]
+	clear(members) // let go of the values
+	enc.members = enc.members[:base]
 	return nil
 }
 
@@ -174,18 +183,21 @@ func (enc *jsonEncoder) view(v View) error {
 	case ViewObject:
 		enc.buf = append(enc.buf, '{')
 		first := true
-		for i := range v.NumField() {
-			name, f, ok := v.Field(i)
-			if !ok {
+		for i := range v.s.fields {
+			f := &v.s.fields[i]
+			if !v.present(f) {
 				continue
 			}
 			if !first {
 				enc.buf = append(enc.buf, ',')
 			}
 			first = false
-			enc.string(name)
-			enc.buf = append(enc.buf, ':')
-			if err := enc.view(f); err != nil {
+			if enc.noHTML {
+				enc.buf = append(enc.buf, f.key...)
+			} else {
+				enc.buf = append(enc.buf, f.keyHTML...)
+			}
+			if err := enc.view(viewAt(unsafe.Add(v.p, f.offset), f.shape)); err != nil {
 				return err
 			}
 		}
@@ -350,6 +362,42 @@ func (enc *jsonEncoder) float(f float64) error {
 
 const hexDigits = "0123456789abcdef"
 
+// plainJSON and plainHTML say which bytes appendString copies as they are (without and
+// with HTML escaping): ASCII but control characters, '"', '\\' and, for plainHTML,
+// '<', '>' and '&'.
+var plainJSON, plainHTML = plainBytes(""), plainBytes("<>&")
+
+func plainBytes(escaped string) (plain [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		plain[b] = b != '"' && b != '\\' && !strings.ContainsRune(escaped, rune(b))
+	}
+	return plain
+}
+
+// plainWords returns how many bytes of s, from i, are plain (plainHTML when html,
+// else plainJSON) in whole 8-byte words: it tests 8 bytes at once, as a byte below 0x20
+// or from 0x80, or equal to an escaped character, sets the high bit of its lane in
+// mask (the usual has-less and has-zero tests, exact for the question whether any lane
+// is set).
+func plainWords(s string, i int, html bool) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q, bs := x^'"'*ones, x^'\\'*ones
+		mask := x | (x-0x20*ones)&^x | (q-ones)&^q | (bs-ones)&^bs
+		if html {
+			lt, gt, amp := x^'<'*ones, x^'>'*ones, x^'&'*ones
+			mask |= (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp
+		}
+		if mask&highs != 0 {
+			break
+		}
+	}
+	return i
+}
+
 // AppendJSONString appends s quoted as encoding/json quotes it: HTML characters, U+2028
 // and U+2029 escaped, invalid UTF-8 as U+FFFD.
 func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s, true) }
@@ -357,10 +405,14 @@ func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s,
 // appendString is AppendJSONString, with HTML characters as they are unless html.
 func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
+	plain := &plainJSON
+	if html {
+		plain = &plainHTML
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i := plainWords(s, 0, html); i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
+			if plain[b] {
 				i++
 				continue
 			}
@@ -381,8 +433,8 @@ func appendString(dst []byte, s string, html bool) []byte {
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 			}
-			i++
-			start = i
+			start = i + 1
+			i = plainWords(s, start, html)
 			continue
 		}
 		c, size := utf8.DecodeRuneInString(s[i:])
@@ -397,8 +449,8 @@ func appendString(dst []byte, s string, html bool) []byte {
 			i += size
 			continue
 		}
-		i += size
-		start = i
+		start = i + size
+		i = plainWords(s, start, html)
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')

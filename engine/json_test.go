@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,24 @@ func TestAppendJSON_AgreesWithEncodingJSON(t *testing.T) {
 // An invocation with every field set, and a plan, encode as encoding/json encodes
 // them: a field added to Invocation or DecisionRecord that the fast path does not
 // write fails here.
+// Every byte, at every place of the 8-byte words strings are scanned in and in the
+// bytes after them, is written as encoding/json writes it, alone and in a multi-byte
+// character; so are characters that change length or need escaping, in runs.
+func TestAppendJSON_StringsByteByByte(t *testing.T) {
+	for b := range 256 {
+		for at := range 19 {
+			s := []byte(strings.Repeat("a", 19))
+			s[at] = byte(b)
+			sameAsMarshal(t, string(s))
+			sameAsMarshal(t, map[string]any{string(s): string(s[:at+1])})
+		}
+	}
+	for _, s := range []string{"\u2028 in a word\u2029", "<>&<>&<>&<>&", "\"\"\"\"\"\"\"\"\"", "é漢字🙂 and more text",
+		"\xff\xfe bad UTF-8 \xc3", "tab\tnewline\n\x00\x1f\x7f", strings.Repeat("x", 64) + "<"} {
+		sameAsMarshal(t, s)
+	}
+}
+
 func TestAppendJSON_EveryFieldSet(t *testing.T) {
 	sameAsMarshal(t, []engine.Invocation{*wiretest.Filled(&engine.Invocation{})})
 	sameAsMarshal(t, wiretest.Filled(&engine.RoutingPlan{}))

@@ -47,6 +47,9 @@ type field struct {
 	// omitEmpty: absent when false, 0, "", nil or empty.
 	omitEmpty bool
 	shape     *shape
+	// key is the member's name encoded as AppendJSON writes it, followed by ':'; keyHTML
+	// escapes HTML characters too.
+	key, keyHTML string
 }
 
 var (
@@ -147,7 +150,8 @@ func deriveField(sf reflect.StructField, building map[reflect.Type]*shape) (fiel
 	if name == "" {
 		name = sf.Name
 	}
-	f := field{name: name, shape: deriveShape(sf.Type, building)}
+	f := field{name: name, shape: deriveShape(sf.Type, building),
+		key: string(appendString(nil, name, false)) + ":", keyHTML: string(appendString(nil, name, true)) + ":"}
 	for _, o := range strings.Split(opts, ",") {
 		switch o {
 		case "omitempty":
