@@ -45,6 +45,7 @@ type Options struct {
 type Bundle struct {
 	compiler *ast.Compiler
 	store    storage.Store
+	cache    *dataCache // what evaluations read of store
 	data     *dataNode
 	modules  []string
 	packages []string
@@ -84,6 +85,7 @@ func Compile(modules []Module, data []DataFile, opts Options) (*Bundle, error) {
 	b := &Bundle{
 		compiler:      compiler,
 		store:         inmem.NewFromObjectWithOpts(doc.(map[string]any), inmem.OptReturnASTValuesOnRead(true)),
+		cache:         newDataCache(maxDataCacheNodes),
 		data:          root,
 		timeout:       cmp.Or(max(opts.Timeout, 0), DefaultTimeout),
 		deterministic: reads.Deterministic(compiler),

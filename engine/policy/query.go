@@ -22,6 +22,7 @@ type Query struct {
 	members       []string
 	compiler      *ast.Compiler
 	prepared      rego.PreparedEvalQuery
+	cache         *dataCache
 	timeout       time.Duration
 	deterministic bool
 }
@@ -58,7 +59,7 @@ func (b *Bundle) Prepare(query string) (*Query, error) {
 	if err != nil {
 		return nil, &diag.Error{Kind: diag.KindRegoCompile, Message: "query " + ref.String() + ": " + err.Error()}
 	}
-	return &Query{query: ref.String(), ref: ref, members: members, compiler: b.compiler, prepared: prepared, timeout: b.timeout, deterministic: b.deterministic}, nil
+	return &Query{query: ref.String(), ref: ref, members: members, compiler: b.compiler, prepared: prepared, cache: b.cache, timeout: b.timeout, deterministic: b.deterministic}, nil
 }
 
 // isPackage reports whether ref names a package: a node of the rule tree with no rule

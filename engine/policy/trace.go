@@ -70,7 +70,7 @@ func Traced(ctx context.Context) bool {
 // evalOptions are the options of one evaluation of q with input under ctx: the input,
 // and the tracer ctx asks for.
 func (q *Query) evalOptions(ctx context.Context, input rego.EvalOption) []rego.EvalOption {
-	opts := []rego.EvalOption{input}
+	opts := []rego.EvalOption{input, rego.EvalBaseCache(q.cache)}
 	if f, ok := ctx.Value(tracerKey{}).(tracerFor); ok {
 		if t := f(q); t != nil {
 			opts = append(opts, rego.EvalQueryTracer(t))
