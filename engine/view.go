@@ -160,6 +160,19 @@ func (v View) MemberIndex(name string) int {
 	return -1
 }
 
+// StringMember returns declared member i of a ViewObject when it is a string (a Go
+// string, not a pointer to one), and whether encoding/json writes it; isString is false
+// for a member of any other type. It is Field for the members most readers read, without
+// building their View.
+func (v View) StringMember(i int) (s string, present, isString bool) {
+	f := &v.s.fields[i]
+	if f.shape.store != storeString {
+		return "", false, false
+	}
+	s = *(*string)(unsafe.Add(v.p, f.offset))
+	return s, s != "" || !f.omitEmpty && !f.omitZero, true
+}
+
 // ViewType identifies the Go type a View reads (the zero ViewType is null's): values
 // of one ViewType have the same members at the same indexes, so that a reader can keep
 // a member's index (MemberIndex) for the next value of that type without comparing

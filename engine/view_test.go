@@ -130,3 +130,29 @@ func TestView_Type(t *testing.T) {
 		t.Errorf("MemberIndex(namespace) = %d and %d", i, b.MemberIndex("namespace"))
 	}
 }
+
+// StringMember reads a string member as Field does, and no member of another type.
+func TestView_StringMember(t *testing.T) {
+	type wire struct {
+		A string  `json:"a"`
+		B string  `json:"b,omitempty"`
+		C string  `json:"c,omitzero"`
+		P *string `json:"p"`
+		N int     `json:"n"`
+	}
+	p := "x"
+	for _, w := range []wire{{}, {A: "a", B: "b", C: "c", P: &p, N: 1}} {
+		v := engine.ViewOf(&w)
+		for i := range v.NumField() {
+			name, f, present := v.Field(i)
+			s, ok, isString := v.StringMember(i)
+			wantString := name == "a" || name == "b" || name == "c"
+			switch {
+			case isString != wantString:
+				t.Errorf("%+v: member %s: isString = %v", w, name, isString)
+			case isString && (ok != present || present && s != f.Str()):
+				t.Errorf("%+v: member %s: StringMember = %q, %v; Field = %v, %v", w, name, s, ok, f, present)
+			}
+		}
+	}
+}

@@ -166,16 +166,26 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 			c = c.length(v.Len())
 		}
 		for _, f := range n.order {
-			m, ok := f.member(v)
-			switch {
-			case !ok:
+			i := f.index(v)
+			if i < 0 {
 				c = append(c, tagAbsent)
-			case m.Kind() == engine.ViewString: // as view writes it, without the call
-				c = append(c, tagPresent).text(tagString, m.Str())
-			default:
-				if c, err = append(c, tagPresent).view(m, f.node); err != nil {
-					return c, err
+				continue
+			}
+			if s, present, isString := v.StringMember(i); isString { // as view writes it, without the call
+				if present {
+					c = append(c, tagPresent).text(tagString, s)
+				} else {
+					c = append(c, tagAbsent)
 				}
+				continue
+			}
+			_, m, ok := v.Field(i)
+			if !ok {
+				c = append(c, tagAbsent)
+				continue
+			}
+			if c, err = append(c, tagPresent).view(m, f.node); err != nil {
+				return c, err
 			}
 		}
 	}
@@ -191,20 +201,26 @@ func (c canon) wholeView(v engine.View) (canon, error) {
 	return c.value(t.Value), nil
 }
 
-// member returns the member of v named f.name, and whether it is present. The index
-// found is kept for the next object of v's type, so that reading inputs of one shape
-// compares no names.
+// member returns the member of v named f.name, and whether it is present.
 func (f *readField) member(v engine.View) (engine.View, bool) {
+	i := f.index(v)
+	if i < 0 {
+		return engine.View{}, false
+	}
+	_, m, ok := v.Field(i)
+	return m, ok
+}
+
+// index returns the index of the member of v named f.name (engine.View.MemberIndex).
+// The index found is kept for the next object of v's type, so that reading inputs of
+// one shape compares no names.
+func (f *readField) index(v engine.View) int {
 	at := f.at.Load()
 	if at == nil || at.typ != v.Type() {
 		at = &memberAt{typ: v.Type(), index: v.MemberIndex(f.name)}
 		f.at.Store(at)
 	}
-	if at.index < 0 {
-		return engine.View{}, false
-	}
-	_, m, ok := v.Field(at.index)
-	return m, ok
+	return at.index
 }
 
 // anyValue projects a JSON-shaped Go value: maps and slices read in part are walked,
