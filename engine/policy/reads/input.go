@@ -48,7 +48,8 @@ func inputView(v engine.View, n *readNode) (*ast.Term, error) {
 		if n.whole || n.elems != nil {
 			break
 		}
-		var items [][2]*ast.Term
+		var room [8][2]*ast.Term // ast.NewObject copies the items
+		items := room[:0]
 		if n.sized {
 			for i := range v.NumField() {
 				if name, _, ok := v.Field(i); ok && n.fields[name] == nil {
@@ -78,7 +79,8 @@ func inputAny(x any, n *readNode) (*ast.Term, error) {
 	switch v := x.(type) {
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
-			var items [][2]*ast.Term
+			var room [8][2]*ast.Term // ast.NewObject copies the items
+			items := room[:0]
 			if n.sized {
 				for k := range v {
 					if n.fields[k] == nil {
