@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
@@ -68,9 +69,9 @@ func Traced(ctx context.Context) bool {
 }
 
 // evalOptions are the options of one evaluation of q with input under ctx: the input,
-// and the tracer ctx asks for.
+// the bundle's data cache, no metrics (nothing reads them) and the tracer ctx asks for.
 func (q *Query) evalOptions(ctx context.Context, input rego.EvalOption) []rego.EvalOption {
-	opts := []rego.EvalOption{input, rego.EvalBaseCache(q.cache)}
+	opts := []rego.EvalOption{input, rego.EvalBaseCache(q.cache), rego.EvalMetrics(metrics.NoOp())}
 	if f, ok := ctx.Value(tracerKey{}).(tracerFor); ok {
 		if t := f(q); t != nil {
 			opts = append(opts, rego.EvalQueryTracer(t))
