@@ -66,7 +66,7 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"orchestrator's everyday traffic, which agentd's decision memo answers: its key is a projection of only the input paths "+
 		"the compiled policy can observe (here each step's step_id, namespace, agent_name and metadata.capability).\n",
 		b.rounds, b.benchtime)
-	p("- HTTP: the in-repo load generator (bench/internal/load), %d workers over %d keep-alive connections; per run a tenth of "+
+	p("- HTTP: the in-repo load generator (bench/internal/load; HTTP/1.1 written and read by the workers, not net/http's client), %d workers over %d keep-alive connections; per run a tenth of "+
 		"the measured count as warm-up, then the measured requests; %d runs per server and case, alternating which server goes "+
 		"first (median reported). Both servers run throughout, on loopback. agentd `serve --log-level warn` with `rego_timeout: 5s`; "+
 		"`opa run --server --log-level error --skip-version-check`: neither writes a line per request. "+

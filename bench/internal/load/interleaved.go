@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 )
@@ -19,9 +18,21 @@ import (
 func Interleaved(ctx context.Context, targets []Target, opts Options) ([]Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
 	defer cancel()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
-	defer client.CloseIdleConnections()
-	var body []byte
+	dialers := make([]dialer, len(targets))
+	conns := make([]*conn, len(targets))
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
+	for n, t := range targets {
+		d, err := dialerFor(t.URL)
+		if err != nil {
+			return nil, err
+		}
+		dialers[n] = d
+	}
+	var body, req []byte
 	var resp bytes.Buffer
 	took := make([][]time.Duration, len(targets))
 	start := time.Now()
@@ -37,8 +48,13 @@ func Interleaved(ctx context.Context, targets []Target, opts Options) ([]Result,
 			n := (i + k) % len(targets)
 			t := targets[n]
 			body = t.Body(body[:0], seq)
+			req = dialers[n].request(req[:0], body)
 			began := time.Now()
-			if err := call(ctx, client, t, body, &resp); err != nil {
+			err := dialers[n].call(ctx, &conns[n], req, &resp)
+			if err == nil {
+				err = t.check(&resp)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("request %d to %s: %w", seq, t.URL, err)
 			}
 			if i >= opts.Warmup {

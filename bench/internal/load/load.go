@@ -4,6 +4,7 @@
 package load
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,10 +12,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -64,24 +67,29 @@ func (r Result) String() string {
 }
 
 // Run sends opts.Warmup and then opts.Requests requests to t with opts.Concurrency
-// workers sharing one keep-alive connection pool of that size. Any transport error,
-// non-200 status or response without t.Want fails the run.
+// workers, each on a keep-alive connection of its own. Any transport error, non-200
+// status or response without t.Want fails the run.
+//
+// The workers speak HTTP/1.1 themselves (a request written in one piece, the response
+// read by net/http's parser), as wrk does, rather than through net/http's client, whose
+// connection pool and per-connection goroutines cost more CPU per request than the
+// cheapest servers measured: the load generator shares the machine with them, and
+// should take as little of it as it can.
 func Run(ctx context.Context, t Target, opts Options) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Deadline)
 	defer cancel()
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        opts.Concurrency,
-		MaxIdleConnsPerHost: opts.Concurrency,
-		MaxConnsPerHost:     opts.Concurrency,
-		IdleConnTimeout:     time.Minute,
-		DisableCompression:  true,
+	d, err := dialerFor(t.URL)
+	if err != nil {
+		return Result{}, err
 	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	conns := make([]*conn, opts.Concurrency)
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
 	if opts.Warmup > 0 {
-		if _, _, err := phase(ctx, client, t, opts, opts.SeqBase, opts.Warmup); err != nil {
+		if _, _, err := phase(ctx, d, conns, t, opts, opts.SeqBase, opts.Warmup); err != nil {
 			return Result{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -89,7 +97,7 @@ func Run(ctx context.Context, t Target, opts Options) (Result, error) {
 		opts.BeforeMeasure()
 	}
 	start := time.Now()
-	lat, failures, err := phase(ctx, client, t, opts, opts.SeqBase+opts.Warmup, opts.Requests)
+	lat, failures, err := phase(ctx, d, conns, t, opts, opts.SeqBase+opts.Warmup, opts.Requests)
 	elapsed := time.Since(start)
 	if err != nil {
 		return Result{}, err
@@ -97,17 +105,9 @@ func Run(ctx context.Context, t Target, opts Options) (Result, error) {
 	if len(lat) == 0 {
 		return Result{}, fmt.Errorf("every request failed: %w", failures.first)
 	}
-	slices.Sort(lat)
-	return Result{
-		Failures:     int(failures.n.Load()),
-		FirstFailure: failures.first,
-		Requests:     len(lat),
-		Elapsed:      elapsed,
-		Throughput:   float64(len(lat)) / elapsed.Seconds(),
-		P50:          percentile(lat, 50),
-		P99:          percentile(lat, 99),
-		Max:          lat[len(lat)-1],
-	}, nil
+	r := summarize(lat, elapsed)
+	r.Failures, r.FirstFailure = int(failures.n.Load()), failures.first
+	return r, nil
 }
 
 // percentile returns the nearest-rank p-th percentile of sorted.
@@ -123,10 +123,10 @@ type failures struct {
 	first error
 }
 
-// phase sends n requests, seq base … base+n-1, and returns the latencies of the
-// successful ones.
-func phase(ctx context.Context, client *http.Client, t Target, opts Options, base, n int) ([]time.Duration, *failures, error) {
-	workers := opts.Concurrency
+// phase sends n requests, seq base … base+n-1, worker w on conns[w] (dialled when
+// nil or closed), and returns the latencies of the successful ones.
+func phase(ctx context.Context, d dialer, conns []*conn, t Target, opts Options, base, n int) ([]time.Duration, *failures, error) {
+	workers := len(conns)
 	fails := &failures{}
 	var next atomic.Int64
 	lats := make([][]time.Duration, workers)
@@ -137,16 +137,21 @@ func phase(ctx context.Context, client *http.Client, t Target, opts Options, bas
 	for w := range workers {
 		wg.Go(func() {
 			lat := make([]time.Duration, 0, n/workers+1)
-			var body []byte
+			var body, req []byte
 			var resp bytes.Buffer
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= n {
+				if i >= n || ctx.Err() != nil {
 					break
 				}
 				body = t.Body(body[:0], base+i)
+				req = d.request(req[:0], body)
 				began := time.Now()
-				if err := call(ctx, client, t, body, &resp); err != nil && opts.KeepGoing && ctx.Err() == nil {
+				err := d.call(ctx, &conns[w], req, &resp)
+				if err == nil {
+					err = t.check(&resp)
+				}
+				if err != nil && opts.KeepGoing && ctx.Err() == nil {
 					fails.n.Add(1)
 					fails.once.Do(func() { fails.first = fmt.Errorf("request %d: %w", base+i, err) })
 					continue
@@ -164,28 +169,111 @@ func phase(ctx context.Context, client *http.Client, t Target, opts Options, bas
 	if err := errors.Join(errs...); err != nil {
 		return nil, fails, firstLine(err)
 	}
-	return slices.Concat(lats...), fails, nil
+	all := slices.Concat(lats...)
+	if err := ctx.Err(); err != nil && len(all)+int(fails.n.Load()) < n {
+		return nil, fails, err // the run's deadline passed
+	}
+	return all, fails, nil
 }
 
-// call posts body and checks the response.
-func call(ctx context.Context, client *http.Client, t Target, body []byte, resp *bytes.Buffer) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
+// dialer writes requests to one address and connects to it.
+type dialer struct {
+	addr string
+	head string // the request line and headers, up to the Content-Length value
+}
+
+// dialerFor returns the dialer of POST requests to target, an http:// URL.
+func dialerFor(target string) (dialer, error) {
+	u, err := url.Parse(target)
 	if err != nil {
-		return err
+		return dialer{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := client.Do(req)
-	if err != nil {
-		return err
+	if u.Scheme != "http" {
+		return dialer{}, fmt.Errorf("load: %s: only http:// targets", target)
 	}
-	defer res.Body.Close()
-	resp.Reset()
-	if _, err := resp.ReadFrom(io.LimitReader(res.Body, 4<<20)); err != nil {
+	return dialer{addr: u.Host, head: "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host +
+		"\r\nContent-Type: application/json\r\nContent-Length: "}, nil
+}
+
+// request appends a request carrying body to dst.
+func (d dialer) request(dst, body []byte) []byte {
+	dst = append(dst, d.head...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\n\r\n"...)
+	return append(dst, body...)
+}
+
+// conn is a worker's keep-alive connection.
+type conn struct {
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func (c *conn) close() {
+	if c != nil && c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
+	}
+}
+
+// call writes req on *cp, dialling first when it has no connection, and reads the
+// response: a status other than 200 is an error; the body goes to resp. A connection
+// the server closes, or that fails, is dropped: the next call dials again; a kept
+// connection found closed before any answer (the server timed it out while idle) is
+// dialled again at once, as net/http's client does. ctx ending interrupts the call.
+func (d dialer) call(ctx context.Context, cp **conn, req []byte, resp *bytes.Buffer) error {
+	c := *cp
+	kept := c != nil && c.nc != nil
+	if !kept {
+		nc, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", d.addr)
+		if err != nil {
+			return err
+		}
+		c = &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10)}
+		*cp = c
+	}
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	defer stop()
+	res, err := c.exchange(req, resp)
+	if err != nil || res.Close {
+		c.close()
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return context.Cause(ctx) // interrupted: the run ended, or another worker failed
+	case err != nil && kept && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)):
+		return d.call(ctx, cp, req, resp)
+	case err != nil:
 		return err
 	}
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d: %.300s", res.StatusCode, resp.Bytes())
 	}
+	return nil
+}
+
+// exchange writes req and reads its response, the body into resp.
+func (c *conn) exchange(req []byte, resp *bytes.Buffer) (*http.Response, error) {
+	if _, err := c.nc.Write(req); err != nil {
+		return nil, err
+	}
+	if _, err := c.br.Peek(1); err != nil { // io.EOF: closed before any answer
+		return nil, err
+	}
+	res, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	resp.Reset()
+	if _, err := resp.ReadFrom(io.LimitReader(res.Body, 4<<20)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// check reports whether resp, a 200 response's body, holds t.Want.
+func (t Target) check(resp *bytes.Buffer) error {
 	if !bytes.Contains(resp.Bytes(), t.Want) {
 		return fmt.Errorf("response lacks %q: %.300s", t.Want, resp.Bytes())
 	}
