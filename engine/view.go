@@ -177,10 +177,16 @@ func (v View) StringMember(i int) (s string, present, isString bool) {
 // of one ViewType have the same members at the same indexes, so that a reader can keep
 // a member's index (MemberIndex) for the next value of that type without comparing
 // names again.
-type ViewType struct{ s *shape }
+type ViewType struct{ id uint32 }
 
-// Type returns the ViewType of v.
-func (v View) Type() ViewType { return ViewType{v.s} }
+// Type returns the ViewType of v. It is a number, so that keeping it keeps nothing
+// of v.
+func (v View) Type() ViewType {
+	if v.s == nil {
+		return ViewType{}
+	}
+	return ViewType{v.s.id}
+}
 
 // present reports whether encoding/json writes member f of v.
 func (v View) present(f *field) bool {

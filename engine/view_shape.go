@@ -18,6 +18,7 @@ type shape struct {
 	store  storage
 	elem   *shape  // a pointer's target or a slice's element
 	fields []field // a struct's members, in declaration order
+	id     uint32  // its ViewType, never 0
 }
 
 // storage is how a Go value is laid out in memory.
@@ -58,6 +59,7 @@ var (
 	anyMapType  = reflect.TypeFor[map[string]any]()
 	shapes      sync.Map // reflect.Type -> *shape
 	shapesMu    sync.Mutex
+	shapeIDs    uint32 // the last shape's id, under shapesMu
 )
 
 // shapeOf returns the shape of t, derived on first use.
@@ -104,7 +106,8 @@ func deriveShape(t reflect.Type, building map[reflect.Type]*shape) *shape {
 	if s, ok := building[t]; ok {
 		return s
 	}
-	s := &shape{typ: t, size: t.Size()}
+	shapeIDs++
+	s := &shape{typ: t, size: t.Size(), id: shapeIDs}
 	building[t] = s
 	switch k := t.Kind(); {
 	case t == timeType:

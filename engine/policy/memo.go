@@ -62,12 +62,12 @@ func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 // for callers that need the key alone. It fails where the memo's
 // PlanInput fails: on a part the evaluation may observe that does not convert.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (string, error) {
-	var key string
-	err := m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
-		key, err = m.reads.Key(v)
-		return err
-	})
-	return key, err
+	in := planInput{plan, phase, request, metadata, enrichments}
+	key, err := m.reads.Key(engine.ViewOf(&in))
+	if err != nil {
+		return "", inputError(err)
+	}
+	return key, nil
 }
 
 // Lookup returns the decision stored under the key of the input (PlanKey's), and on a
@@ -80,12 +80,9 @@ func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, m
 			keyBuffers.Put(buf)
 		}
 	}()
-	err = m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
-		*buf, err = m.reads.AppendKey((*buf)[:0], v)
-		return err
-	})
-	if err != nil {
-		return PlanDecision{}, "", false, err
+	in := planInput{plan, phase, request, metadata, enrichments}
+	if *buf, err = m.reads.AppendKey((*buf)[:0], engine.ViewOf(&in)); err != nil {
+		return PlanDecision{}, "", false, inputError(err)
 	}
 	s := m.shard(*buf)
 	s.mu.Lock()
@@ -108,30 +105,16 @@ const maxKeyBuffer = 64 << 10
 // what no evaluation reads is never converted, on a memo hit or a miss. Evaluations
 // decide on it as on the whole input (policy.PlanInput), and its key is PlanKey's.
 func (m *PlanMemo) PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (ast.Value, error) {
-	var input ast.Value
-	err := m.viewInput(plan, phase, request, metadata, enrichments, func(v engine.View) (err error) {
-		input, err = m.reads.Input(v)
-		return err
-	})
-	return input, err
-}
-
-// viewInput calls f with a view of the plan-review input.
-func (m *PlanMemo) viewInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any, f func(engine.View) error) error {
-	in := planInputs.Get().(*planInput)
-	*in = planInput{plan, phase, request, metadata, enrichments}
-	err := f(engine.ViewOf(in))
-	*in = planInput{}
-	planInputs.Put(in)
+	in := planInput{plan, phase, request, metadata, enrichments}
+	input, err := m.reads.Input(engine.ViewOf(&in))
 	if err != nil {
-		return fmt.Errorf("policy: plan input: %w", err)
+		return nil, inputError(err)
 	}
-	return nil
+	return input, nil
 }
 
-// planInputs recycles the inputs Lookup, PlanKey and PlanInput view: a View escapes
-// what it reads, and a memo hit should allocate nothing.
-var planInputs = sync.Pool{New: func() any { return new(planInput) }}
+// inputError is the error of an input that does not convert.
+func inputError(err error) error { return fmt.Errorf("policy: plan input: %w", err) }
 
 // Put stores d under key, evicting an arbitrary entry of the shard when it is full.
 func (m *PlanMemo) Put(key string, d PlanDecision) {
