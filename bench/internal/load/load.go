@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -218,9 +217,11 @@ func (c *conn) close() {
 
 // call writes req on *cp, dialling first when it has no connection, and reads the
 // response: a status other than 200 is an error; the body goes to resp. A connection
-// the server closes, or that fails, is dropped: the next call dials again; a kept
-// connection found closed before any answer (the server timed it out while idle) is
-// dialled again at once, as net/http's client does. ctx ending interrupts the call.
+// the server closes, or that fails, is dropped: the next call dials again. A kept
+// connection the server had closed (timed out while idle) is dialled again at once
+// when the request could not have reached it: its write failed, or the connection
+// ended before any byte of an answer (a server that reads a request answers it before
+// closing). ctx ending interrupts the call.
 func (d dialer) call(ctx context.Context, cp **conn, req []byte, resp *bytes.Buffer) error {
 	c := *cp
 	kept := c != nil && c.nc != nil
@@ -232,16 +233,17 @@ func (d dialer) call(ctx context.Context, cp **conn, req []byte, resp *bytes.Buf
 		c = &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10)}
 		*cp = c
 	}
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
-	defer stop()
-	res, err := c.exchange(req, resp)
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	res, unsent, err := c.exchange(req, resp)
+	stop()
 	if err != nil || res.Close {
 		c.close()
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return context.Cause(ctx) // interrupted: the run ended, or another worker failed
-	case err != nil && kept && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)):
+	case err != nil && kept && unsent:
 		return d.call(ctx, cp, req, resp)
 	case err != nil:
 		return err
@@ -252,24 +254,25 @@ func (d dialer) call(ctx context.Context, cp **conn, req []byte, resp *bytes.Buf
 	return nil
 }
 
-// exchange writes req and reads its response, the body into resp.
-func (c *conn) exchange(req []byte, resp *bytes.Buffer) (*http.Response, error) {
+// exchange writes req and reads its response, the body into resp. unsent says that a
+// failure came before the server could have answered: the write failed, or the
+// connection ended before any byte of an answer.
+func (c *conn) exchange(req []byte, resp *bytes.Buffer) (res *http.Response, unsent bool, err error) {
 	if _, err := c.nc.Write(req); err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	if _, err := c.br.Peek(1); err != nil { // io.EOF: closed before any answer
-		return nil, err
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, errors.Is(err, io.EOF), err
 	}
-	res, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		return nil, err
+	if res, err = http.ReadResponse(c.br, nil); err != nil {
+		return nil, false, err
 	}
 	defer res.Body.Close()
 	resp.Reset()
 	if _, err := resp.ReadFrom(io.LimitReader(res.Body, 4<<20)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return res, nil
+	return res, false, nil
 }
 
 // check reports whether resp, a 200 response's body, holds t.Want.
