@@ -132,21 +132,22 @@ func (enc *jsonEncoder) object(m map[string]any) error {
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	enc.buf = append(enc.buf, '{')
 	enc.depth++
+	var err error
 	for i, kv := range members {
 		if i > 0 {
 			enc.buf = append(enc.buf, ',')
 		}
 		enc.string(kv.key)
 		enc.buf = append(enc.buf, ':')
-		if err := enc.value(kv.value); err != nil {
-			return err
+		if err = enc.value(kv.value); err != nil {
+			break
 		}
 	}
 	enc.depth--
 	enc.buf = append(enc.buf, '}')
-	clear(members) // let go of the values
+	clear(enc.members[base:]) // the pooled encoder keeps no values (a nested map may have moved the stack)
 	enc.members = enc.members[:base]
-	return nil
+	return err
 }
 
 // view writes a wire value as its View shows it (the View renders it as encoding/json

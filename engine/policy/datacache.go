@@ -52,12 +52,16 @@ func (c *dataCache) Get(ref ast.Ref) ast.Value {
 	return nil
 }
 
-// Put caches value at ref, unless the cache is full.
+// Put caches value at ref, unless a value above ref is cached (it answers ref) or the
+// cache is full. Nodes a value replaces stay counted: the bound is on nodes ever made.
 func (c *dataCache) Put(ref ast.Ref, value ast.Value) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	node := &c.root
 	for i := range ref {
+		if node.value != nil {
+			return // a value above ref answers it already (Get stops there)
+		}
 		child := node.children[ref[i].Value]
 		if child == nil {
 			if c.nodes >= c.max {

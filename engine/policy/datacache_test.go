@@ -61,6 +61,20 @@ func TestDataCache_StopsGrowingWhenFull(t *testing.T) {
 	}
 }
 
+// A reference below a cached value adds no node: the value answers it, however the
+// input spells the key below (data.l[1], data.l[1.0], ...).
+func TestDataCache_AddsNothingBelowACachedValue(t *testing.T) {
+	c := newDataCache(3)
+	c.Put(ast.MustParseRef("data.x"), ast.MustParseTerm(`[10, 20]`).Value) // data, x
+	for _, ref := range []string{"data.x[1]", "data.x[1.0]", "data.x[1.00]"} {
+		c.Put(ast.MustParseRef(ref), ast.Number("20"))
+	}
+	c.Put(ast.MustParseRef("data.y"), ast.Number("1")) // the third node
+	if got := c.Get(ast.MustParseRef("data.y")); got == nil {
+		t.Error("Puts below data.x used up the nodes data.y needed")
+	}
+}
+
 // Evaluations that share the bundle's data cache decide as OPA's own evaluations, each
 // with a cache of its own, do: on data read whole, in part, by keys the input chooses
 // (present, absent, numbers spelled two ways), by iteration, and under `with`
