@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -122,15 +123,35 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agentd serve: bad --log-level: %v\n", err)
 		return exitUsage
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve(ctx, f, logger); err != nil {
+	out := logOutput{w: &lockedWriter{w: stderr}, opts: &slog.HandlerOptions{Level: level}}
+	logger := slog.New(slog.NewJSONHandler(out.w, out.opts))
+	if err := serve(ctx, f, logger, out); err != nil {
 		logger.Error("agentd stopped", "error", err.Error())
 		return exitFailed
 	}
 	return exitOK
 }
 
-func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
+// logOutput is where the daemon's JSON log goes: a writer its handlers share (the
+// logger's, and the decision log's own, which writes in batches) and their options.
+type logOutput struct {
+	w    io.Writer
+	opts *slog.HandlerOptions
+}
+
+// lockedWriter serializes the writes of the handlers that share w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutput) error {
 	tokens, err := readTokens(f.tokenFile)
 	if err != nil {
 		return err
@@ -157,7 +178,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger) error {
 	if _, err := reloader.Reload(ctx); err != nil {
 		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
 	}
-	dlog, err := openDecisionLog(f, registry, logger, tel.meter)
+	dlog, err := openDecisionLog(f, registry, logger, out, tel.meter)
 	if err != nil {
 		return err
 	}

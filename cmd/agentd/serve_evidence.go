@@ -64,11 +64,11 @@ func (f *evidenceFlags) check(stderr io.Writer) error {
 
 // openDecisionLog starts the decision log with the sinks f asks for; nil when it asks
 // for none. Events are masked by the decision_log section of the generation their call
-// ran on, found in registry.
-func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logger, mp metric.MeterProvider) (*decisionlog.Logger, error) {
+// ran on, found in registry. Decision lines go to out, as the daemon's own log lines.
+func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logger, out logOutput, mp metric.MeterProvider) (*decisionlog.Logger, error) {
 	var sinks []decisionlog.Sink
 	if f.evidence.logDecisions {
-		sinks = append(sinks, decisionlog.NewLogSink(logger, f.logPayloads))
+		sinks = append(sinks, decisionlog.NewLogSink(out.w, out.opts, f.logPayloads))
 	}
 	if f.evidence.file != "" {
 		s, err := decisionlog.NewFileSink(decisionlog.FileOptions{Path: f.evidence.file, MaxBytes: f.evidence.fileMaxBytes, Keep: f.evidence.fileKeep})

@@ -2,7 +2,6 @@ package decisionlog
 
 import (
 	"context"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -26,7 +25,7 @@ func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logBuf capture.Buffer
-	l, err := New(Options{Rules: rules, Sinks: []Sink{NewLogSink(slog.New(slog.NewJSONHandler(&logBuf, nil)), true), file, post}})
+	l, err := New(Options{Rules: rules, Sinks: []Sink{NewLogSink(&logBuf, nil, true), file, post}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package decisionlog
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 
 	"github.com/agentd-dev/agentd/config"
@@ -28,24 +30,73 @@ type Sink interface {
 type wants struct{ payload, line bool }
 
 // NewLogSink writes each stage and check event as one structured log line ("stage
-// decision", "operation check", "shadow disagreement") at info level. The payload
-// (masked) is in the line only when payloads is set. Refusal events are left out: the
-// server logs a refused call as a "stage refused" warning.
-func NewLogSink(logger *slog.Logger, payloads bool) Sink {
-	return &logSink{logger: logger, payloads: payloads}
+// decision", "operation check", "shadow disagreement") at info level, as a
+// slog.JSONHandler with opts writes it to w. The payload (masked) is in the line only
+// when payloads is set. Refusal events are left out: the server logs a refused call as
+// a "stage refused" warning.
+//
+// Lines are gathered and written out when the logger flushes its sinks, after each
+// batch of events (see linger), in writes of whole lines of at most lineWrite bytes:
+// one write per batch instead of one per event, and no line of another writer on w is
+// ever cut into one of these (writes to a pipe of at most PIPE_BUF bytes are atomic).
+// w must be safe for the other writers that share it.
+func NewLogSink(w io.Writer, opts *slog.HandlerOptions, payloads bool) Sink {
+	b := &lineBatch{w: w}
+	return &logSink{logger: slog.New(slog.NewJSONHandler(b, opts)), lines: b, payloads: payloads}
 }
 
 type logSink struct {
 	logger   *slog.Logger
+	lines    *lineBatch
 	payloads bool
 	in       *instruments
 }
 
-func (s *logSink) name() string              { return "log" }
-func (s *logSink) wants() wants              { return wants{payload: s.payloads} }
-func (s *logSink) bind(in *instruments)      { s.in = in }
-func (s *logSink) flush()                    {}
-func (*logSink) close(context.Context) error { return nil }
+func (s *logSink) name() string         { return "log" }
+func (s *logSink) wants() wants         { return wants{payload: s.payloads} }
+func (s *logSink) bind(in *instruments) { s.in = in }
+func (s *logSink) flush()               { s.lines.flush() }
+func (s *logSink) close(context.Context) error {
+	s.lines.flush()
+	return nil
+}
+
+// lineWrite bounds one write of gathered lines: PIPE_BUF on Linux.
+const lineWrite = 4096
+
+// lineBatch gathers the lines a handler writes (a slog handler writes each record in
+// one Write) until flush. Only the logger's worker writes and flushes it.
+type lineBatch struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (b *lineBatch) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if len(b.buf) >= 64<<10 {
+		b.flush()
+	}
+	return len(p), nil
+}
+
+// flush writes what was gathered in writes of whole lines of at most lineWrite bytes
+// (a longer line alone), and forgets it even when a write fails, as a log does.
+func (b *lineBatch) flush() {
+	rest := b.buf
+	for len(rest) > 0 {
+		n := len(rest)
+		if n > lineWrite {
+			if i := bytes.LastIndexByte(rest[:lineWrite], '\n'); i >= 0 {
+				n = i + 1
+			} else if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				n = i + 1
+			}
+		}
+		_, _ = b.w.Write(rest[:n])
+		rest = rest[n:]
+	}
+	b.buf = b.buf[:0]
+}
 
 var logMessages = map[string]string{
 	config.EventStage:  "stage decision",
