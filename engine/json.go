@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // AppendJSON appends v's encoding as encoding/json.Marshal writes it (struct fields in
@@ -198,7 +197,7 @@ func (enc *jsonEncoder) view(v View) error {
 			} else {
 				enc.buf = append(enc.buf, f.keyHTML...)
 			}
-			if err := enc.view(viewAt(unsafe.Add(v.p, f.offset), f.shape)); err != nil {
+			if err := enc.view(v.member(f)); err != nil {
 				return err
 			}
 		}

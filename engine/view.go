@@ -146,8 +146,11 @@ func (v View) Field(i int) (name string, value View, present bool) {
 	if !v.present(f) {
 		return f.name, View{}, false
 	}
-	return f.name, viewAt(unsafe.Add(v.p, f.offset), f.shape), true
+	return f.name, v.member(f), true
 }
+
+// member returns the View of v's member f, present or not.
+func (v View) member(f *field) View { return viewAt(unsafe.Add(v.p, f.offset), f.shape) }
 
 // MemberIndex returns the index (for Field) of the declared member of a ViewObject named
 // name, or -1 when it has none.

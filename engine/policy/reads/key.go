@@ -243,7 +243,6 @@ func (c canon) anyValue(x any, n *readNode) (canon, error) {
 					continue
 				}
 				if s, isString := e.(string); isString { // as anyValue writes it
-
 					c = append(c, tagPresent).text(tagString, s)
 					continue
 				}
