@@ -20,11 +20,7 @@ func Interleaved(ctx context.Context, targets []Target, opts Options) ([]Result,
 	defer cancel()
 	dialers := make([]dialer, len(targets))
 	conns := make([]*conn, len(targets))
-	defer func() {
-		for _, c := range conns {
-			c.close()
-		}
-	}()
+	defer closeAll(conns)
 	for n, t := range targets {
 		d, err := dialerFor(t.URL)
 		if err != nil {

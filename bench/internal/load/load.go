@@ -82,11 +82,7 @@ func Run(ctx context.Context, t Target, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	conns := make([]*conn, opts.Concurrency)
-	defer func() {
-		for _, c := range conns {
-			c.close()
-		}
-	}()
+	defer closeAll(conns)
 	if opts.Warmup > 0 {
 		if _, _, err := phase(ctx, d, conns, t, opts, opts.SeqBase, opts.Warmup); err != nil {
 			return Result{}, fmt.Errorf("warm-up: %w", err)
@@ -206,6 +202,13 @@ func (d dialer) request(dst, body []byte) []byte {
 type conn struct {
 	nc net.Conn
 	br *bufio.Reader
+}
+
+// closeAll closes the connections a run dialled.
+func closeAll(conns []*conn) {
+	for _, c := range conns {
+		c.close()
+	}
 }
 
 func (c *conn) close() {
