@@ -339,25 +339,30 @@ func (enc *jsonEncoder) time(t time.Time) error {
 	return nil
 }
 
-// float writes f as encoding/json writes a float64: like ES6's number to string
-// conversion; NaN and infinities have no encoding.
-func (enc *jsonEncoder) float(f float64) error {
+func (enc *jsonEncoder) float(f float64) (err error) {
+	enc.buf, err = AppendJSONFloat(enc.buf, f)
+	return err
+}
+
+// AppendJSONFloat appends f as encoding/json writes a float64: like ES6's number to
+// string conversion. NaN and infinities have no encoding: dst is returned as it was,
+// with an error.
+func AppendJSONFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return fmt.Errorf("json: unsupported value: %v", f)
+		return dst, fmt.Errorf("json: unsupported value: %v", f)
 	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
-	b := strconv.AppendFloat(enc.buf, f, format, -1, 64)
+	b := strconv.AppendFloat(dst, f, format, -1, 64)
 	if format == 'e' { // e-09 to e-9
 		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
 			b[n-2] = b[n-1]
 			b = b[:n-1]
 		}
 	}
-	enc.buf = b
-	return nil
+	return b, nil
 }
 
 const hexDigits = "0123456789abcdef"
@@ -401,6 +406,10 @@ func plainWords(s string, i int, html bool) int {
 // AppendJSONString appends s quoted as encoding/json quotes it: HTML characters, U+2028
 // and U+2029 escaped, invalid UTF-8 as U+FFFD.
 func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+// AppendJSONStringUnescapedHTML is AppendJSONString with <, > and & as they are, as an
+// encoding/json.Encoder with SetEscapeHTML(false) writes them.
+func AppendJSONStringUnescapedHTML(dst []byte, s string) []byte { return appendString(dst, s, false) }
 
 // appendString is AppendJSONString, with HTML characters as they are unless html.
 func appendString(dst []byte, s string, html bool) []byte {

@@ -14,7 +14,8 @@ import (
 
 // sameAsMarshal fails unless AppendJSON and encoding/json.Marshal agree on v, and
 // AppendJSONUnescapedHTML and an Encoder with SetEscapeHTML(false): the same bytes
-// (after what dst held), or both an error that leaves dst as it was.
+// (after what dst held), or both an error that leaves dst as it was. A string is also
+// written by AppendJSONString and AppendJSONStringUnescapedHTML.
 func sameAsMarshal(t *testing.T, v any) {
 	t.Helper()
 	want, wantErr := json.Marshal(v)
@@ -24,6 +25,13 @@ func sameAsMarshal(t *testing.T, v any) {
 	enc.SetEscapeHTML(false)
 	wantErr = enc.Encode(v)
 	agree(t, "AppendJSONUnescapedHTML", engine.AppendJSONUnescapedHTML, v, bytes.TrimSuffix(b.Bytes(), []byte("\n")), wantErr)
+	if s, ok := v.(string); ok {
+		asString := func(f func([]byte, string) []byte) func([]byte, any) ([]byte, error) {
+			return func(dst []byte, _ any) ([]byte, error) { return f(dst, s), nil }
+		}
+		agree(t, "AppendJSONString", asString(engine.AppendJSONString), v, want, nil)
+		agree(t, "AppendJSONStringUnescapedHTML", asString(engine.AppendJSONStringUnescapedHTML), v, bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil)
+	}
 }
 
 func agree(t *testing.T, name string, appendJSON func([]byte, any) ([]byte, error), v any, want []byte, wantErr error) {

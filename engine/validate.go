@@ -104,6 +104,9 @@ func (e *PlanError) Is(target error) bool { return target == ErrInvalidPlan }
 
 // AsPlanError returns the *PlanError in err's chain, if any.
 func AsPlanError(err error) (*PlanError, bool) {
+	if err == nil {
+		return nil, false
+	}
 	var pe *PlanError
 	ok := errors.As(err, &pe)
 	return pe, ok

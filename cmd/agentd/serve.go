@@ -123,8 +123,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agentd serve: bad --log-level: %v\n", err)
 		return exitUsage
 	}
-	out := logOutput{w: &lockedWriter{w: stderr}, opts: &slog.HandlerOptions{Level: level}}
-	logger := slog.New(slog.NewJSONHandler(out.w, out.opts))
+	out := logOutput{w: &lockedWriter{w: stderr}, level: level}
+	logger := slog.New(slog.NewJSONHandler(out.w, &slog.HandlerOptions{Level: level}))
 	if err := serve(ctx, f, logger, out); err != nil {
 		logger.Error("agentd stopped", "error", err.Error())
 		return exitFailed
@@ -132,11 +132,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// logOutput is where the daemon's JSON log goes: a writer its handlers share (the
-// logger's, and the decision log's own, which writes in batches) and their options.
+// logOutput is where the daemon's JSON log goes: a writer its writers share (the
+// logger's handler, and the decision log's sink, which writes in batches) and the level.
 type logOutput struct {
-	w    io.Writer
-	opts *slog.HandlerOptions
+	w     io.Writer
+	level slog.Level
 }
 
 // lockedWriter serializes the writes of the handlers that share w.

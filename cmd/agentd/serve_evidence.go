@@ -68,7 +68,7 @@ func (f *evidenceFlags) check(stderr io.Writer) error {
 func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logger, out logOutput, mp metric.MeterProvider) (*decisionlog.Logger, error) {
 	var sinks []decisionlog.Sink
 	if f.evidence.logDecisions {
-		sinks = append(sinks, decisionlog.NewLogSink(out.w, out.opts, f.logPayloads))
+		sinks = append(sinks, decisionlog.NewLogSink(out.w, out.level, f.logPayloads))
 	}
 	if f.evidence.file != "" {
 		s, err := decisionlog.NewFileSink(decisionlog.FileOptions{Path: f.evidence.file, MaxBytes: f.evidence.fileMaxBytes, Keep: f.evidence.fileKeep})

@@ -32,32 +32,41 @@ func newRefusal(ctx context.Context, stage engine.Stage, id string, r *engine.Re
 	return &refusal{decisionID: decisionID, requestID: id, stage: stage, err: r, at: time.Now()}
 }
 
-// event returns the event of p, without payload.
-func (p *pending) event() *Event {
+// event returns the event of p, without payload: a report's is built in scratch (its
+// hooks' array and payload maps emptied and reused), a prebuilt event is itself.
+func (p *pending) event(scratch *Event) *Event {
+	in, out := scratch.Input, scratch.Output
 	switch {
 	case p.stage != nil:
-		return stageEvent(p.stage)
+		stageEvent(scratch, p.stage)
 	case p.check != nil:
-		return checkEvent(p.check)
+		checkEvent(scratch, p.check)
 	case p.refusal != nil:
-		return refusalEvent(p.refusal)
+		refusalEvent(scratch, p.refusal)
+	default:
+		return p.built
 	}
-	return p.built
+	clear(in)
+	clear(out)
+	scratch.Input, scratch.Output = in, out
+	return scratch
 }
 
-// payload returns the call's payload, unmasked: the report's own values.
-func (p *pending) payload() map[string]any {
+// payload returns the call's payload, unmasked: the report's own values, in scratch
+// (emptied first) or a map of its own.
+func (p *pending) payload(scratch map[string]any) map[string]any {
 	switch {
 	case p.stage != nil:
-		return stagePayload(p.stage)
+		return stagePayload(scratch, p.stage)
 	case p.check != nil:
-		return callPayload(p.check.Call)
+		return callPayload(scratch, p.check.Call)
 	}
 	return nil
 }
 
-func stageEvent(r *engine.StageReport) *Event {
-	e := &Event{
+func stageEvent(e *Event, r *engine.StageReport) {
+	*e = Event{
+		Hooks:         e.Hooks[:0],
 		SchemaVersion: SchemaVersion, Kind: config.EventStage, DecisionID: r.DecisionID, Timestamp: r.Started.UTC(),
 		RequestID: r.RequestID, Stage: r.Stage, Generation: r.Generation, PolicyRevision: r.PolicyRevision,
 		Outcome: string(r.Outcome), Cause: r.Cause, Violations: r.Violations, DurationMS: millis(r.Duration),
@@ -73,11 +82,11 @@ func stageEvent(r *engine.StageReport) *Event {
 	if pe, ok := engine.AsPlanError(r.Err); ok {
 		e.Violations = []engine.Violation{{Code: string(pe.Code), StepID: pe.StepID, Message: pe.Message}}
 	}
-	return e
 }
 
-func checkEvent(r *engine.CheckReport) *Event {
-	e := &Event{
+func checkEvent(e *Event, r *engine.CheckReport) {
+	*e = Event{
+		Hooks:         e.Hooks[:0],
 		SchemaVersion: SchemaVersion, Kind: config.EventCheck, DecisionID: r.DecisionID, Timestamp: r.Started.UTC(),
 		RequestID: r.Call.RequestID, Operation: r.Call.Operation, StepID: r.Call.StepID, Generation: r.Generation,
 		PolicyRevision: r.PolicyRevision, Outcome: string(r.Outcome), DurationMS: millis(r.Duration),
@@ -101,23 +110,24 @@ func checkEvent(r *engine.CheckReport) *Event {
 	case e.Denial != nil:
 		e.Cause = engine.CauseGuardDenied
 	}
-	return e
 }
 
-func refusalEvent(r *refusal) *Event {
-	e := &Event{
+func refusalEvent(e *Event, r *refusal) {
+	*e = Event{
+		Hooks:         e.Hooks[:0],
 		SchemaVersion: SchemaVersion, Kind: config.EventRefusal, DecisionID: r.decisionID, Timestamp: r.at.UTC(),
 		RequestID: r.requestID, Stage: r.stage, Outcome: string(engine.RefusedStoreUnavailable),
 	}
 	if r.err != nil {
 		e.Outcome, e.Generation = string(r.err.Code), r.err.Generation
 	}
-	return e
 }
 
-// stagePayload is what a stage call was given and answered; empty parts are left out.
-func stagePayload(r *engine.StageReport) map[string]any {
-	p := map[string]any{"request": r.Request}
+// stagePayload is what a stage call was given and answered, in p (emptied first, or
+// made when nil); empty parts are left out.
+func stagePayload(p map[string]any, r *engine.StageReport) map[string]any {
+	p = emptied(p)
+	p["request"] = r.Request
 	put := func(k string, v any, ok bool) {
 		if ok {
 			p[k] = v
@@ -135,8 +145,8 @@ func stagePayload(r *engine.StageReport) map[string]any {
 
 // callPayload is a checked call: its request and metadata (a turn's) as the payload's
 // request and metadata, so that one mask covers them wherever they come from, and the
-// rest of the call as call.
-func callPayload(c op.Call) map[string]any {
+// rest of the call as call; p is as stagePayload's.
+func callPayload(p map[string]any, c op.Call) map[string]any {
 	call := map[string]any{"operation": string(c.Operation), "request_id": c.RequestID}
 	put := func(k string, v any, ok bool) {
 		if ok {
@@ -150,7 +160,8 @@ func callPayload(c op.Call) map[string]any {
 	put("parameters", c.Parameters, c.Parameters != nil)
 	put("model", c.Model, c.Model != "")
 	put("phase", c.Phase, c.Phase != 0)
-	p := map[string]any{"call": call}
+	p = emptied(p)
+	p["call"] = call
 	if c.Request != "" {
 		p["request"] = c.Request
 	}
@@ -158,4 +169,13 @@ func callPayload(c op.Call) map[string]any {
 		p["metadata"] = c.Metadata
 	}
 	return p
+}
+
+// emptied returns m emptied, or a new map when m is nil.
+func emptied(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	clear(m)
+	return m
 }

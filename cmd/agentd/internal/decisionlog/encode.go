@@ -59,49 +59,38 @@ func (enc *encoder) event(e *Event) error {
 		}
 		enc.buf = append(enc.buf, ']')
 	}
-	for _, m := range []struct {
-		name  string
-		value any
-		set   bool
-	}{
-		{"violations", e.Violations, len(e.Violations) > 0},
-		{"denial", e.Denial, e.Denial != nil},
-		{"would_deny", e.WouldDeny, len(e.WouldDeny) > 0},
-		{"duration_ms", e.DurationMS, true},
-	} {
-		if m.set {
-			enc.key(m.name)
-			if err := enc.value(m.value); err != nil {
-				return err
-			}
+	if err := enc.optional("violations", len(e.Violations) > 0, func() any { return e.Violations }); err != nil {
+		return err
+	}
+	if err := enc.optional("denial", e.Denial != nil, func() any { return e.Denial }); err != nil {
+		return err
+	}
+	if err := enc.optional("would_deny", len(e.WouldDeny) > 0, func() any { return e.WouldDeny }); err != nil {
+		return err
+	}
+	if err := enc.float("duration_ms", e.DurationMS); err != nil {
+		return err
+	}
+	if len(e.Input) > 0 {
+		enc.key("input")
+		if err := enc.payload(e.Input); err != nil {
+			return err
 		}
 	}
-	for _, m := range []struct {
-		name  string
-		value map[string]any
-	}{{"input", e.Input}, {"output", e.Output}} {
-		if len(m.value) > 0 {
-			enc.key(m.name)
-			if err := enc.payload(m.value); err != nil {
-				return err
-			}
+	if len(e.Output) > 0 {
+		enc.key("output")
+		if err := enc.payload(e.Output); err != nil {
+			return err
 		}
 	}
-	for _, m := range []struct {
-		name  string
-		value any
-		set   bool
-	}{
-		{"erased", e.Erased, len(e.Erased) > 0},
-		{"masked", e.Masked, len(e.Masked) > 0},
-		{"shadow", e.Shadow, e.Shadow != nil},
-	} {
-		if m.set {
-			enc.key(m.name)
-			if err := enc.value(m.value); err != nil {
-				return err
-			}
-		}
+	if err := enc.optional("erased", len(e.Erased) > 0, func() any { return e.Erased }); err != nil {
+		return err
+	}
+	if err := enc.optional("masked", len(e.Masked) > 0, func() any { return e.Masked }); err != nil {
+		return err
+	}
+	if err := enc.optional("shadow", e.Shadow != nil, func() any { return e.Shadow }); err != nil {
+		return err
 	}
 	enc.buf = append(enc.buf, '}')
 	return nil
@@ -116,8 +105,7 @@ func (enc *encoder) hook(h *Hook) error {
 	enc.member("reason", string(h.Reason), true)
 	enc.member("cause", string(h.Cause), true)
 	enc.member("mode", string(h.Mode), true)
-	enc.key("duration_ms")
-	if err := enc.value(h.DurationMS); err != nil {
+	if err := enc.float("duration_ms", h.DurationMS); err != nil {
 		return err
 	}
 	enc.buf = append(enc.buf, '}')
@@ -139,6 +127,22 @@ func (enc *encoder) member(name, value string, omitempty bool) {
 	}
 	enc.key(name)
 	enc.buf = engine.AppendJSONString(enc.buf, value)
+}
+
+// optional writes a member when set, its value (boxed only then) as AppendJSON writes it.
+func (enc *encoder) optional(name string, set bool, value func() any) error {
+	if !set {
+		return nil
+	}
+	enc.key(name)
+	return enc.value(value())
+}
+
+// float writes a number member.
+func (enc *encoder) float(name string, f float64) (err error) {
+	enc.key(name)
+	enc.buf, err = engine.AppendJSONFloat(enc.buf, f)
+	return err
 }
 
 func (enc *encoder) value(v any) error {

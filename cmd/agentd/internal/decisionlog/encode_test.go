@@ -188,8 +188,9 @@ func mustEncode(t *testing.T, e *Event) []byte {
 // An accepted plan that is the incoming plan is written twice, the same.
 func TestEncoder_AcceptedPlanThatIsTheIncomingPlan(t *testing.T) {
 	r := stageReport("r", "g")
-	e := stageEvent(r)
-	e.setPayload(stagePayload(r))
+	e := new(Event)
+	stageEvent(e, r)
+	e.setPayload(stagePayload(nil, r))
 	var got struct {
 		Input  struct{ Plan json.RawMessage }
 		Output struct {

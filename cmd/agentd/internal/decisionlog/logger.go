@@ -37,9 +37,13 @@ type Logger struct {
 	in    *instruments
 	wants wants
 	enc   encoder // the worker's
-	queue chan pending
-	stop  chan struct{}
-	done  chan struct{}
+	// event and payload are the worker's: the event being written and its payload
+	// before masking, rebuilt for each report.
+	event   Event
+	payload map[string]any
+	queue   chan pending
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 var errNoRules = errors.New("decisionlog: Options.Rules is required")
@@ -150,13 +154,14 @@ func (l *Logger) flush() {
 // process builds p's event, applies the generation's drop rules and masks, encodes it
 // once and gives it to every sink.
 func (l *Logger) process(p pending) {
-	e := p.event()
+	e := p.event(&l.event)
 	if p.rules.Drops(e.facts()) {
 		l.in.drop("logger", DropRule, 1)
 		return
 	}
 	if l.wants.payload {
-		if payload := p.payload(); payload != nil {
+		if payload := p.payload(l.payload); payload != nil {
+			l.payload = payload
 			if p.known {
 				masked, erased, replaced := p.rules.Mask(payload)
 				e.setPayload(masked)

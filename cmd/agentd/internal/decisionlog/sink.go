@@ -5,8 +5,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
+	"time"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // Sink is where events go: the JSON log (NewLogSink), a file (NewFileSink) or an HTTP
@@ -29,36 +32,50 @@ type Sink interface {
 
 type wants struct{ payload, line bool }
 
-// NewLogSink writes each stage and check event as one structured log line ("stage
-// decision", "operation check", "shadow disagreement") at info level, as a
-// slog.JSONHandler with opts writes it to w. The payload (masked) is in the line only
-// when payloads is set. Refusal events are left out: the server logs a refused call as
-// a "stage refused" warning.
+// NewLogSink writes each stage and check event as one JSON log line ("stage
+// decision", "operation check", "shadow disagreement") at info level, when level (nil:
+// info) lets info through, in the shape of the daemon's other lines (a
+// slog.JSONHandler's): time, level and msg, then the event's attributes, strings
+// escaped as encoding/json escapes them with <, > and & as they are (as slog does, but
+// for \b and \f, which slog writes as \u0008 and \u000c). The payload (masked) is in
+// the line only when payloads is set. Refusal events are left out: the server logs a
+// refused call as a "stage refused" warning.
 //
 // Lines are gathered and written out when the logger flushes its sinks, after each
 // batch of events (see linger), in writes of whole lines of at most lineWrite bytes:
 // one write per batch instead of one per event, and no line of another writer on w is
 // ever cut into one of these (writes to a pipe of at most PIPE_BUF bytes are atomic).
 // w must be safe for the other writers that share it.
-func NewLogSink(w io.Writer, opts *slog.HandlerOptions, payloads bool) Sink {
-	b := &lineBatch{w: w}
-	return &logSink{logger: slog.New(slog.NewJSONHandler(b, opts)), lines: b, payloads: payloads}
+func NewLogSink(w io.Writer, level slog.Leveler, payloads bool) Sink {
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	return &logSink{level: level, lines: &lineBatch{w: w}, payloads: payloads, now: time.Now}
 }
 
 type logSink struct {
-	logger   *slog.Logger
+	level    slog.Leveler
 	lines    *lineBatch
 	payloads bool
 	in       *instruments
+	pending  int              // lines gathered since the last flush
+	now      func() time.Time // the lines' time
 }
 
 func (s *logSink) name() string         { return "log" }
 func (s *logSink) wants() wants         { return wants{payload: s.payloads} }
 func (s *logSink) bind(in *instruments) { s.in = in }
-func (s *logSink) flush()               { s.lines.flush() }
 func (s *logSink) close(context.Context) error {
-	s.lines.flush()
+	s.flush()
 	return nil
+}
+
+func (s *logSink) flush() {
+	s.lines.flush()
+	if s.pending > 0 {
+		s.in.wrote("log", s.pending)
+		s.pending = 0
+	}
 }
 
 // lineWrite bounds one write of gathered lines: PIPE_BUF on Linux.
@@ -71,12 +88,11 @@ type lineBatch struct {
 	buf []byte
 }
 
-func (b *lineBatch) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
+// add is called after a line was appended to b.buf: it flushes when much is gathered.
+func (b *lineBatch) add() {
 	if len(b.buf) >= 64<<10 {
 		b.flush()
 	}
-	return len(p), nil
 }
 
 // flush writes what was gathered in writes of whole lines of at most lineWrite bytes
@@ -106,49 +122,69 @@ var logMessages = map[string]string{
 
 func (s *logSink) write(e *Event, _ []byte) {
 	msg, ok := logMessages[e.Kind]
-	ctx := context.Background()
-	if !ok || !s.logger.Enabled(ctx, slog.LevelInfo) {
+	if !ok || s.level.Level() > slog.LevelInfo {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 16)
-	str := func(k, v string) {
-		if v != "" {
-			attrs = append(attrs, slog.String(k, v))
+	s.lines.buf = s.appendLine(s.lines.buf, msg, e)
+	s.lines.add()
+	s.pending++
+}
+
+// appendLine appends e's line to b: what slog.JSONHandler writes for a record of msg
+// at info level with the attributes below (TestLogSink_LinesAreSlogs).
+func (s *logSink) appendLine(b []byte, msg string, e *Event) []byte {
+	b = append(b, `{"time":"`...)
+	b = s.now().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":"INFO","msg":`...)
+	b = engine.AppendJSONStringUnescapedHTML(b, msg)
+	key := func(k string) {
+		b = append(b, ',', '"')
+		b = append(b, k...)
+		b = append(b, '"', ':')
+	}
+	value := func(k string, v any, ok bool) {
+		if !ok {
+			return
+		}
+		key(k)
+		var err error
+		if b, err = engine.AppendJSONUnescapedHTML(b, v); err != nil {
+			b = engine.AppendJSONStringUnescapedHTML(b, "!ERROR:"+err.Error()) // as slog writes it
 		}
 	}
-	str("decision_id", e.DecisionID)
-	str("request_id", e.RequestID)
-	str("generation", e.Generation)
-	str("policy_revision", e.PolicyRevision)
-	str("stage", string(e.Stage))
-	str("operation", string(e.Operation))
-	str("step_id", e.StepID)
-	str("outcome", e.Outcome)
-	str("cause", string(e.Cause))
-	attrs = append(attrs, slog.Float64("duration_ms", e.DurationMS))
+	for _, kv := range lineStrings(e) {
+		if kv[1] != "" {
+			key(kv[0])
+			b = engine.AppendJSONStringUnescapedHTML(b, kv[1])
+		}
+	}
+	key("duration_ms")
+	if n, err := engine.AppendJSONFloat(b, e.DurationMS); err == nil {
+		b = n
+	} else {
+		b = engine.AppendJSONStringUnescapedHTML(b, "!ERROR:"+err.Error())
+	}
 	if e.Kind == config.EventStage {
-		attrs = append(attrs, slog.Int("hooks", len(e.Hooks)))
+		key("hooks")
+		b = strconv.AppendInt(b, int64(len(e.Hooks)), 10)
 	}
-	if len(e.Violations) > 0 {
-		attrs = append(attrs, slog.Any("violations", e.Violations))
-	}
-	if e.Denial != nil {
-		attrs = append(attrs, slog.Any("denial", e.Denial))
-	}
+	value("violations", e.Violations, len(e.Violations) > 0)
+	value("denial", e.Denial, e.Denial != nil)
 	if n := len(e.WouldDeny); n > 0 {
-		attrs = append(attrs, slog.Int("would_deny", n))
+		key("would_deny")
+		b = strconv.AppendInt(b, int64(n), 10)
 	}
-	if e.Shadow != nil {
-		attrs = append(attrs, slog.Any("shadow", e.Shadow))
+	value("shadow", e.Shadow, e.Shadow != nil)
+	value("input", e.Input, s.payloads && len(e.Input) > 0)
+	value("output", e.Output, s.payloads && len(e.Output) > 0)
+	return append(b, "}\n"...)
+}
+
+// lineStrings are the string attributes of e's line, in order; empty ones are left out.
+func lineStrings(e *Event) [9][2]string {
+	return [9][2]string{
+		{"decision_id", e.DecisionID}, {"request_id", e.RequestID}, {"generation", e.Generation},
+		{"policy_revision", e.PolicyRevision}, {"stage", string(e.Stage)}, {"operation", string(e.Operation)},
+		{"step_id", e.StepID}, {"outcome", e.Outcome}, {"cause", string(e.Cause)},
 	}
-	if s.payloads {
-		if e.Input != nil {
-			attrs = append(attrs, slog.Any("input", e.Input))
-		}
-		if e.Output != nil {
-			attrs = append(attrs, slog.Any("output", e.Output))
-		}
-	}
-	s.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
-	s.in.wrote("log", 1)
 }

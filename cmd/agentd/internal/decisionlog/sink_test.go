@@ -1,9 +1,19 @@
 package decisionlog
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // writes records every Write it is given.
@@ -25,7 +35,8 @@ func TestLineBatch_WritesWholeLinesAtFlush(t *testing.T) {
 		if i == 100 {
 			line = strings.Repeat("L", 3*lineWrite) + "\n"
 		}
-		b.Write([]byte(line))
+		b.buf = append(b.buf, line...)
+		b.add()
 		want.WriteString(line)
 	}
 	if len(w.got) != 0 {
@@ -43,5 +54,99 @@ func TestLineBatch_WritesWholeLinesAtFlush(t *testing.T) {
 	b.flush()
 	if n := len(w.got); n < 3 || strings.Join(w.got, "") != want.String() {
 		t.Errorf("a second flush wrote again: %d writes", n)
+	}
+}
+
+// slogLine is what a slog.JSONHandler writes for e: the log sink's line written through
+// slog, attribute by attribute, the oracle of TestLogSink_LinesAreSlogs.
+func slogLine(t *testing.T, at time.Time, e *Event, payloads bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	r := slog.NewRecord(at, slog.LevelInfo, logMessages[e.Kind], 0)
+	for _, kv := range lineStrings(e) {
+		if kv[1] != "" {
+			r.AddAttrs(slog.String(kv[0], kv[1]))
+		}
+	}
+	r.AddAttrs(slog.Float64("duration_ms", e.DurationMS))
+	if e.Kind == config.EventStage {
+		r.AddAttrs(slog.Int("hooks", len(e.Hooks)))
+	}
+	if len(e.Violations) > 0 {
+		r.AddAttrs(slog.Any("violations", e.Violations))
+	}
+	if e.Denial != nil {
+		r.AddAttrs(slog.Any("denial", e.Denial))
+	}
+	if n := len(e.WouldDeny); n > 0 {
+		r.AddAttrs(slog.Int("would_deny", n))
+	}
+	if e.Shadow != nil {
+		r.AddAttrs(slog.Any("shadow", e.Shadow))
+	}
+	if payloads && e.Input != nil {
+		r.AddAttrs(slog.Any("input", e.Input))
+	}
+	if payloads && e.Output != nil {
+		r.AddAttrs(slog.Any("output", e.Output))
+	}
+	if err := slog.NewJSONHandler(&buf, nil).Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// The log sink writes each event's line as slog.JSONHandler writes it, byte for byte
+// (strings with HTML characters, U+2028, invalid UTF-8 and control characters; the
+// payload; every kind of event), but for \b and \f, which are only the same JSON.
+func TestLogSink_LinesAreSlogs(t *testing.T) {
+	gen, rules := loadRules(t, "decision_log:\n  mask: [metadata.email]\n")
+	rules1, known := rules(gen)
+	odd := "<a href=\"x\">&amp;</a> \u2028\u2029 \xff\xfe é漢字 \t\n\r\x00\x1f\x7f"
+	stage := stageReport(odd, gen)
+	stage.Duration = 1234567 * time.Microsecond
+	stage.Violations = []engine.Violation{{Code: "not_allowed", StepID: "step-1", Message: odd}}
+	stage.Metadata["note"] = odd
+	stage.Metadata["n"] = 1e21
+	check := checkReport("r2", gen)
+	at := time.Date(2026, 12, 2, 4, 5, 6, 789012345, time.FixedZone("", 5*3600+1800))
+	shadow := &Event{SchemaVersion: SchemaVersion, Kind: config.EventShadow, DecisionID: "d3", RequestID: "r3", Stage: engine.StageAfterPlanning,
+		Outcome: "accepted", Shadow: &Shadow{Generation: "g2", Change: compare.NewlyDenied, Live: compare.Verdict{Outcome: engine.OutcomeAccepted},
+			Verdict: compare.Verdict{Outcome: engine.OutcomeRejected, Violations: stage.Violations}}}
+	for _, payloads := range []bool{false, true} {
+		for name, p := range map[string]pending{
+			"stage":  {stage: stage, rules: rules1, known: known},
+			"check":  {check: check, rules: rules1, known: known},
+			"turn":   {check: turnReport("r4", gen), rules: rules1, known: known},
+			"shadow": {built: shadow},
+		} {
+			sink := NewLogSink(nil, nil, payloads).(*logSink)
+			sink.now = func() time.Time { return at }
+			l := &Logger{opts: Options{Sinks: []Sink{sink}}, wants: wants{payload: payloads, line: false}}
+			l.process(p)
+			got := sink.lines.buf
+			want := slogLine(t, at, p.event(new(Event)), payloads)
+			if payloads && p.payload(nil) != nil {
+				e := p.event(new(Event))
+				masked, _, _ := p.rules.Mask(p.payload(nil))
+				e.setPayload(masked)
+				want = slogLine(t, at, e, true)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s (payloads %v):\n got  %s\n slog %s", name, payloads, got, want)
+			}
+		}
+	}
+	e := &Event{Kind: config.EventStage, RequestID: "\b\f", Outcome: "accepted"}
+	got := (&logSink{now: func() time.Time { return at }}).appendLine(nil, logMessages[e.Kind], e)
+	var a, b map[string]any
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(slogLine(t, at, e, false), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("\\b and \\f: %v, slog %v", a, b)
 	}
 }
