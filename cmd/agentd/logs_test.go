@@ -9,7 +9,7 @@ import (
 
 // TestServe_DecisionLogsLeaveOutPayloadsUnlessAsked: one JSON decision line per stage
 // call with request id and generation; request text, metadata and responses appear
-// only with --log-payloads.
+// only with --log-payloads; none above --log-level info.
 func TestServe_DecisionLogsLeaveOutPayloadsUnlessAsked(t *testing.T) {
 	example := filepath.Join(repoRoot(t), "examples", "stock-agent")
 	calls := func(d *daemon) {
@@ -27,6 +27,12 @@ func TestServe_DecisionLogsLeaveOutPayloadsUnlessAsked(t *testing.T) {
 		if strings.Contains(log, secret) {
 			t.Errorf("payload %q logged without --log-payloads", secret)
 		}
+	}
+	warn := startDaemon(t, example, "--log-level", "warn", "--log-payloads")
+	calls(warn)
+	warn.stop(t)
+	if strings.Contains(warn.stderr.String(), `"msg":"stage decision"`) {
+		t.Errorf("decision lines at --log-level warn:\n%s", warn.stderr.String())
 	}
 	loud := startDaemon(t, example, "--log-payloads")
 	calls(loud)

@@ -32,7 +32,7 @@ type evidenceFlags struct {
 }
 
 func (f *evidenceFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&f.logDecisions, "log-decisions", true, "write one JSON log line per decision (stage decision, operation check, shadow disagreement); payloads only with --log-payloads")
+	fs.BoolVar(&f.logDecisions, "log-decisions", true, "write one JSON log line per decision (stage decision, operation check, shadow disagreement) at info level; payloads only with --log-payloads")
 	fs.StringVar(&f.file, "decision-log-file", "", "append decision events (masked payload included) as JSON lines to this file")
 	fs.Int64Var(&f.fileMaxBytes, "decision-log-max-bytes", decisionlog.DefaultFileMaxBytes, "rotate the decision log file past this size")
 	fs.IntVar(&f.fileKeep, "decision-log-keep", 5, "rotated decision log files kept (FILE.1 is the newest)")
@@ -64,10 +64,12 @@ func (f *evidenceFlags) check(stderr io.Writer) error {
 
 // openDecisionLog starts the decision log with the sinks f asks for; nil when it asks
 // for none. Events are masked by the decision_log section of the generation their call
-// ran on, found in registry. Decision lines go to out, as the daemon's own log lines.
+// ran on, found in registry. Decision lines go to out, as the daemon's own log lines,
+// when its level lets info lines through: at a higher level there is no log sink, and
+// no decision log at all when no other sink is asked for.
 func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logger, out logOutput, mp metric.MeterProvider) (*decisionlog.Logger, error) {
 	var sinks []decisionlog.Sink
-	if f.evidence.logDecisions {
+	if f.evidence.logDecisions && out.level <= slog.LevelInfo {
 		sinks = append(sinks, decisionlog.NewLogSink(out.w, out.level, f.logPayloads))
 	}
 	if f.evidence.file != "" {

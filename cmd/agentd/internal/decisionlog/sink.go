@@ -34,7 +34,7 @@ type wants struct{ payload, line bool }
 
 // NewLogSink writes each stage and check event as one JSON log line ("stage
 // decision", "operation check", "shadow disagreement") at info level, when level (nil:
-// info) lets info through, in the shape of the daemon's other lines (a
+// info) lets info through (a daemon whose level never does has no use for the sink), in the shape of the daemon's other lines (a
 // slog.JSONHandler's): time, level and msg, then the event's attributes, strings
 // escaped as encoding/json escapes them with <, > and & as they are (as slog does, but
 // for \b and \f, which slog writes as \u0008 and \u000c). The payload (masked) is in
