@@ -14,6 +14,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -38,7 +39,13 @@ func setupTelemetry(ctx context.Context) (*telemetry, error) {
 		return nil, err
 	}
 	res := resource.NewSchemaless(attribute.String("service.name", "agentd"))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exporter), sdkmetric.WithResource(res)}
+	if os.Getenv("OTEL_METRICS_EXEMPLAR_FILTER") == "" {
+		// /metrics is Prometheus text, which has no exemplars: offering each measurement
+		// to a reservoir (the SDK's default, trace-based) would cost every call for nothing.
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
 	t := &telemetry{meter: mp, tracer: tracenoop.NewTracerProvider(), metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	var shutdowns []func(context.Context) error
 	shutdowns = append(shutdowns, mp.Shutdown)
