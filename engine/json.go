@@ -320,23 +320,28 @@ func (enc *jsonEncoder) marshal(v any) error {
 	return nil
 }
 
-// time writes t as time.Time.MarshalJSON does, refusing what it refuses: a year that
-// is not four digits wide, a zone offset of 24 hours or more.
-func (enc *jsonEncoder) time(t time.Time) error {
-	enc.buf = append(enc.buf, '"')
-	start := len(enc.buf)
-	b := t.AppendFormat(enc.buf, time.RFC3339Nano)
+func (enc *jsonEncoder) time(t time.Time) (err error) {
+	enc.buf, err = AppendJSONTime(enc.buf, t)
+	return err
+}
+
+// AppendJSONTime appends t as time.Time.MarshalJSON writes it, refusing what it refuses
+// (a year that is not four digits wide, a zone offset of 24 hours or more): then dst
+// is returned as it was, with an error.
+func AppendJSONTime(dst []byte, t time.Time) ([]byte, error) {
+	b := append(dst, '"')
+	start := len(b)
+	b = t.AppendFormat(b, time.RFC3339Nano)
 	if b[start+len("9999")] != '-' {
-		return fmt.Errorf("json: time %v: year outside of range [0,9999]", t)
+		return dst, fmt.Errorf("json: time %v: year outside of range [0,9999]", t)
 	}
 	if b[len(b)-1] != 'Z' {
 		c, hh := b[len(b)-len("Z07:00")], b[len(b)-len("07:00"):]
 		if '0' <= c && c <= '9' || 10*(hh[0]-'0')+hh[1]-'0' >= 24 {
-			return fmt.Errorf("json: time %v: timezone hour outside of range [0,23]", t)
+			return dst, fmt.Errorf("json: time %v: timezone hour outside of range [0,23]", t)
 		}
 	}
-	enc.buf = append(b, '"')
-	return nil
+	return append(b, '"'), nil
 }
 
 func (enc *jsonEncoder) float(f float64) (err error) {

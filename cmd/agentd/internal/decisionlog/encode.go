@@ -36,7 +36,8 @@ func (enc *encoder) event(e *Event) error {
 	enc.member("kind", e.Kind, false)
 	enc.member("decision_id", e.DecisionID, true)
 	enc.key("timestamp")
-	if err := enc.value(e.Timestamp); err != nil {
+	var err error
+	if enc.buf, err = engine.AppendJSONTime(enc.buf, e.Timestamp); err != nil {
 		return err
 	}
 	enc.member("request_id", e.RequestID, true)
@@ -83,12 +84,8 @@ func (enc *encoder) event(e *Event) error {
 			return err
 		}
 	}
-	if err := enc.optional("erased", len(e.Erased) > 0, func() any { return e.Erased }); err != nil {
-		return err
-	}
-	if err := enc.optional("masked", len(e.Masked) > 0, func() any { return e.Masked }); err != nil {
-		return err
-	}
+	enc.strings("erased", e.Erased)
+	enc.strings("masked", e.Masked)
 	if err := enc.optional("shadow", e.Shadow != nil, func() any { return e.Shadow }); err != nil {
 		return err
 	}
@@ -112,11 +109,12 @@ func (enc *encoder) hook(h *Hook) error {
 	return nil
 }
 
-// key writes a member's name after a preceding member.
+// key writes a member's name after a preceding member. Names are this file's
+// constants, plain ASCII that JSON writes as it is.
 func (enc *encoder) key(name string) {
-	enc.buf = append(enc.buf, ',')
-	enc.buf = engine.AppendJSONString(enc.buf, name)
-	enc.buf = append(enc.buf, ':')
+	enc.buf = append(enc.buf, ',', '"')
+	enc.buf = append(enc.buf, name...)
+	enc.buf = append(enc.buf, '"', ':')
 }
 
 // member writes a string member after a preceding member; an omitempty one is left out
@@ -136,6 +134,22 @@ func (enc *encoder) optional(name string, set bool, value func() any) error {
 	}
 	enc.key(name)
 	return enc.value(value())
+}
+
+// strings writes a member that is a list of strings, left out when empty.
+func (enc *encoder) strings(name string, ss []string) {
+	if len(ss) == 0 {
+		return
+	}
+	enc.key(name)
+	enc.buf = append(enc.buf, '[')
+	for i, s := range ss {
+		if i > 0 {
+			enc.buf = append(enc.buf, ',')
+		}
+		enc.buf = engine.AppendJSONString(enc.buf, s)
+	}
+	enc.buf = append(enc.buf, ']')
 }
 
 // float writes a number member.
