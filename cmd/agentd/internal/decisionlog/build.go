@@ -32,8 +32,9 @@ func newRefusal(ctx context.Context, stage engine.Stage, id string, r *engine.Re
 	return &refusal{decisionID: decisionID, requestID: id, stage: stage, err: r, at: time.Now()}
 }
 
-// event returns the event of p, without payload: a report's is built in scratch (its
-// hooks' array and payload maps emptied and reused), a prebuilt event is itself.
+// event returns the event of p, without payload: a report's is built in scratch,
+// reusing its hooks' array and its payload maps (empty: see Logger.forget); a prebuilt
+// event is itself.
 func (p *pending) event(scratch *Event) *Event {
 	in, out := scratch.Input, scratch.Output
 	switch {
@@ -46,8 +47,6 @@ func (p *pending) event(scratch *Event) *Event {
 	default:
 		return p.built
 	}
-	clear(in)
-	clear(out)
 	scratch.Input, scratch.Output = in, out
 	return scratch
 }

@@ -152,8 +152,16 @@ func (l *Logger) flush() {
 }
 
 // process builds p's event, applies the generation's drop rules and masks, encodes it
-// once and gives it to every sink.
+// once and gives it to every sink. An event whose encoding panics (a payload value's
+// MarshalJSON) is dropped, as one with no encoding is; the worker goes on.
 func (l *Logger) process(p pending) {
+	defer l.forget()
+	defer func() {
+		if recover() != nil { // the value is not logged: it may quote the payload
+			l.in.drop("logger", DropEncode, 1)
+			l.opts.Logger.Warn("decision event dropped: encoding it panicked", "decision_id", l.event.DecisionID)
+		}
+	}()
 	e := p.event(&l.event)
 	if p.rules.Drops(e.facts()) {
 		l.in.drop("logger", DropRule, 1)
@@ -183,6 +191,17 @@ func (l *Logger) process(p pending) {
 	for _, s := range l.opts.Sinks {
 		s.write(e, line)
 	}
+}
+
+// forget empties the worker's event and payload map, keeping their arrays and maps for
+// the next report, so that an idle worker holds none of the last report's values.
+func (l *Logger) forget() {
+	clear(l.payload)
+	hooks, in, out := l.event.Hooks, l.event.Input, l.event.Output
+	clear(hooks[:cap(hooks)])
+	clear(in)
+	clear(out)
+	l.event = Event{Hooks: hooks[:0], Input: in, Output: out}
 }
 
 // Close stops the worker once it has written what is queued, then closes the sinks

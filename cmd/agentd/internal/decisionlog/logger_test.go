@@ -2,12 +2,15 @@ package decisionlog
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 )
 
@@ -188,5 +191,103 @@ func TestLogger_CarriesFindings(t *testing.T) {
 	}
 	if e := events[1]; len(e.WouldDeny) != 1 || e.WouldDeny[0].Mode != engine.RuleWarn {
 		t.Errorf("check event = %+v, want the warn guard's finding", e)
+	}
+}
+
+// recordingSink keeps each event's line and encoding/json's encoding of the event as it
+// was written.
+type recordingSink struct{ lines, events []string }
+
+func (s *recordingSink) name() string              { return "recording" }
+func (s *recordingSink) wants() wants              { return wants{payload: true, line: true} }
+func (s *recordingSink) bind(*instruments)         {}
+func (s *recordingSink) flush()                    {}
+func (*recordingSink) close(context.Context) error { return nil }
+func (s *recordingSink) write(e *Event, line []byte) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		panic(err)
+	}
+	s.lines, s.events = append(s.lines, string(line)), append(s.events, string(data))
+}
+
+// One worker writes a run of reports of every kind as many workers that wrote nothing
+// before would, each its one report: the event and payload it reuses carry nothing
+// from one report to the next, and hold nothing once it is written.
+func TestLogger_ReusedEventCarriesNothingOver(t *testing.T) {
+	gen, rules := loadRules(t, "decision_log:\n  mask: [metadata.email]\n")
+	noHooks := stageReport("r1", gen)
+	noHooks.Invocations, noHooks.Accepted = nil, nil
+	findings := checkReport("r2", gen)
+	findings.Record.WouldDeny = []engine.Finding{{Mode: engine.RuleAudit, Rule: "limit", Code: "big"}}
+	run := []pending{
+		{stage: stageReport("r1", gen)},
+		{check: turnReport("r1", gen)},
+		{check: findings},
+		{refusal: newRefusal(context.Background(), engine.StageAfterPlanning, "r3", &engine.RefusalError{Code: engine.RefusedGenerationRetired, Generation: "old"})},
+		{built: &Event{SchemaVersion: SchemaVersion, Kind: config.EventShadow, DecisionID: "d-shadow", Outcome: "accepted"}},
+		{stage: noHooks},
+		{check: checkReport("r4", "g-unknown")},
+		{stage: stageReport("r5", gen)},
+	}
+	for i := range run {
+		if run[i].stage != nil && run[i].stage.Generation == gen || run[i].check != nil && run[i].check.Generation == gen {
+			run[i].rules, run[i].known = rules(gen)
+		}
+	}
+	logger := func(sink Sink) *Logger {
+		l, err := New(Options{Rules: rules, Sinks: []Sink{sink}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeLogger(t, l) })
+		return l
+	}
+	reused := &recordingSink{}
+	l := logger(reused)
+	for i, p := range run {
+		l.process(p)
+		fresh := &recordingSink{}
+		logger(fresh).process(p)
+		if reused.lines[i] != fresh.lines[0] || reused.events[i] != fresh.events[0] {
+			t.Errorf("report %d written after %d others:\n %s\n %s\nalone:\n %s\n %s", i, i, reused.lines[i], reused.events[i], fresh.lines[0], fresh.events[0])
+		}
+	}
+	if len(l.payload) != 0 || len(l.event.Input) != 0 || len(l.event.Output) != 0 || l.event.DecisionID != "" {
+		t.Errorf("the worker keeps the last report: payload %v, event %+v", l.payload, l.event)
+	}
+	for _, h := range l.event.Hooks[:cap(l.event.Hooks)] {
+		if h != (Hook{}) {
+			t.Errorf("the worker keeps a hook of the last report: %+v", h)
+		}
+	}
+}
+
+// panicky is a payload value whose encoding panics.
+type panicky struct{}
+
+func (panicky) MarshalJSON() ([]byte, error) { panic("secret value") }
+
+// An event whose encoding panics is dropped and counted; the worker writes the next.
+func TestLogger_PanickingEncodingDropsTheEvent(t *testing.T) {
+	gen, rules := loadRules(t, "")
+	file, path := tempFileSink(t)
+	mp, read := metrics(t)
+	l, err := New(Options{Rules: rules, Sinks: []Sink{file, NewLogSink(io.Discard, nil, true)}, MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := stageReport("bad", gen)
+	bad.Metadata["x"] = panicky{}
+	rules1, known := rules(gen)
+	l.process(pending{stage: bad, rules: rules1, known: known})
+	l.process(pending{stage: stageReport("good", gen), rules: rules1, known: known})
+	closeLogger(t, l)
+	events := readEvents(t, path)
+	if len(events) != 1 || events[0].RequestID != "good" {
+		t.Fatalf("events %+v, want the good one alone", events)
+	}
+	if n := read("agentd.decision_log.dropped", "reason=encode"); n != 1 {
+		t.Errorf("encode drops = %d, want 1", n)
 	}
 }

@@ -34,12 +34,14 @@ type wants struct{ payload, line bool }
 
 // NewLogSink writes each stage and check event as one JSON log line ("stage
 // decision", "operation check", "shadow disagreement") at info level, when level (nil:
-// info) lets info through (a daemon whose level never does has no use for the sink), in the shape of the daemon's other lines (a
-// slog.JSONHandler's): time, level and msg, then the event's attributes, strings
-// escaped as encoding/json escapes them with <, > and & as they are (as slog does, but
-// for \b and \f, which slog writes as \u0008 and \u000c). The payload (masked) is in
-// the line only when payloads is set. Refusal events are left out: the server logs a
-// refused call as a "stage refused" warning.
+// info) lets info through (a daemon whose level never does has no use for the sink).
+// A line has the shape of the daemon's other lines (a slog.JSONHandler's): time, level
+// and msg, then the event's attributes; strings are escaped as encoding/json escapes
+// them with <, > and & as they are (as slog does, but for \b and \f, which slog writes
+// as \u0008 and \u000c), and a value with no JSON encoding is written as slog writes
+// one, "!ERROR:" and the error (whose wording for a time out of range differs from
+// slog's). The payload (masked) is in the line only when payloads is set. Refusal
+// events are left out: the server logs a refused call as a "stage refused" warning.
 //
 // Lines are gathered and written out when the logger flushes its sinks, after each
 // batch of events (see linger), in writes of whole lines of at most lineWrite bytes:

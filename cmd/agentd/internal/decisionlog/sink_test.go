@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,8 +115,11 @@ func TestLogSink_LinesAreSlogs(t *testing.T) {
 	shadow := &Event{SchemaVersion: SchemaVersion, Kind: config.EventShadow, DecisionID: "d3", RequestID: "r3", Stage: engine.StageAfterPlanning,
 		Outcome: "accepted", Shadow: &Shadow{Generation: "g2", Change: compare.NewlyDenied, Live: compare.Verdict{Outcome: engine.OutcomeAccepted},
 			Verdict: compare.Verdict{Outcome: engine.OutcomeRejected, Violations: stage.Violations}}}
+	nan := stageReport("r5", gen)
+	nan.Metadata["ratio"] = math.NaN() // no JSON encoding: "!ERROR:..." as slog writes it
 	for _, payloads := range []bool{false, true} {
 		for name, p := range map[string]pending{
+			"NaN":    {stage: nan, rules: rules1, known: known},
 			"stage":  {stage: stage, rules: rules1, known: known},
 			"check":  {check: check, rules: rules1, known: known},
 			"turn":   {check: turnReport("r4", gen), rules: rules1, known: known},
@@ -135,6 +140,7 @@ func TestLogSink_LinesAreSlogs(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s (payloads %v):\n got  %s\n slog %s", name, payloads, got, want)
 			}
+			checkLineKeys(t, got)
 		}
 	}
 	e := &Event{Kind: config.EventStage, RequestID: "\b\f", Outcome: "accepted"}
@@ -148,5 +154,59 @@ func TestLogSink_LinesAreSlogs(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("\\b and \\f: %v, slog %v", a, b)
+	}
+}
+
+// lineKeys are the members of a decision line in their order, written out here rather
+// than taken from the sink.
+var lineKeys = []string{"time", "level", "msg", "decision_id", "request_id", "generation", "policy_revision", "stage",
+	"operation", "step_id", "outcome", "cause", "duration_ms", "hooks", "violations", "denial", "would_deny", "shadow", "input", "output"}
+
+// checkLineKeys fails unless line's members are lineKeys in order (some left out), with
+// time, level, msg, decision_id, outcome and duration_ms among them.
+func checkLineKeys(t *testing.T, line []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var keys []string
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := 0
+	for _, k := range keys {
+		i := slices.Index(lineKeys[at:], k)
+		if i < 0 {
+			t.Fatalf("members %v: %q out of order or unknown (want the order of %v)", keys, k, lineKeys)
+		}
+		at += i + 1
+	}
+	for _, k := range []string{"time", "level", "msg", "decision_id", "outcome", "duration_ms"} {
+		if !slices.Contains(keys, k) {
+			t.Errorf("members %v: no %q", keys, k)
+		}
+	}
+}
+
+// Above info, the log sink writes nothing.
+func TestLogSink_QuietAboveInfo(t *testing.T) {
+	gen, _ := loadRules(t, "")
+	for _, level := range []slog.Level{slog.LevelWarn, slog.LevelError} {
+		sink := NewLogSink(nil, level, true).(*logSink)
+		e := new(Event)
+		stageEvent(e, stageReport("r", gen))
+		sink.write(e, nil)
+		if len(sink.lines.buf) != 0 || sink.pending != 0 {
+			t.Errorf("level %v: wrote %q", level, sink.lines.buf)
+		}
 	}
 }
