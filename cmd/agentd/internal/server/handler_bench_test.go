@@ -1,15 +1,21 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -82,5 +88,22 @@ func BenchmarkDecodeBody(b *testing.B) {
 		if e := decodeBody(strings.NewReader(body), 1<<20, &req); e != nil {
 			b.Fatal(e)
 		}
+	}
+}
+
+// BenchmarkService_Staged is the metrics of one after_planning call with one hook, on
+// the OpenTelemetry SDK as the daemon sets it up (exemplars off).
+func BenchmarkService_Staged(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	svc, err := New(Config{Registry: reload.NewRegistry(1), States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{}), MeterProvider: mp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &engine.StageReport{Stage: engine.StageAfterPlanning, Outcome: engine.OutcomeAccepted, Duration: time.Millisecond,
+		Invocations: []engine.Invocation{{HookName: "review", Status: engine.InvocationSucceeded, Decision: &engine.DecisionRecord{Reason: engine.ReasonAccepted}}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		svc.Staged(ctx, r)
 	}
 }

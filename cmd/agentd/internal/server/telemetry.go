@@ -23,13 +23,20 @@ type telemetry struct {
 	sets        attrSets
 }
 
-// attrSets memoizes the attribute sets of the label combinations, so recording a
-// measurement allocates nothing once a combination has been seen. It holds at most
-// maxAttrSets of them: past that a combination's set is built for each measurement,
-// so no input can grow it.
+// attrSets memoizes the attribute sets of the label combinations, as the option lists
+// the instruments take, so recording a measurement allocates nothing once a combination
+// has been seen (a list passed on with ... is not copied). It holds at most maxAttrSets
+// of them: past that a combination's lists are built for each measurement, so no input
+// can grow it.
 type attrSets struct {
 	mu   sync.RWMutex
-	sets map[attrKey]metric.MeasurementOption
+	sets map[attrKey]attrOptions
+}
+
+// attrOptions are one attribute set as the options of Add and of Record.
+type attrOptions struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
 }
 
 // maxAttrSets bounds attrSets: far above the combinations of stages, outcomes,
@@ -38,7 +45,7 @@ const maxAttrSets = 4096
 
 type attrKey struct{ k1, v1, k2, v2, k3, v3 string }
 
-func (a *attrSets) get(k attrKey) metric.MeasurementOption {
+func (a *attrSets) get(k attrKey) attrOptions {
 	a.mu.RLock()
 	o, ok := a.sets[k]
 	a.mu.RUnlock()
@@ -52,10 +59,11 @@ func (a *attrSets) get(k attrKey) metric.MeasurementOption {
 	if k.k3 != "" {
 		kvs = append(kvs, attribute.String(k.k3, k.v3))
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(kvs...))
+	set := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	o = attrOptions{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
 	a.mu.Lock()
 	if a.sets == nil {
-		a.sets = map[attrKey]metric.MeasurementOption{}
+		a.sets = map[attrKey]attrOptions{}
 	}
 	if len(a.sets) < maxAttrSets {
 		a.sets[k] = o
@@ -100,7 +108,7 @@ func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
 	if !r.Call.Operation.Known() {
 		operation = "unknown"
 	}
-	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}))
+	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}).add...)
 	if r.Record != nil {
 		s.countFindings(ctx, "operation", r.Record.WouldDeny)
 	}
@@ -115,22 +123,22 @@ func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
 	if r.Cause != "" {
 		calls.k3, calls.v3 = "cause", string(r.Cause)
 	}
-	s.tel.calls.Add(ctx, 1, sets.get(calls))
-	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}))
+	s.tel.calls.Add(ctx, 1, sets.get(calls).add...)
+	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}).record...)
 	for _, inv := range r.Invocations {
 		s.countFindings(ctx, "hook", inv.WouldDeny)
 		reason := ""
 		if inv.Decision != nil {
 			reason = string(inv.Decision.Reason)
 		}
-		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}))
+		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}).add...)
 	}
 }
 
 // countFindings counts findings by mode; where is hook or operation.
 func (s *Service) countFindings(ctx context.Context, where string, fs []engine.Finding) {
 	for _, f := range fs {
-		s.tel.findings.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "mode", v1: string(f.Mode), k2: "where", v2: where}))
+		s.tel.findings.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "mode", v1: string(f.Mode), k2: "where", v2: where}).add...)
 	}
 }
 
@@ -144,7 +152,7 @@ func (s *Service) Refused(ctx context.Context, stage engine.Stage, id string, r 
 		code = string(r.Code)
 		msg = r.Error()
 	}
-	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: code}))
+	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: code}).add...)
 	decisionID, _ := engine.DecisionIDFrom(ctx)
 	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stage refused", slog.String("decision_id", decisionID),
 		slog.String("request_id", id), slog.String("stage", string(stage)),
