@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine/store"
 )
@@ -29,6 +30,11 @@ func TestExecutions_FiltersFindTheWalkthroughRequests(t *testing.T) {
 		{"/v1/hooks/before_planning", `{"request_id":"trade-1","request":"Buy <b>100</b> ACME","metadata":{"tenant":"acme"}}`},
 		{"/v1/hooks/after_planning", `{"request_id":"trade-1","plan":` + tradePlan + `}`},
 	} {
+		if strings.Contains(c.body, "trade-1") && strings.Contains(c.path, "before_planning") {
+			// The list orders records by the millisecond of their last change (ties by
+			// request id): the trade must change in a later one than the quote.
+			time.Sleep(2 * time.Millisecond)
+		}
 		call(t, h, http.MethodPost, c.path, c.body)
 	}
 	for query, want := range map[string][]string{
