@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -34,7 +33,7 @@ func withDeadlines(t Timeouts, next http.Handler) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(t.Read))
 			// A shallow copy: the server keeps its own request's body as it was.
 			r = r.WithContext(r.Context())
-			r.Body = &deadlineBody{ReadCloser: r.Body, lift: sync.OnceFunc(func() { _ = rc.SetReadDeadline(time.Time{}) })}
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
 		if t.Write > 0 {
 			_ = rc.SetWriteDeadline(time.Now().Add(t.Write))
@@ -45,16 +44,18 @@ func withDeadlines(t Timeouts, next http.Handler) http.Handler {
 
 // deadlineBody lifts the read deadline when the body has been read to its end: after
 // that, the server's own read of the connection (which notices a client going away)
-// must not time out.
+// must not time out. Only the handler's goroutine reads it.
 type deadlineBody struct {
 	io.ReadCloser
-	lift func()
+	rc     *http.ResponseController
+	lifted bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if errors.Is(err, io.EOF) {
-		b.lift()
+	if errors.Is(err, io.EOF) && !b.lifted {
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }
