@@ -508,10 +508,10 @@ func (v *planValidator) collectReferences(refs []planStepRef) ([]planStepRef, er
 		}
 		var scanErr error
 		var scanPath string
-		err := ref.Walk(params, func(path, s string) error {
+		err := ref.Walk(params, func(path []byte, s string) error {
 			found, err := ref.ScanFor(s, v.known)
 			if err != nil {
-				scanErr, scanPath = err, path
+				scanErr, scanPath = err, string(path)
 				return errPlanWalkStop
 			}
 			if len(refs)+len(found) > v.limits.MaxReferences {

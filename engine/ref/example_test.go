@@ -26,7 +26,7 @@ func ExampleWalk() {
 		"symbol": "AAPL",
 		"legs":   []any{map[string]any{"price": "{{step-1.response.data.price}}"}},
 	}
-	_ = ref.Walk(params, func(path, s string) error {
+	_ = ref.Walk(params, func(path []byte, s string) error {
 		fmt.Printf("%s = %q\n", path, s)
 		return nil
 	})

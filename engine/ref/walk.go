@@ -12,7 +12,7 @@ import (
 )
 
 // visitor is the callback Walk calls for every string.
-type visitor = func(path string, s string) error
+type visitor = func(path []byte, s string) error
 
 // MaxDepth is how many containers deep Walk descends before giving up with ErrTooDeep.
 const MaxDepth = 512
@@ -35,12 +35,13 @@ var (
 // Map keys are visited in sorted order, so the order of fn calls, and therefore which
 // error a caller reports first, never depends on map iteration. path is the string's
 // location as a JSON Pointer (RFC 6901): "" for v itself, "/a/0/b" below it, with "~"
-// and "/" in keys escaped as "~0" and "~1".
+// and "/" in keys escaped as "~0" and "~1"; its bytes are Walk's own, valid until fn
+// returns (a caller that keeps a path copies it).
 //
 // Walk stops at the first error fn returns and returns it unchanged. It returns
 // ErrTooDeep beyond MaxDepth nested containers, ErrCycle when a map or slice contains
 // itself, and encoding/json's error for a value it cannot encode. It never modifies v.
-func Walk(v any, fn func(path string, s string) error) error {
+func Walk(v any, fn func(path []byte, s string) error) error {
 	w := walkers.Get().(*walker)
 	err := w.walk(v, fn)
 	w.reset()
@@ -94,7 +95,7 @@ func (w *walker) walk(v any, fn visitor) error {
 		uint, uint8, uint16, uint32, uint64:
 		return nil
 	case string:
-		return fn(string(w.path), t)
+		return fn(w.path, t)
 	case map[string]any:
 		if len(t) == 0 {
 			return nil

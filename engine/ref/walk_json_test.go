@@ -54,8 +54,8 @@ func TestWalk_AgreesWithJSON(t *testing.T) {
 	}
 	for _, v := range values {
 		var got, want []string
-		if err := ref.Walk(v, func(path, s string) error {
-			got = append(got, path+"="+s)
+		if err := ref.Walk(v, func(path []byte, s string) error {
+			got = append(got, string(path)+"="+s)
 			return nil
 		}); err != nil {
 			t.Fatal(err)

@@ -13,8 +13,8 @@ type visit struct{ path, s string }
 func collect(t *testing.T, v any) []visit {
 	t.Helper()
 	var got []visit
-	if err := Walk(v, func(path, s string) error {
-		got = append(got, visit{path, s})
+	if err := Walk(v, func(path []byte, s string) error {
+		got = append(got, visit{string(path), s})
 		return nil
 	}); err != nil {
 		t.Fatalf("Walk error = %v", err)
@@ -80,8 +80,8 @@ func TestWalk_DecodedJSON(t *testing.T) {
 func TestWalk_StopsAtFirstError(t *testing.T) {
 	stop := errors.New("stop")
 	var seen []string
-	err := Walk(map[string]any{"a": "1", "b": []any{"2", "3"}, "c": "4"}, func(path, s string) error {
-		seen = append(seen, path)
+	err := Walk(map[string]any{"a": "1", "b": []any{"2", "3"}, "c": "4"}, func(path []byte, s string) error {
+		seen = append(seen, string(path))
 		if s == "2" {
 			return stop
 		}
@@ -126,7 +126,7 @@ func TestWalk_Limits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Walk(tt.in, func(string, string) error { return nil })
+			err := Walk(tt.in, func([]byte, string) error { return nil })
 			if target := new(*json.UnsupportedValueError); errors.As(tt.want, target) {
 				if !errors.As(err, target) {
 					t.Fatalf("Walk error = %v, want encoding/json's error", err)
@@ -165,7 +165,7 @@ func BenchmarkWalk_Parameters(b *testing.B) {
 		"price":    "{{step-1.response.data.price}}",
 		"options":  map[string]any{"tif": "day", "tags": []any{"a", "b"}},
 	}
-	fn := func(path, s string) error { return nil }
+	fn := func(path []byte, s string) error { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Walk(params, fn)

@@ -172,7 +172,7 @@ func layout(plan *engine.RoutingPlan, prior []engine.RoutingStep) Graph {
 				e.DependsOn = true
 			}
 		}
-		_ = ref.Walk(s.Parameters(), func(_, text string) error {
+		_ = ref.Walk(s.Parameters(), func(_ []byte, text string) error {
 			refs, _ := ref.ScanFor(text, known) // a malformed token is the rejection's to tell
 			for _, r := range refs {
 				if e := edge(r.StepID, s.StepID); e != nil {
