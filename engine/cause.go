@@ -62,10 +62,11 @@ type PolicyDenial interface {
 // CauseOf classifies an error a hook returned: the cause it declares (Causer), a
 // context deadline (timeout), a plan rule (invalid_plan), else hook_error.
 func CauseOf(err error) Cause {
+	if err == nil {
+		return "" // before c, which escapes to errors.As
+	}
 	var c Causer
 	switch {
-	case err == nil:
-		return ""
 	case errors.As(err, &c):
 		return c.DecisionCause()
 	case errors.Is(err, context.DeadlineExceeded):
@@ -78,6 +79,9 @@ func CauseOf(err error) Cause {
 
 // ViolationsOf returns the policy violations err carries, nil when it carries none.
 func ViolationsOf(err error) []Violation {
+	if err == nil {
+		return nil
+	}
 	var d PolicyDenial
 	if errors.As(err, &d) {
 		return d.PlanViolations()

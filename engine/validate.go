@@ -105,7 +105,7 @@ func (e *PlanError) Is(target error) bool { return target == ErrInvalidPlan }
 // AsPlanError returns the *PlanError in err's chain, if any.
 func AsPlanError(err error) (*PlanError, bool) {
 	if err == nil {
-		return nil, false
+		return nil, false // before pe, which escapes to errors.As
 	}
 	var pe *PlanError
 	ok := errors.As(err, &pe)
