@@ -45,10 +45,12 @@ const SummaryTextLen = 200
 
 // Summarize returns the summary of rec.
 func Summarize(rec *engine.ExecutionRecord) *Summary {
+	n := len(rec.PipelineHooks)
 	s := &Summary{
 		RequestID: rec.RequestID, Request: clip(rec.Request), Generation: rec.Generation, Tenant: rec.Tenant,
 		Status: rec.Status, Lifecycle: rec.Lifecycle, Cause: rec.Cause, Error: clip(rec.Error),
-		Stages: []engine.Stage{}, Hooks: []string{}, Reasons: []engine.Reason{}, Violations: []string{}, Guards: []engine.CheckOutcome{},
+		Stages: make([]engine.Stage, 0, n), Hooks: make([]string, 0, n), Reasons: make([]engine.Reason, 0, n),
+		Violations: []string{}, Guards: make([]engine.CheckOutcome, 0, len(rec.Operations)),
 		Invocations: len(rec.PipelineHooks), Phases: len(rec.Phases), Rejections: len(rec.Rejections),
 		Operations: len(rec.Operations), Revision: rec.Revision, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
 	}
