@@ -109,12 +109,15 @@ func (enc *encoder) hook(h *Hook) error {
 	return nil
 }
 
-// key writes a member's name after a preceding member. Names are this file's
-// constants, plain ASCII that JSON writes as it is.
-func (enc *encoder) key(name string) {
-	enc.buf = append(enc.buf, ',', '"')
-	enc.buf = append(enc.buf, name...)
-	enc.buf = append(enc.buf, '"', ':')
+// key writes a member's name after a preceding member.
+func (enc *encoder) key(name string) { enc.buf = appendKey(enc.buf, name) }
+
+// appendKey appends a member's name after a preceding member to b. Names are this
+// package's constants, plain ASCII that JSON writes as it is.
+func appendKey(b []byte, name string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	return append(b, '"', ':')
 }
 
 // member writes a string member after a preceding member; an omitempty one is left out

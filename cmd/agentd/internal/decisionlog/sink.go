@@ -139,11 +139,7 @@ func (s *logSink) appendLine(b []byte, msg string, e *Event) []byte {
 	b = s.now().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"INFO","msg":`...)
 	b = engine.AppendJSONStringUnescapedHTML(b, msg)
-	key := func(k string) {
-		b = append(b, ',', '"')
-		b = append(b, k...)
-		b = append(b, '"', ':')
-	}
+	key := func(k string) { b = appendKey(b, k) }
 	value := func(k string, v any, ok bool) {
 		if !ok {
 			return
