@@ -52,7 +52,7 @@ func (p *pending) event(scratch *Event) *Event {
 }
 
 // payload returns the call's payload, unmasked: the report's own values, in scratch
-// (emptied first) or a map of its own.
+// (empty: see Logger.forget; nil for a map of its own).
 func (p *pending) payload(scratch map[string]any) map[string]any {
 	switch {
 	case p.stage != nil:
@@ -122,10 +122,10 @@ func refusalEvent(e *Event, r *refusal) {
 	}
 }
 
-// stagePayload is what a stage call was given and answered, in p (emptied first, or
-// made when nil); empty parts are left out.
+// stagePayload is what a stage call was given and answered, in p (empty, or nil for a
+// new map); empty parts are left out.
 func stagePayload(p map[string]any, r *engine.StageReport) map[string]any {
-	p = emptied(p)
+	p = orNew(p)
 	p["request"] = r.Request
 	put := func(k string, v any, ok bool) {
 		if ok {
@@ -159,7 +159,7 @@ func callPayload(p map[string]any, c op.Call) map[string]any {
 	put("parameters", c.Parameters, c.Parameters != nil)
 	put("model", c.Model, c.Model != "")
 	put("phase", c.Phase, c.Phase != 0)
-	p = emptied(p)
+	p = orNew(p)
 	p["call"] = call
 	if c.Request != "" {
 		p["request"] = c.Request
@@ -170,11 +170,10 @@ func callPayload(p map[string]any, c op.Call) map[string]any {
 	return p
 }
 
-// emptied returns m emptied, or a new map when m is nil.
-func emptied(m map[string]any) map[string]any {
+// orNew returns m, or a new map when m is nil.
+func orNew(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
 	}
-	clear(m)
 	return m
 }
