@@ -102,11 +102,11 @@ func (enc *jsonEncoder) value(v any) error {
 	case []string:
 		enc.strings(t)
 	case *RoutingPlan:
-		return enc.view(ViewOf(t))
+		return enc.view(planViews.View(t))
 	case []RoutingStep:
-		return array(enc, t, func(s *RoutingStep) error { return enc.view(ViewOf(s)) })
+		return array(enc, t, func(s *RoutingStep) error { return enc.view(stepViews.View(s)) })
 	case *ExecutionResult:
-		return enc.view(ViewOf(t))
+		return enc.view(resultViews.View(t))
 	case []Invocation:
 		return array(enc, t, enc.invocation)
 	case time.Time:

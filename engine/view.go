@@ -54,12 +54,29 @@ const (
 // fields are strings, integers, booleans, time.Time, pointers to those or to such
 // structs, []string, slices of such structs, map[string]any or any; ViewOf panics for
 // any other type.
-func ViewOf[T any](p *T) View {
+func ViewOf[T any](p *T) View { return ViewerOf[T]().View(p) }
+
+// Viewer makes the Views of *T with T's description looked up once, when it is made:
+// ViewOf for a hot path, kept in a variable.
+type Viewer[T any] struct{ s *shape }
+
+// ViewerOf returns the Viewer of T. It panics where ViewOf does.
+func ViewerOf[T any]() Viewer[T] { return Viewer[T]{shapeOf(reflect.TypeFor[T]())} }
+
+// View returns ViewOf(p).
+func (w Viewer[T]) View(p *T) View {
 	if p == nil {
 		return View{}
 	}
-	return viewAt(unsafe.Pointer(p), shapeOf(reflect.TypeFor[T]()))
+	return viewAt(unsafe.Pointer(p), w.s)
 }
+
+// The Viewers of the wire types.
+var (
+	planViews   = ViewerOf[RoutingPlan]()
+	stepViews   = ViewerOf[RoutingStep]()
+	resultViews = ViewerOf[ExecutionResult]()
+)
 
 // Kind returns the JSON kind of v.
 func (v View) Kind() ViewKind {
@@ -174,6 +191,18 @@ func (v View) StringMember(i int) (s string, present, isString bool) {
 	}
 	s = *(*string)(unsafe.Add(v.p, f.offset))
 	return s, s != "" || !f.omitEmpty && !f.omitZero, true
+}
+
+// MapMember is StringMember for a member that is a map[string]any (a ViewValue, or null
+// when nil): the map, and whether encoding/json writes it; isMap is false for a member
+// of any other type.
+func (v View) MapMember(i int) (m map[string]any, present, isMap bool) {
+	f := &v.s.fields[i]
+	if f.shape.store != storeAnyMap {
+		return nil, false, false
+	}
+	m = *(*map[string]any)(unsafe.Add(v.p, f.offset))
+	return m, (m != nil || !f.omitZero) && (len(m) > 0 || !f.omitEmpty), true
 }
 
 // ViewType identifies the Go type a View reads (the zero ViewType is null's): values

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -131,27 +132,45 @@ func TestView_Type(t *testing.T) {
 	}
 }
 
-// StringMember reads a string member as Field does, and no member of another type.
-func TestView_StringMember(t *testing.T) {
+// StringMember and MapMember read a string or a map[string]any member as Field does
+// (a nil map is null), and no member of another type.
+func TestView_StringAndMapMembers(t *testing.T) {
 	type wire struct {
-		A string  `json:"a"`
-		B string  `json:"b,omitempty"`
-		C string  `json:"c,omitzero"`
-		P *string `json:"p"`
-		N int     `json:"n"`
+		A  string          `json:"a"`
+		B  string          `json:"b,omitempty"`
+		C  string          `json:"c,omitzero"`
+		MA map[string]any  `json:"ma"`
+		MB map[string]any  `json:"mb,omitempty"`
+		MC map[string]any  `json:"mc,omitzero"`
+		P  *string         `json:"p"`
+		PM *map[string]any `json:"pm"`
+		V  any             `json:"v"`
+		N  int             `json:"n"`
 	}
-	p := "x"
-	for _, w := range []wire{{}, {A: "a", B: "b", C: "c", P: &p, N: 1}} {
+	p, full, empty := "x", map[string]any{"k": 1.0}, map[string]any{}
+	for _, w := range []wire{
+		{},
+		{MA: empty, MB: empty, MC: empty},
+		{A: "a", B: "b", C: "c", MA: full, MB: full, MC: full, P: &p, PM: &full, V: full, N: 1},
+	} {
 		v := engine.ViewOf(&w)
 		for i := range v.NumField() {
 			name, f, present := v.Field(i)
-			s, ok, isString := v.StringMember(i)
-			wantString := name == "a" || name == "b" || name == "c"
+			s, sPresent, isString := v.StringMember(i)
+			m, mPresent, isMap := v.MapMember(i)
 			switch {
-			case isString != wantString:
+			case isString != (name == "a" || name == "b" || name == "c"):
 				t.Errorf("%+v: member %s: isString = %v", w, name, isString)
-			case isString && (ok != present || present && s != f.Str()):
-				t.Errorf("%+v: member %s: StringMember = %q, %v; Field = %v, %v", w, name, s, ok, f, present)
+			case isMap != (name == "ma" || name == "mb" || name == "mc"):
+				t.Errorf("%+v: member %s: isMap = %v", w, name, isMap)
+			case isString && (sPresent != present || present && s != f.Str()):
+				t.Errorf("%+v: member %s: StringMember = %q, %v; Field = %v, %v", w, name, s, sPresent, f, present)
+			case isMap && mPresent != present:
+				t.Errorf("%+v: member %s: MapMember present = %v; Field = %v", w, name, mPresent, present)
+			case isMap && present && (m == nil) != (f.Kind() == engine.ViewNull):
+				t.Errorf("%+v: member %s: MapMember = %v; Field = %v", w, name, m, f)
+			case isMap && present && m != nil && !reflect.DeepEqual(f.Value(), m):
+				t.Errorf("%+v: member %s: MapMember = %v; Field = %v", w, name, m, f.Value())
 			}
 		}
 	}

@@ -53,6 +53,14 @@ var _ interpreter.Activation = (*Vars)(nil)
 // emptyObject stands in for a nil map; CEL never modifies it.
 var emptyObject = map[string]any{}
 
+// The Viewers of the values Vars reads.
+var (
+	planViews   = engine.ViewerOf[engine.RoutingPlan]()
+	stepViews   = engine.ViewerOf[engine.RoutingStep]()
+	resultViews = engine.ViewerOf[engine.ExecutionResult]()
+	callViews   = engine.ViewerOf[op.Call]()
+)
+
 // Reset forgets the cached conversions and the resolved time of now.
 func (v *Vars) Reset() {
 	v.plan, v.step, v.result, v.call, v.now = nil, nil, nil, nil, nil
@@ -87,19 +95,19 @@ func (v *Vars) ResolveName(name string) (any, bool) {
 		return v.now, true
 	case varPlan:
 		if v.plan == nil {
-			v.plan = orNull(engine.ViewOf(v.Plan))
+			v.plan = orNull(planViews.View(v.Plan))
 		}
 		return v.plan, true
 	case varPhase:
 		return int64(v.Phase), true
 	case varStep:
 		if v.step == nil {
-			v.step = orNull(engine.ViewOf(v.Step))
+			v.step = orNull(stepViews.View(v.Step))
 		}
 		return v.step, true
 	case varResult:
 		if v.result == nil {
-			v.result = orNull(engine.ViewOf(v.Result))
+			v.result = orNull(resultViews.View(v.Result))
 		}
 		return v.result, true
 	case varResponse:
@@ -129,7 +137,7 @@ func objectOrEmpty(m map[string]any) map[string]any {
 // callValue is the call's JSON form plus, for a call bound to a plan step, that step as
 // step (op.Call.Step, which the call's JSON leaves out).
 func callValue(c *op.Call) map[string]any {
-	m := celValue(engine.ViewOf(c)).(map[string]any)
+	m := celValue(callViews.View(c)).(map[string]any)
 	if c.Step != nil {
 		m["step"] = c.Step
 	}

@@ -28,6 +28,11 @@ type callInput struct {
 	Enrichments map[string]any `json:"enrichments"`
 }
 
+var (
+	planInputs = engine.ViewerOf[planInput]()
+	callInputs = engine.ViewerOf[callInput]()
+)
+
 func init() {
 	regovalue.Intern[planInput]()
 	regovalue.Intern[callInput]()
@@ -39,7 +44,7 @@ func init() {
 // JSON round trip. It fails where encoding/json fails: a non-finite number, a time it
 // cannot render, a value it cannot encode.
 func PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (ast.Value, error) {
-	t, err := regovalue.Term(engine.ViewOf(&planInput{plan, phase, request, metadata, enrichments}))
+	t, err := regovalue.Term(planInputs.View(&planInput{plan, phase, request, metadata, enrichments}))
 	if err != nil {
 		return nil, fmt.Errorf("policy: plan input: %w", err)
 	}
@@ -49,7 +54,7 @@ func PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, en
 // CallInput builds the operation-guard input {call, request, metadata, enrichments}, as
 // PlanInput builds its input.
 func CallInput(call *op.Call, request string, metadata, enrichments map[string]any) (ast.Value, error) {
-	t, err := regovalue.Term(engine.ViewOf(&callInput{call, request, metadata, enrichments}))
+	t, err := regovalue.Term(callInputs.View(&callInput{call, request, metadata, enrichments}))
 	if err != nil {
 		return nil, fmt.Errorf("policy: call input: %w", err)
 	}
