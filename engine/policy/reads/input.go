@@ -57,11 +57,12 @@ func inputView(v engine.View, n *readNode) (*ast.Term, error) {
 				}
 			}
 		}
-		for _, f := range n.order {
-			m, ok := f.member(v)
+		for k, i := range n.indexes(v) {
+			m, ok := member(v, i)
 			if !ok {
 				continue
 			}
+			f := n.order[k]
 			t, err := inputView(m, f.node)
 			if err != nil {
 				return nil, err

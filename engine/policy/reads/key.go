@@ -165,17 +165,30 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 		if n.sized {
 			c = c.length(v.Len())
 		}
-		for _, f := range n.order {
-			i := f.index(v)
+		for k, i := range n.indexes(v) {
 			if i < 0 {
 				c = append(c, tagAbsent)
 				continue
 			}
-			if s, present, isString := v.StringMember(i); isString { // as view writes it, without the call
+			// Strings and maps are written as view writes them, without building their View.
+			if s, present, isString := v.StringMember(i); isString {
 				if present {
 					c = append(c, tagPresent).text(tagString, s)
 				} else {
 					c = append(c, tagAbsent)
+				}
+				continue
+			}
+			if m, present, isMap := v.MapMember(i); isMap {
+				switch {
+				case !present:
+					c = append(c, tagAbsent)
+				case m == nil:
+					c = append(c, tagPresent, tagNull)
+				default:
+					if c, err = append(c, tagPresent).anyValue(m, n.order[k].node); err != nil {
+						return c, err
+					}
 				}
 				continue
 			}
@@ -184,7 +197,7 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 				c = append(c, tagAbsent)
 				continue
 			}
-			if c, err = append(c, tagPresent).view(m, f.node); err != nil {
+			if c, err = append(c, tagPresent).view(m, n.order[k].node); err != nil {
 				return c, err
 			}
 		}
@@ -201,9 +214,8 @@ func (c canon) wholeView(v engine.View) (canon, error) {
 	return c.value(t.Value), nil
 }
 
-// member returns the member of v named f.name, and whether it is present.
-func (f *readField) member(v engine.View) (engine.View, bool) {
-	i := f.index(v)
+// member returns v's member at index i (of n.indexes(v)), and whether it is present.
+func member(v engine.View, i int) (engine.View, bool) {
 	if i < 0 {
 		return engine.View{}, false
 	}
@@ -211,14 +223,17 @@ func (f *readField) member(v engine.View) (engine.View, bool) {
 	return m, ok
 }
 
-// index returns the index of the member of v named f.name (engine.View.MemberIndex).
-// The index found is kept for the next object of v's type, so that reading inputs of
-// one shape compares no names.
-func (f *readField) index(v engine.View) int {
-	at := f.at.Load()
+// indexes returns the index in v (engine.View.MemberIndex) of each of n's fields, in
+// n.order's order. They are kept for the next object of v's type, so that reading
+// inputs of one shape compares no names.
+func (n *readNode) indexes(v engine.View) []int {
+	at := n.at.Load()
 	if at == nil || at.typ != v.Type() {
-		at = &memberAt{typ: v.Type(), index: v.MemberIndex(f.name)}
-		f.at.Store(at)
+		at = &membersAt{typ: v.Type(), index: make([]int, len(n.order))}
+		for k, f := range n.order {
+			at.index[k] = v.MemberIndex(f.name)
+		}
+		n.at.Store(at)
 	}
 	return at.index
 }

@@ -52,22 +52,22 @@ type readNode struct {
 	fields map[string]*readNode
 	elems  *readNode
 	order  []*readField // fields by name, set by freeze
+	// at is where order's fields were found in the last view read: inputs of one type
+	// keep their members at the same indexes.
+	at atomic.Pointer[membersAt]
 }
 
 type readField struct {
 	name string
 	key  *ast.Term
 	node *readNode
-	// at is where the field was found in the last view read: inputs of one type keep
-	// their members at one index.
-	at atomic.Pointer[memberAt]
 }
 
-// memberAt is the index (engine.View.MemberIndex, -1 for none) of a field in objects
-// of one type.
-type memberAt struct {
+// membersAt holds the index (engine.View.MemberIndex, -1 for none) of each of a node's
+// fields, in its order, in objects of one type.
+type membersAt struct {
 	typ   engine.ViewType
-	index int
+	index []int
 }
 
 // freeze orders the fields of n and its descendants for encoding; n is not changed
