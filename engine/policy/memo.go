@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -21,24 +22,27 @@ type PlanMemo struct {
 	reads  *reads.Tree
 	size   int
 	shards [16]memoShard
+	// longKeys is set once an encoding did not fit keyOnStack.
+	longKeys atomic.Bool
 }
 
+// memoShard holds entries by their key's hash (maphash with keySeed, which hashes a
+// key alike as bytes and as a string), the one hash of a key a lookup computes: it
+// picks the shard and the entry. Keys whose hashes are equal share an entry, the last
+// one Put; an entry answers only its own key.
 type memoShard struct {
 	mu      sync.Mutex
-	entries map[string]PlanDecision
+	entries map[uint64]memoEntry
 }
 
-// shardSeed spreads keys over a memo's shards.
-var shardSeed = maphash.MakeSeed()
-
-func (m *PlanMemo) shard(key []byte) *memoShard {
-	return &m.shards[maphash.Bytes(shardSeed, key)%uint64(len(m.shards))]
+type memoEntry struct {
+	key string
+	d   PlanDecision
 }
 
-// shardOf is shard for a key held as a string (maphash hashes both alike).
-func (m *PlanMemo) shardOf(key string) *memoShard {
-	return &m.shards[maphash.String(shardSeed, key)%uint64(len(m.shards))]
-}
+var keySeed = maphash.MakeSeed()
+
+func (m *PlanMemo) shard(h uint64) *memoShard { return &m.shards[h%uint64(len(m.shards))] }
 
 // NewPlanMemo returns a memo for q's plan decisions, or nil when a module of q's bundle
 // refers to a non-deterministic built-in (reads.Deterministic): data is fixed per
@@ -49,7 +53,7 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 	}
 	m := &PlanMemo{reads: reads.Analyze(q.compiler, q.ref, q.members), size: max(size/16, 1)}
 	for i := range m.shards {
-		m.shards[i].entries = make(map[string]PlanDecision)
+		m.shards[i].entries = make(map[uint64]memoEntry)
 	}
 	return m
 }
@@ -63,7 +67,7 @@ func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 // PlanInput fails: on a part the evaluation may observe that does not convert.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (string, error) {
 	in := planInput{plan, phase, request, metadata, enrichments}
-	key, err := m.reads.Key(engine.ViewOf(&in))
+	key, err := m.reads.Key(planInputs.View(&in))
 	if err != nil {
 		return "", inputError(err)
 	}
@@ -74,29 +78,50 @@ func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, 
 // miss that key, to Put the decision under once evaluated. A hit allocates nothing. A
 // decision's Plan is shared: callers must copy it before changing it.
 func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (d PlanDecision, key string, hit bool, err error) {
-	buf := keyBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxKeyBuffer {
-			keyBuffers.Put(buf)
-		}
-	}()
 	in := planInput{plan, phase, request, metadata, enrichments}
-	if *buf, err = m.reads.AppendKey((*buf)[:0], engine.ViewOf(&in)); err != nil {
-		return PlanDecision{}, "", false, inputError(err)
+	if m.longKeys.Load() {
+		pooled := keyBuffers.Get().(*[]byte)
+		var buf []byte
+		d, key, hit, buf, err = m.lookup((*pooled)[:0], &in)
+		if cap(buf) <= maxKeyBuffer {
+			*pooled = buf[:0]
+			keyBuffers.Put(pooled)
+		}
+		return d, key, hit, err
 	}
-	s := m.shard(*buf)
-	s.mu.Lock()
-	d, hit = s.entries[string(*buf)]
-	s.mu.Unlock()
-	if !hit {
-		key = string(*buf)
-	}
-	return d, key, hit, nil
+	var stack [keyOnStack]byte
+	d, key, hit, _, err = m.lookup(stack[:0], &in)
+	return d, key, hit, err
 }
 
-// keyBuffers recycles the buffers Lookup encodes keys into, up to maxKeyBuffer bytes:
-// an input read whole can be large, and the pool should not keep the largest for good.
-var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// lookup is Lookup with the key encoded in buf, which it returns, grown as needed.
+func (m *PlanMemo) lookup(buf []byte, in *planInput) (d PlanDecision, key string, hit bool, _ []byte, err error) {
+	if buf, err = m.reads.AppendKey(buf, planInputs.View(in)); err != nil {
+		return PlanDecision{}, "", false, buf, inputError(err)
+	}
+	if cap(buf) > keyOnStack && !m.longKeys.Load() {
+		m.longKeys.Store(true)
+	}
+	h := maphash.Bytes(keySeed, buf)
+	s := m.shard(h)
+	s.mu.Lock()
+	e, found := s.entries[h]
+	s.mu.Unlock()
+	if found && e.key == string(buf) {
+		return e.d, "", true, buf, nil
+	}
+	return PlanDecision{}, string(buf), false, buf, nil
+}
+
+// keyOnStack is the room Lookup gives a key's encoding on its stack: enough for every
+// key kept raw (reads.Tree.AppendKey). Once a memo meets a longer encoding, which
+// grows onto the heap before it is hashed down, it encodes in pooled buffers
+// (keyBuffers): inputs of one kind tend to come again.
+const keyOnStack = 512
+
+// keyBuffers recycles the buffers of long encodings, up to maxKeyBuffer bytes: an input
+// read whole can be large, and the pool should not keep the largest for good.
+var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4*keyOnStack); return &b }}
 
 const maxKeyBuffer = 64 << 10
 
@@ -106,7 +131,7 @@ const maxKeyBuffer = 64 << 10
 // decide on it as on the whole input (policy.PlanInput), and its key is PlanKey's.
 func (m *PlanMemo) PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (ast.Value, error) {
 	in := planInput{plan, phase, request, metadata, enrichments}
-	input, err := m.reads.Input(engine.ViewOf(&in))
+	input, err := m.reads.Input(planInputs.View(&in))
 	if err != nil {
 		return nil, inputError(err)
 	}
@@ -118,14 +143,15 @@ func inputError(err error) error { return fmt.Errorf("policy: plan input: %w", e
 
 // Put stores d under key, evicting an arbitrary entry of the shard when it is full.
 func (m *PlanMemo) Put(key string, d PlanDecision) {
-	s := m.shardOf(key)
+	h := maphash.String(keySeed, key)
+	s := m.shard(h)
 	s.mu.Lock()
-	if _, ok := s.entries[key]; !ok && len(s.entries) >= m.size {
+	if _, ok := s.entries[h]; !ok && len(s.entries) >= m.size {
 		for k := range s.entries {
 			delete(s.entries, k)
 			break
 		}
 	}
-	s.entries[key] = d
+	s.entries[h] = memoEntry{key, d}
 	s.mu.Unlock()
 }
