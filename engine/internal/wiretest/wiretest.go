@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,12 +109,16 @@ func Object(r *rand.Rand, depth int) map[string]any {
 	return out
 }
 
+// longNames are two names 127 and 128 bytes long, which encodings that prefix a string
+// with its length (as a varint) write with one and two length bytes.
+var longNames = [2]string{strings.Repeat("n", 127), strings.Repeat("n", 128)}
+
 // Step returns a RoutingStep.
 func Step(r *rand.Rand, i int) engine.RoutingStep {
 	s := engine.RoutingStep{
 		StepID:      pick(r, fmt.Sprintf("step-%d", i+1), ""),
 		AgentName:   pick(r, "stock-service", ""),
-		Namespace:   pick(r, "demo-tools", "bank"),
+		Namespace:   pick(r, "demo-tools", "bank", longNames[0], longNames[1]),
 		Instruction: pick(r, "", "quote", "buy"),
 		DependsOn:   Strings(r),
 		Metadata:    Object(r, 3),

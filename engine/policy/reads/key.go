@@ -75,7 +75,18 @@ const (
 func (c canon) length(n int) canon { return binary.AppendUvarint(c, uint64(n)) }
 
 func (c canon) text(t byte, s string) canon {
+	if len(s) < 0x80 { // its length is one byte
+		return append(append(c, t, byte(len(s))), s...)
+	}
 	return append(append(c, t).length(len(s)), s...)
+}
+
+// presentString writes a present member that is the string s.
+func (c canon) presentString(s string) canon {
+	if len(s) < 0x80 {
+		return append(append(c, tagPresent, tagString, byte(len(s))), s...)
+	}
+	return append(c, tagPresent).text(tagString, s)
 }
 
 // presence writes whether a member read by name is present.
@@ -173,7 +184,7 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 			// Strings and maps are written as view writes them, without building their View.
 			if s, present, isString := v.StringMember(i); isString {
 				if present {
-					c = append(c, tagPresent).text(tagString, s)
+					c = c.presentString(s)
 				} else {
 					c = append(c, tagAbsent)
 				}
@@ -258,7 +269,7 @@ func (c canon) anyValue(x any, n *readNode) (canon, error) {
 					continue
 				}
 				if s, isString := e.(string); isString { // as anyValue writes it
-					c = append(c, tagPresent).text(tagString, s)
+					c = c.presentString(s)
 					continue
 				}
 				if c, err = append(c, tagPresent).anyValue(e, f.node); err != nil {
