@@ -57,7 +57,8 @@ const (
 func ViewOf[T any](p *T) View { return ViewerOf[T]().View(p) }
 
 // Viewer makes the Views of *T with T's description looked up once, when it is made:
-// ViewOf for a hot path, kept in a variable.
+// ViewOf for a hot path, kept in a variable. Make it with ViewerOf: the zero Viewer
+// panics on a non-nil pointer.
 type Viewer[T any] struct{ s *shape }
 
 // ViewerOf returns the Viewer of T. It panics where ViewOf does.

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -133,15 +134,18 @@ func TestView_Type(t *testing.T) {
 }
 
 // StringMember and MapMember read a string or a map[string]any member as Field does
-// (a nil map is null), and no member of another type.
+// (a nil map is null), and no member of another type; a member is present exactly when
+// encoding/json writes it.
 func TestView_StringAndMapMembers(t *testing.T) {
 	type wire struct {
 		A  string          `json:"a"`
 		B  string          `json:"b,omitempty"`
 		C  string          `json:"c,omitzero"`
+		D  string          `json:"d,omitempty,omitzero"`
 		MA map[string]any  `json:"ma"`
 		MB map[string]any  `json:"mb,omitempty"`
 		MC map[string]any  `json:"mc,omitzero"`
+		MD map[string]any  `json:"md,omitzero,omitempty"`
 		P  *string         `json:"p"`
 		PM *map[string]any `json:"pm"`
 		V  any             `json:"v"`
@@ -150,18 +154,23 @@ func TestView_StringAndMapMembers(t *testing.T) {
 	p, full, empty := "x", map[string]any{"k": 1.0}, map[string]any{}
 	for _, w := range []wire{
 		{},
-		{MA: empty, MB: empty, MC: empty},
-		{A: "a", B: "b", C: "c", MA: full, MB: full, MC: full, P: &p, PM: &full, V: full, N: 1},
+		{MA: empty, MB: empty, MC: empty, MD: empty},
+		{A: "a", B: "b", C: "c", D: "d", MA: full, MB: full, MC: full, MD: full, P: &p, PM: &full, V: full, N: 1},
 	} {
+		written := wiretest.JSON(t, &w).(map[string]any)
 		v := engine.ViewOf(&w)
 		for i := range v.NumField() {
 			name, f, present := v.Field(i)
 			s, sPresent, isString := v.StringMember(i)
 			m, mPresent, isMap := v.MapMember(i)
+			_, inJSON := written[name]
 			switch {
-			case isString != (name == "a" || name == "b" || name == "c"):
+			case isString != slices.Contains([]string{"a", "b", "c", "d"}, name):
 				t.Errorf("%+v: member %s: isString = %v", w, name, isString)
-			case isMap != (name == "ma" || name == "mb" || name == "mc"):
+			case isMap != slices.Contains([]string{"ma", "mb", "mc", "md"}, name):
+				t.Errorf("%+v: member %s: isMap = %v", w, name, isMap)
+			case (isString && sPresent != inJSON) || (isMap && mPresent != inJSON):
+				t.Errorf("%+v: member %s: present = %v; encoding/json writes it: %v", w, name, sPresent || mPresent, inJSON)
 				t.Errorf("%+v: member %s: isMap = %v", w, name, isMap)
 			case isString && (sPresent != present || present && s != f.Str()):
 				t.Errorf("%+v: member %s: StringMember = %q, %v; Field = %v, %v", w, name, s, sPresent, f, present)

@@ -114,10 +114,10 @@ func (m *PlanMemo) lookup(buf []byte, in *planInput) (d PlanDecision, key string
 }
 
 // keyOnStack is the room Lookup gives a key's encoding on its stack: enough for every
-// key kept raw (reads.Tree.AppendKey). Once a memo meets a longer encoding, which
-// grows onto the heap before it is hashed down, it encodes in pooled buffers
-// (keyBuffers): inputs of one kind tend to come again.
-const keyOnStack = 512
+// key kept raw (reads.MaxRawKey). Once a memo meets a longer encoding, which grows onto
+// the heap before it is hashed down, it encodes in pooled buffers (keyBuffers): inputs
+// of one kind tend to come again.
+const keyOnStack = reads.MaxRawKey
 
 // keyBuffers recycles the buffers of long encodings, up to maxKeyBuffer bytes: an input
 // read whole can be large, and the pool should not keep the largest for good.

@@ -36,9 +36,13 @@ func TestPlanMemo_AnEntryAnswersOnlyItsOwnKey(t *testing.T) {
 		t.Fatalf("Lookup(allowed) = %v, hit %v; want the stored decision", d, hit)
 	}
 
+	ha := maphash.String(keySeed, allowedKey)
+	e := m.shard(ha).entries[ha]
+	if e.key != allowedKey {
+		t.Fatalf("the allowed key's slot holds %q", e.key)
+	}
 	h := maphash.String(keySeed, deniedKey)
-	s := m.shard(h)
-	s.entries[h] = s.entries[maphash.String(keySeed, allowedKey)]
+	m.shard(h).entries[h] = e
 	if d, key, hit := lookup(denied); hit || key != deniedKey {
 		t.Errorf("Lookup(denied) in a slot holding another key = %v, hit %v, key %q; want a miss with its own key", d, hit, key)
 	}

@@ -20,7 +20,7 @@ func (t *Tree) Key(input engine.View) (string, error) {
 
 // AppendKey appends to dst the key of input views: an unambiguous canonical encoding of
 // the parts an evaluation under t may observe, computed without building its Rego value
-// (only what is read whole is converted). An encoding of at most maxRawKey bytes is the
+// (only what is read whole is converted). An encoding of at most MaxRawKey bytes is the
 // key itself, so that a short key costs no hash; a longer one is replaced by a zero byte
 // (no encoding starts with one) and its SHA-256, so that keys stay small. AppendKey
 // fails where Input fails (a part that may be observed does not convert), so that a
@@ -34,13 +34,14 @@ func (t *Tree) AppendKey(dst []byte, input engine.View) ([]byte, error) {
 	return shortKey(c, len(dst)), nil
 }
 
-// maxRawKey is the longest encoding that is its own key.
-const maxRawKey = 512
+// MaxRawKey is the longest encoding that is its own key (AppendKey): a key is at most
+// this long.
+const MaxRawKey = 512
 
 // shortKey replaces buf[start:], an encoding, by its digest form when it is longer than
-// maxRawKey.
+// MaxRawKey.
 func shortKey(buf []byte, start int) []byte {
-	if len(buf)-start <= maxRawKey {
+	if len(buf)-start <= MaxRawKey {
 		return buf
 	}
 	sum := sha256.Sum256(buf[start:])

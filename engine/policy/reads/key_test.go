@@ -3,6 +3,7 @@ package reads
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func encodeWhole(v any) ([]byte, bool) {
 	return canon(nil).project(av, &readNode{whole: true}), true
 }
 
-// TestKey_LongEncodingsAreDigested: an encoding up to maxRawKey bytes is its own key;
+// TestKey_LongEncodingsAreDigested: an encoding up to MaxRawKey bytes is its own key;
 // a longer one is a zero byte and its SHA-256, and keys still tell apart exactly the
 // inputs whose encodings differ, on both sides of the limit.
 func TestKey_LongEncodingsAreDigested(t *testing.T) {
@@ -78,11 +79,11 @@ func TestKey_LongEncodingsAreDigested(t *testing.T) {
 		}
 		return KeyOfValue(tree, v)
 	}
-	for _, n := range []int{1, maxRawKey - 3, maxRawKey - 2, maxRawKey, 4 * maxRawKey} {
+	for _, n := range []int{1, MaxRawKey - 3, MaxRawKey - 2, MaxRawKey, 4 * MaxRawKey} {
 		text := strings.Repeat("a", n)
 		key, other := keyOf(text), keyOf(text[:n-1]+"b")
 		c := canon(nil).value(ast.String(text))
-		switch long := len(c) > maxRawKey; {
+		switch long := len(c) > MaxRawKey; {
 		case !long && key != string(c):
 			t.Errorf("%d bytes: key %q, want the encoding itself", len(c), key)
 		case long && (len(key) != 1+sha256.Size || key[0] != 0):
@@ -90,6 +91,21 @@ func TestKey_LongEncodingsAreDigested(t *testing.T) {
 		}
 		if key == other || key != keyOf(text) {
 			t.Errorf("%d bytes: keys of equal encodings differ or of different ones agree", len(c))
+		}
+	}
+}
+
+// A string is its tag, its length as a uvarint, then its bytes, whichever way it is
+// written (text, presentString after tagPresent), on both sides of the one-byte length.
+func TestCanon_StringsCarryTheirUvarintLength(t *testing.T) {
+	for _, n := range []int{0, 1, 126, 127, 128, 129, 255, 256, 16383, 16384} {
+		s := strings.Repeat("s", n)
+		want := append(binary.AppendUvarint([]byte{tagString}, uint64(n)), s...)
+		if got := canon(nil).text(tagString, s); !bytes.Equal(got, want) {
+			t.Errorf("text, %d bytes: %x…, want %x…", n, got[:min(len(got), 4)], want[:min(len(want), 4)])
+		}
+		if got := canon(nil).presentString(s); !bytes.Equal(got, append([]byte{tagPresent}, want...)) {
+			t.Errorf("presentString, %d bytes: %x…, want %x…", n, got[:min(len(got), 5)], want[:min(len(want), 4)])
 		}
 	}
 }
