@@ -3,8 +3,10 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -104,6 +106,39 @@ func benchRawCEL(b *testing.B, opts ...cel.ProgramOption) {
 	}
 }
 
+// benchAgents is how many agents the benchmarks' allow-list adds, each allowed
+// stock_quote in demo-tools: a plan whose steps are run by new agents is one no memo
+// has seen.
+const benchAgents = 64
+
+// benchAgent is the agent of step j of iteration i of a benchmark reviewing unseen
+// plans: the agents of the first three steps are i's base-64 digits, so that no two of
+// the first 262,144 iterations review the same operations.
+func benchAgent(i, j int) string { return benchAgentNames()[i>>(6*j)%benchAgents] }
+
+var benchAgentNames = sync.OnceValue(func() (names [benchAgents]string) {
+	for a := range names {
+		names[a] = fmt.Sprintf("svc-%02d", a)
+	}
+	return names
+})
+
+// benchAllowList is allowListJSON with the benchmark agents.
+var benchAllowList = sync.OnceValue(func() string {
+	var list map[string]map[string]map[string]any
+	if err := json.Unmarshal([]byte(allowListJSON), &list); err != nil {
+		panic(err)
+	}
+	for a := range benchAgents {
+		list["allowlist"]["demo-tools"][benchAgent(a, 0)] = []any{"stock_quote"}
+	}
+	raw, err := json.Marshal(list)
+	if err != nil {
+		panic(err)
+	}
+	return string(raw)
+})
+
 // benchRegoConfig is the required allow-list hook over the repository's policies.
 func benchRegoConfig() map[string]string {
 	files := map[string]string{
@@ -114,43 +149,61 @@ func benchRegoConfig() map[string]string {
     steps:
       - rego: {query: data.agentd.plan}
 `),
-		"data/agentd/allowlist.json": allowListJSON,
+		"data/agentd/allowlist.json": benchAllowList(),
 	}
 	maps.Copy(files, repoPolicies())
 	return files
 }
 
 // BenchmarkRequiredRego_Compiled reviews an unseen plan every iteration (new plan_id,
-// instructions and step ids, which the stock policy reads), so the memo never answers;
-// compare with BenchmarkRequiredRego_RawOPA.
-func BenchmarkRequiredRego_Compiled(b *testing.B) { benchRequiredRego(b, true) }
+// instructions and step ids, and operations run by new agents), so the memo never
+// answers; compare with BenchmarkRequiredRego_RawOPA.
+func BenchmarkRequiredRego_Compiled(b *testing.B) { benchRequiredRego(b, unseenPlan) }
 
 // BenchmarkRequiredRego_KnownShape reviews a new plan of a known shape every iteration
 // (new plan_id and instructions, which the stock policy does not read): memo hits.
-func BenchmarkRequiredRego_KnownShape(b *testing.B) { benchRequiredRego(b, false) }
+func BenchmarkRequiredRego_KnownShape(b *testing.B) { benchRequiredRego(b, knownShape) }
 
-func benchRequiredRego(b *testing.B, newStepIDs bool) {
+// BenchmarkRequiredRego_NewStepIDs reviews a plan with new step ids over known, allowed
+// operations every iteration, as an orchestrator names the steps of each new plan: the
+// stock policy reads step ids only to name denied steps, so allowed decisions are
+// memo hits.
+func BenchmarkRequiredRego_NewStepIDs(b *testing.B) { benchRequiredRego(b, newStepIDs) }
+
+// planVariation is what changes between the plans a benchmark reviews.
+type planVariation int
+
+const (
+	knownShape planVariation = iota // plan id and instructions
+	newStepIDs                      // and step ids
+	unseenPlan                      // and the agents running the steps
+)
+
+func benchRequiredRego(b *testing.B, v planVariation) {
 	gen := load(b, benchRegoConfig())
 	ctx := requestCtx(gen, "req-bench", noGate)
 	pctx := &engine.PipelineContext{Request: benchRequest, Metadata: benchMetadata(), Enrichments: map[string]any{}}
 	plan := quotePlan(3)
 	// A known shape's plan ids, which its key does not read, are made before the loop,
-	// so that the loop measures the review and not their formatting. An unseen plan's
-	// step ids are made of its plan id: those are new every iteration.
+	// so that the loop measures the review and not their formatting. New step ids are
+	// made of the plan id: those are new every iteration.
 	ids := make([]string, 1<<12)
 	for i := range ids {
 		ids[i] = "plan-" + strconv.Itoa(i)
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if newStepIDs {
-			plan.PlanID = "plan-" + strconv.Itoa(i)
-		} else {
+		if v == knownShape {
 			plan.PlanID = ids[i%len(ids)]
+		} else {
+			plan.PlanID = "plan-" + strconv.Itoa(i)
 		}
 		for j := range plan.Steps {
 			plan.Steps[j].Instruction = plan.PlanID
-			if newStepIDs {
+			if v == unseenPlan {
+				plan.Steps[j].AgentName = benchAgent(i, j)
+			}
+			if v != knownShape {
 				plan.Steps[j].StepID = plan.PlanID + "-" + strconv.Itoa(j)
 				if j > 0 {
 					plan.Steps[j].DependsOn = []string{plan.Steps[j-1].StepID}
@@ -170,7 +223,7 @@ func BenchmarkRequiredRego_RawOPA(b *testing.B) {
 		opts = append(opts, rego.Module(name, src))
 	}
 	var data map[string]any
-	if err := json.Unmarshal([]byte(allowListJSON), &data); err != nil {
+	if err := json.Unmarshal([]byte(benchAllowList()), &data); err != nil {
 		b.Fatal(err)
 	}
 	opts = append(opts, rego.Store(inmem.NewFromObject(map[string]any{"agentd": data})))
@@ -199,6 +252,7 @@ func BenchmarkRequiredRego_RawOPA(b *testing.B) {
 		for j, step := range planMap["steps"].([]any) {
 			step := step.(map[string]any)
 			step["instruction"] = id
+			step["agent_name"] = benchAgent(i, j)
 			step["step_id"] = id + "-" + strconv.Itoa(j)
 			if j > 0 {
 				step["depends_on"] = []any{id + "-" + strconv.Itoa(j-1)}

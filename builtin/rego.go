@@ -161,7 +161,11 @@ func (a *regoPlan) Describe() string {
 		mode = " [mode " + string(a.mode) + ": records what it would deny, changes nothing]"
 	}
 	if m := a.memo.Load(); m != nil {
-		return "rego " + a.name + mode + ": decisions memoized on " + strings.Join(m.Reads().KeyPaths(), ", ")
+		on := "rego " + a.name + mode + ": decisions memoized on " + strings.Join(m.Reads().KeyPaths(), ", ")
+		if allowed := m.AllowedReads(); allowed != nil {
+			on += "; those allowing the plan on " + strings.Join(allowed.KeyPaths(), ", ")
+		}
+		return on
 	}
 	return "rego " + a.name + mode + ": decisions not memoized (" + a.noMemo + ")"
 }

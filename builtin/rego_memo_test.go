@@ -61,7 +61,7 @@ func randomPlan(r *rand.Rand) *engine.RoutingPlan {
 	plan := &engine.RoutingPlan{PlanID: fmt.Sprintf("p%d", r.IntN(3))}
 	for i := range r.IntN(4) {
 		step := engine.RoutingStep{
-			StepID: fmt.Sprintf("step-%d", i+1), Namespace: namespaces[r.IntN(len(namespaces))],
+			StepID: fmt.Sprintf("%s-%d", []string{"step", "s", "x"}[r.IntN(3)], i+1), Namespace: namespaces[r.IntN(len(namespaces))],
 			AgentName: agents[r.IntN(len(agents))], Metadata: map[string]any{},
 			Instruction: fmt.Sprintf("instruction %d", r.IntN(1000)),
 		}
@@ -112,7 +112,9 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	a0 := newRegoPlan(q, "data.agentd.plan", "review", true, nil)
 	m := a0.memo.Load()
 	if got, want := a0.Describe(), "rego data.agentd.plan: decisions memoized on input.plan.steps (size), input.plan.steps[*].agent_name, "+
-		"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"; got != want {
+		"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id; "+
+		"those allowing the plan on input.plan.steps (size), input.plan.steps[*].agent_name, input.plan.steps[*].metadata.capability, "+
+		"input.plan.steps[*].namespace, input.plan.steps[*].step_id (type)"; got != want {
 		t.Fatalf("Describe = %q, want %q", got, want)
 	}
 	plan := randomPlan(rand.New(rand.NewPCG(3, 4)))
@@ -134,13 +136,49 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 	}
 }
 
-func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) string {
+func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) policy.MemoKey {
 	t.Helper()
 	key, err := m.PlanKey(plan, phase, request, metadata, map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return key
+}
+
+// An orchestrator names the steps of every new plan afresh: over operations already
+// allowed, a plan with new step ids is answered from the memo; a denied plan is
+// evaluated, and its violations name its own steps, however many denied plans of the
+// same operations came before.
+func TestRegoMemo_NewStepIDsOverAllowedOperationsHit(t *testing.T) {
+	a := newRegoPlan(libraryQuery(t), "data.agentd.plan", "review", true, slog.New(slog.DiscardHandler))
+	plan := func(id, agent string) *State {
+		return &State{Plan: &engine.RoutingPlan{PlanID: "p-" + id, Steps: []engine.RoutingStep{
+			{StepID: id + "-a", Namespace: "demo-tools", AgentName: "stock-service", Metadata: map[string]any{"capability": "stock_quote"}},
+			{StepID: id + "-b", Namespace: "demo-tools", AgentName: agent, Metadata: map[string]any{"capability": "stock_quote"}, DependsOn: []string{id + "-a"}},
+		}}, Pctx: &engine.PipelineContext{Metadata: map[string]any{}, Enrichments: map[string]any{}}}
+	}
+	memo := a.memo.Load()
+	for i := range 3 {
+		s := plan(fmt.Sprint("allowed", i), "stock-service")
+		wasHit := hit(t, memo, s.Plan, "")
+		if d, err := a.decide(context.Background(), s); err != nil || !d.Allowed() {
+			t.Fatalf("allowed plan %d: %+v, %v", i, d, err)
+		}
+		if wasHit != (i > 0) {
+			t.Fatalf("allowed plan %d with new step ids: hit %v, want %v", i, wasHit, i > 0)
+		}
+	}
+	for i := range 3 {
+		id := fmt.Sprint("denied", i)
+		s := plan(id, "vault")
+		if hit(t, memo, s.Plan, "") {
+			t.Fatalf("denied plan %d with new step ids answered from the memo", i)
+		}
+		d, err := a.decide(context.Background(), s)
+		if err != nil || len(d.Deny) != 1 || d.Deny[0].StepID != id+"-b" {
+			t.Fatalf("denied plan %d: %+v, %v; want one violation naming %s-b", i, d, err, id)
+		}
+	}
 }
 
 func TestRegoMemo_NotForNonDeterministicPolicies(t *testing.T) {

@@ -318,7 +318,9 @@ func TestRegoMemo_OffByParam(t *testing.T) {
 	for _, tc := range []struct{ param, note string }{
 		{"false", "rego data.agentd.plan: decisions not memoized (memo: false)"},
 		{"True", "rego data.agentd.plan: decisions memoized on input.plan.steps (size), input.plan.steps[*].agent_name, " +
-			"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id"},
+			"input.plan.steps[*].metadata.capability, input.plan.steps[*].namespace, input.plan.steps[*].step_id; " +
+			"those allowing the plan on input.plan.steps (size), input.plan.steps[*].agent_name, input.plan.steps[*].metadata.capability, " +
+			"input.plan.steps[*].namespace, input.plan.steps[*].step_id (type)"},
 	} {
 		files := map[string]string{
 			"hooks/plan.yaml": hooks(`hooks:

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -15,24 +16,49 @@ import (
 // PlanMemo caches the plan decisions of one deterministic query, keyed by a canonical
 // encoding (reads.Tree.AppendKey, at most 512 bytes) of only the input parts its
 // evaluation may observe (for the stock allow-list: each step's id, namespace, agent
-// and capability; not the plan id, the step instructions nor the request text). A memo
-// belongs to one Query and so to one config generation. It holds at most size entries
-// and is safe for concurrent use.
+// and capability; not the plan id, the step instructions nor the request text).
+// Decisions that allow the plan are keyed by less when the query is a package whose
+// deny is built by `deny contains` rules alone: by what an evaluation in which deny
+// comes out empty may observe (reads.AnalyzeAllowed; for the stock allow-list, a step's
+// id is then observed by its type only, as it only names the step in violations), so
+// that a plan with new step ids over known operations is answered too. A memo belongs
+// to one Query and so to one config generation. It holds at most size entries and is
+// safe for concurrent use.
 type PlanMemo struct {
-	reads  *reads.Tree
-	size   int
-	shards [16]memoShard
+	reads *reads.Tree
+	// allowed keys allowed decisions; nil when it would read what reads does.
+	allowed *reads.Tree
+	size    int
+	shards  [16]memoShard
 	// longKeys is set once an encoding did not fit keyOnStack.
 	longKeys atomic.Bool
 }
 
-// memoShard holds entries by their key's hash (maphash with keySeed, which hashes a
-// key alike as bytes and as a string), the one hash of a key a lookup computes: it
-// picks the shard and the entry. Keys whose hashes are equal share an entry, the last
-// one Put; an entry answers only its own key.
+// MemoKey is what a Lookup that missed leaves to Put: the input's keys.
+type MemoKey struct {
+	// Exact is the key of the parts any evaluation may observe (of Reads).
+	Exact string
+	// Allowed is the key of the parts an evaluation allowing the plan may observe (of
+	// AllowedReads); "" when the memo keys allowed decisions by Exact too.
+	Allowed string
+}
+
+// keyKind says which tree made a key: keys of the two trees are kept apart, as equal
+// encodings under different trees say nothing about each other's inputs.
+type keyKind int
+
+const (
+	exactKey keyKind = iota
+	allowedKey
+)
+
+// memoShard holds entries by their key's kind and hash (maphash with keySeed, which
+// hashes a key alike as bytes and as a string), the one hash of a key a lookup
+// computes: it picks the shard and the entry. Keys whose hashes are equal share an
+// entry, the last one Put; an entry answers only its own key.
 type memoShard struct {
 	mu      sync.Mutex
-	entries map[uint64]memoEntry
+	entries [2]map[uint64]memoEntry
 }
 
 type memoEntry struct {
@@ -52,32 +78,48 @@ func (q *Query) NewPlanMemo(size int) *PlanMemo {
 		return nil
 	}
 	m := &PlanMemo{reads: reads.Analyze(q.compiler, q.ref, q.members), size: max(size/16, 1)}
+	if allowed := reads.AnalyzeAllowed(q.compiler, q.ref, q.members); allowed != nil && !slices.Equal(allowed.Paths(), m.reads.Paths()) {
+		m.allowed = allowed
+	}
 	for i := range m.shards {
-		m.shards[i].entries = make(map[uint64]memoEntry)
+		for k := range m.shards[i].entries {
+			m.shards[i].entries[k] = make(map[uint64]memoEntry)
+		}
 	}
 	return m
 }
 
-// Reads returns the input paths the memo's keys are made of.
+// Reads returns the input paths the memo's exact keys are made of.
 func (m *PlanMemo) Reads() *reads.Tree { return m.reads }
 
-// PlanKey is the key of PlanInput(plan, phase, request, metadata, enrichments)
-// (reads.Tree.Key), computed without building the Rego value: the key Lookup looks up,
-// for callers that need the key alone. It fails where the memo's
-// PlanInput fails: on a part the evaluation may observe that does not convert.
-func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (string, error) {
+// AllowedReads returns the input paths keys of allowed decisions are made of, or nil
+// when they are Reads.
+func (m *PlanMemo) AllowedReads() *reads.Tree { return m.allowed }
+
+// PlanKey returns the keys of PlanInput(plan, phase, request, metadata, enrichments)
+// (reads.Tree.Key), computed without building the Rego value: the keys Lookup looks up,
+// for callers that need the keys alone. It fails where the memo's PlanInput fails: on a
+// part the evaluation may observe that does not convert.
+func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (MemoKey, error) {
 	in := planInput{plan, phase, request, metadata, enrichments}
-	key, err := m.reads.Key(planInputs.View(&in))
-	if err != nil {
-		return "", inputError(err)
+	var key MemoKey
+	var err error
+	if m.allowed != nil {
+		if key.Allowed, err = m.allowed.Key(planInputs.View(&in)); err != nil {
+			return MemoKey{}, inputError(err)
+		}
+	}
+	if key.Exact, err = m.reads.Key(planInputs.View(&in)); err != nil {
+		return MemoKey{}, inputError(err)
 	}
 	return key, nil
 }
 
-// Lookup returns the decision stored under the key of the input (PlanKey's), and on a
-// miss that key, to Put the decision under once evaluated. A hit allocates nothing. A
-// decision's Plan is shared: callers must copy it before changing it.
-func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (d PlanDecision, key string, hit bool, err error) {
+// Lookup returns the decision stored under a key of the input (PlanKey's: an allowed
+// decision under Allowed, any other under Exact), and on a miss the keys, to Put the
+// decision under once evaluated. A hit allocates nothing. A decision's Plan is shared:
+// callers must copy it before changing it.
+func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (d PlanDecision, key MemoKey, hit bool, err error) {
 	in := planInput{plan, phase, request, metadata, enrichments}
 	if m.longKeys.Load() {
 		pooled := keyBuffers.Get().(*[]byte)
@@ -94,23 +136,40 @@ func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, m
 	return d, key, hit, err
 }
 
-// lookup is Lookup with the key encoded in buf, which it returns, grown as needed.
-func (m *PlanMemo) lookup(buf []byte, in *planInput) (d PlanDecision, key string, hit bool, _ []byte, err error) {
-	if buf, err = m.reads.AppendKey(buf, planInputs.View(in)); err != nil {
-		return PlanDecision{}, "", false, buf, inputError(err)
+// lookup is Lookup with the keys encoded in buf, which it returns, grown as needed.
+func (m *PlanMemo) lookup(buf []byte, in *planInput) (d PlanDecision, key MemoKey, hit bool, _ []byte, err error) {
+	view := planInputs.View(in)
+	if m.allowed != nil {
+		if buf, err = m.allowed.AppendKey(buf[:0], view); err != nil {
+			return PlanDecision{}, MemoKey{}, false, buf, inputError(err)
+		}
+		if d, hit = m.get(allowedKey, buf); hit {
+			return d, MemoKey{}, true, buf, nil
+		}
+		key.Allowed = string(buf)
 	}
-	if cap(buf) > keyOnStack && !m.longKeys.Load() {
+	if buf, err = m.reads.AppendKey(buf[:0], view); err != nil {
+		return PlanDecision{}, MemoKey{}, false, buf, inputError(err)
+	}
+	if d, hit = m.get(exactKey, buf); hit {
+		return d, MemoKey{}, true, buf, nil
+	}
+	key.Exact = string(buf)
+	return PlanDecision{}, key, false, buf, nil
+}
+
+// get returns the decision stored under the key of this kind, noting a key too long
+// for the stack.
+func (m *PlanMemo) get(kind keyKind, key []byte) (PlanDecision, bool) {
+	if cap(key) > keyOnStack && !m.longKeys.Load() {
 		m.longKeys.Store(true)
 	}
-	h := maphash.Bytes(keySeed, buf)
+	h := maphash.Bytes(keySeed, key)
 	s := m.shard(h)
 	s.mu.Lock()
-	e, found := s.entries[h]
+	e, found := s.entries[kind][h]
 	s.mu.Unlock()
-	if found && e.key == string(buf) {
-		return e.d, "", true, buf, nil
-	}
-	return PlanDecision{}, string(buf), false, buf, nil
+	return e.d, found && e.key == string(key)
 }
 
 // keyOnStack is the room Lookup gives a key's encoding on its stack: enough for every
@@ -141,17 +200,28 @@ func (m *PlanMemo) PlanInput(plan *engine.RoutingPlan, phase int, request string
 // inputError is the error of an input that does not convert.
 func inputError(err error) error { return fmt.Errorf("policy: plan input: %w", err) }
 
-// Put stores d under key, evicting an arbitrary entry of the shard when it is full.
-func (m *PlanMemo) Put(key string, d PlanDecision) {
-	h := maphash.String(keySeed, key)
+// Put stores d, the decision of an input with these keys (Lookup's on a miss): under
+// key.Allowed when d allows the plan and there is one, else under key.Exact. When the
+// shard is full it evicts an arbitrary entry, of the same kind when it has one.
+func (m *PlanMemo) Put(key MemoKey, d PlanDecision) {
+	kind, k := exactKey, key.Exact
+	if d.Allowed() && key.Allowed != "" {
+		kind, k = allowedKey, key.Allowed
+	}
+	h := maphash.String(keySeed, k)
 	s := m.shard(h)
 	s.mu.Lock()
-	if _, ok := s.entries[h]; !ok && len(s.entries) >= m.size {
-		for k := range s.entries {
-			delete(s.entries, k)
+	entries := s.entries[kind]
+	if _, ok := entries[h]; !ok && len(s.entries[exactKey])+len(s.entries[allowedKey]) >= m.size {
+		evict := entries
+		if len(evict) == 0 {
+			evict = s.entries[1-kind]
+		}
+		for h := range evict {
+			delete(evict, h)
 			break
 		}
 	}
-	s.entries[h] = memoEntry{key, d}
+	entries[h] = memoEntry{k, d}
 	s.mu.Unlock()
 }

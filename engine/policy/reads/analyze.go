@@ -9,32 +9,51 @@ import (
 )
 
 // abstract is what the analysis knows of a term's value: the input nodes it may be
-// (an alias), and, for a constant scalar, the constant.
+// (an alias), the input nodes whose values it may be built from (a composite or a
+// message holding them: within), and, for a constant scalar, the constant.
 type abstract struct {
-	nodes []*readNode
-	konst ast.Value
+	nodes  []*readNode
+	within []*readNode
+	konst  ast.Value
 }
 
 func (a abstract) union(b abstract) abstract {
-	out := abstract{nodes: slices.Clone(a.nodes)}
-	for _, n := range b.nodes {
-		if !slices.Contains(out.nodes, n) {
-			out.nodes = append(out.nodes, n)
-		}
-	}
+	out := abstract{nodes: addNodes(slices.Clone(a.nodes), b.nodes), within: addNodes(slices.Clone(a.within), b.within)}
 	if a.konst != nil && b.konst != nil && a.konst.Compare(b.konst) == 0 {
 		out.konst = a.konst
 	}
 	return out
 }
 
+// built is what a value built from these parts may alias: it holds them, so it is none
+// of their nodes itself, and every node they alias or hold is within it.
+func built(parts ...abstract) abstract {
+	var out abstract
+	for _, p := range parts {
+		out.within = addNodes(addNodes(out.within, p.nodes), p.within)
+	}
+	return out
+}
+
+func addNodes(to, from []*readNode) []*readNode {
+	for _, n := range from {
+		if !slices.Contains(to, n) {
+			to = append(to, n)
+		}
+	}
+	return to
+}
+
 // readAnalysis computes which parts of the input a query's evaluation may observe. It
 // follows input values through variables, rule values, function arguments and return
 // values (with constant arguments propagated, so `object.get(step, key, "")` called
-// with key "namespace" reads one member) and counts every use it does not model (a
-// value compared, passed to a built-in other than a type test or count, put into a
-// composite, iterated as an object) as reading the value whole. Anything it cannot
-// follow at all reads the whole input. Rego has no recursion, so the walk ends.
+// with key "namespace" reads one member), and into the composites and sprintf messages
+// built from them, and counts every use it does not model (a value compared with
+// another, passed to a built-in other than a type test, count or sprintf, iterated as
+// an object, a composite used other than as a value) as reading the value whole. A
+// value only reached (bound, passed on, tested for its type) is observed by its type: a
+// scalar's value counts once it is compared with a constant or counted. Anything it
+// cannot follow at all reads the whole input. Rego has no recursion, so the walk ends.
 type readAnalysis struct {
 	c        *ast.Compiler
 	root     *readNode
@@ -43,13 +62,49 @@ type readAnalysis struct {
 	visiting map[string]bool
 	// iterated: the body being analyzed may have several solutions (it iterates).
 	iterated bool
+	// empty are the rules assumed to produce nothing (AnalyzeAllowed): their heads are
+	// only reached, as what decides whether they are defined.
+	empty map[*ast.Rule]bool
+}
+
+func newAnalysis(c *ast.Compiler) *readAnalysis {
+	return &readAnalysis{c: c, root: &readNode{}, rules: map[*ast.Rule]abstract{}, calls: map[string]abstract{}, visiting: map[string]bool{}}
 }
 
 // Analyze returns the input paths an evaluation of query, a data reference compiled by
 // c, may observe when the caller reads its value whole (members nil) or only the given
 // members of it (a package, of which only those rules are evaluated).
 func Analyze(c *ast.Compiler, query ast.Ref, members []string) *Tree {
-	a := &readAnalysis{c: c, root: &readNode{}, rules: map[*ast.Rule]abstract{}, calls: map[string]abstract{}, visiting: map[string]bool{}}
+	return newAnalysis(c).run(query, members)
+}
+
+// AnalyzeAllowed is Analyze for the evaluations in which the package query's member
+// deny, a set built by `deny contains ...` rules alone, comes out empty: the input parts
+// such an evaluation may observe, which leave out what only deny's entries would be
+// made of (a step's id that only names it in a violation). For any two inputs with
+// equal keys under this tree, deny is empty for both or for neither, and when it is, the
+// evaluations agree. It returns nil when the query is not a package with such a deny.
+func AnalyzeAllowed(c *ast.Compiler, query ast.Ref, members []string) *Tree {
+	if !slices.Contains(members, "deny") {
+		return nil
+	}
+	deny := query.Append(ast.StringTerm("deny"))
+	node := c.RuleTree.Find(deny)
+	if node == nil || len(node.Children) > 0 || len(node.Values) == 0 {
+		return nil
+	}
+	a := newAnalysis(c)
+	a.empty = map[*ast.Rule]bool{}
+	for _, r := range node.Values {
+		if r.Head.RuleKind() != ast.MultiValue || !r.Ref().Equal(deny) {
+			return nil
+		}
+		a.empty[r] = true
+	}
+	return a.run(query, members)
+}
+
+func (a *readAnalysis) run(query ast.Ref, members []string) *Tree {
 	if members == nil {
 		a.whole(a.resolveData(query, nil))
 	}
@@ -66,6 +121,18 @@ func (a *readAnalysis) whole(v abstract) {
 	for _, n := range v.nodes {
 		n.whole = true
 	}
+	for _, n := range v.within {
+		n.whole = true
+	}
+}
+
+// compared records that v is compared with a constant scalar: a scalar's value counts,
+// and so does whatever a composite holds.
+func (a *readAnalysis) compared(v abstract) {
+	for _, n := range v.nodes {
+		n.value = true
+	}
+	a.whole(abstract{within: v.within})
 }
 
 // rule analyzes r (once) and returns what its value may alias: the union over its else
@@ -89,7 +156,11 @@ func (a *readAnalysis) rule(r *ast.Rule) abstract {
 					a.wholeTerm(env, t)
 				}
 			}
-			if x.Head.Key != nil {
+			switch {
+			case x.Head.Key == nil:
+			case a.empty[r]:
+				a.term(env, x.Head.Key) // reached: whether the entry is defined
+			default:
 				a.wholeTerm(env, x.Head.Key)
 			}
 			if x.Head.Value != nil {
@@ -178,6 +249,7 @@ func (a *readAnalysis) truthy(v abstract) {
 // bindElems binds key and value of an iteration over dom (key: an index or an object
 // key, both covered by reading dom's elements).
 func (a *readAnalysis) bindElems(env bindings, dom abstract, key, value *ast.Term) {
+	a.whole(abstract{within: dom.within})
 	elems := abstract{}
 	for _, n := range dom.nodes {
 		elems.nodes = append(elems.nodes, n.each())
@@ -222,14 +294,21 @@ func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
 			a.wholeTerm(inner, v.Value)
 		})
 	case *ast.Array:
-		v.Foreach(func(x *ast.Term) { a.wholeTerm(env, x) })
+		var parts []abstract
+		v.Foreach(func(x *ast.Term) { parts = append(parts, a.term(env, x)) })
+		return built(parts...)
 	case ast.Set:
-		v.Foreach(func(x *ast.Term) { a.wholeTerm(env, x) })
+		var parts []abstract
+		v.Foreach(func(x *ast.Term) { parts = append(parts, a.term(env, x)) })
+		return built(parts...)
 	case ast.Object:
+		// Keys that are not constants are compared with each other: read whole.
+		var parts []abstract
 		v.Foreach(func(k, x *ast.Term) {
 			a.wholeTerm(env, k)
-			a.wholeTerm(env, x)
+			parts = append(parts, a.term(env, x))
 		})
+		return built(parts...)
 	default:
 		a.giveUp()
 	}
@@ -263,6 +342,7 @@ func (a *readAnalysis) walk(env bindings, v abstract, path ast.Ref) abstract {
 		if !ok {
 			a.index(env, seg)
 		}
+		a.whole(abstract{within: v.within})
 		next := abstract{}
 		for _, n := range v.nodes {
 			if ok {
@@ -426,8 +506,15 @@ func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) a
 		for _, n := range in[0].nodes {
 			n.sized = true
 		}
+		a.whole(abstract{within: in[0].within})
 	case shallowBuiltins[b.Name]:
 	case comparisons[b.Name] && arity == 2 && (in[0].konst != nil || in[1].konst != nil):
+		a.compared(in[0])
+		a.compared(in[1])
+	case b.Name == ast.Sprintf.Name && arity == 2 && isString(in[0].konst) && isArray(args[1]):
+		// A message: defined when its arguments are, never an error; its text is
+		// built from them.
+		result = built(in[1])
 	case b.Name == ast.ObjectGet.Name && arity == 3:
 		result = a.objectGet(env, in[0], args[1], in[2])
 	default:
@@ -457,7 +544,7 @@ func (a *readAnalysis) objectGet(env bindings, obj abstract, key *ast.Term, def 
 			path = append(path, s)
 		}
 	}
-	if path == nil {
+	if path == nil || len(obj.within) > 0 {
 		a.whole(obj)
 		a.wholeTerm(env, key)
 		return def
@@ -486,6 +573,9 @@ func (a *readAnalysis) function(env bindings, ref ast.Ref, rules []*ast.Rule, ar
 		fmt.Fprintf(&sig, "|%v", in[i].konst)
 		for _, n := range in[i].nodes {
 			fmt.Fprintf(&sig, ",%p", n)
+		}
+		for _, n := range in[i].within {
+			fmt.Fprintf(&sig, ",<%p", n)
 		}
 	}
 	key := sig.String()
@@ -563,7 +653,10 @@ func (a *readAnalysis) unify(env bindings, t *ast.Term, v abstract, other *ast.T
 	if tv.konst == nil && v.konst == nil {
 		a.whole(tv)
 		a.whole(v)
+		return
 	}
+	a.compared(tv)
+	a.compared(v)
 }
 
 func (a *readAnalysis) bound(env bindings, x ast.Var) bool {
@@ -571,6 +664,16 @@ func (a *readAnalysis) bound(env bindings, x ast.Var) bool {
 		return false
 	}
 	_, ok := env[x]
+	return ok
+}
+
+func isString(v ast.Value) bool {
+	_, ok := v.(ast.String)
+	return ok
+}
+
+func isArray(t *ast.Term) bool {
+	_, ok := t.Value.(*ast.Array)
 	return ok
 }
 

@@ -1,6 +1,8 @@
 package reads
 
 import (
+	"fmt"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -14,15 +16,24 @@ func KeyOfValue(t *Tree, input ast.Value) string {
 func ReadingWhole() *Tree { return &Tree{root: (&readNode{whole: true}).freeze()} }
 
 // ReadingEveryPath is a tree that reads every member and element of v's shape, none
-// whole.
-func ReadingEveryPath(v ast.Value) *Tree { return &Tree{root: everyPath(v, &readNode{}).freeze()} }
+// whole: scalars by their values when values is set, else by their types.
+func ReadingEveryPath(v ast.Value, values bool) *Tree {
+	return &Tree{root: everyPath(v, &readNode{value: values}, values).freeze()}
+}
 
-func everyPath(v ast.Value, n *readNode) *readNode {
+func everyPath(v ast.Value, n *readNode, values bool) *readNode {
 	switch x := v.(type) {
 	case ast.Object:
-		x.Foreach(func(k, e *ast.Term) { everyPath(e.Value, n.field(string(k.Value.(ast.String)))) })
+		x.Foreach(func(k, e *ast.Term) {
+			f := n.field(string(k.Value.(ast.String)))
+			f.value = values
+			everyPath(e.Value, f, values)
+		})
 	case *ast.Array:
-		x.Foreach(func(e *ast.Term) { everyPath(e.Value, n.each()) })
+		x.Foreach(func(e *ast.Term) {
+			n.each().value = values
+			everyPath(e.Value, n.each(), values)
+		})
 	}
 	return n
 }
@@ -68,6 +79,9 @@ func projectJSON(v any, n *readNode) any {
 			out["size"] = len(x)
 		}
 		return out
+	}
+	if !n.scalarValue() {
+		return map[string]any{"type": fmt.Sprintf("%T", v)}
 	}
 	return map[string]any{"scalar": v}
 }

@@ -71,6 +71,7 @@ const (
 	tagAbsent
 	tagPresent
 	tagOther
+	tagBool // a boolean of which only the type is observed
 )
 
 func (c canon) length(n int) canon { return binary.AppendUvarint(c, uint64(n)) }
@@ -82,12 +83,41 @@ func (c canon) text(t byte, s string) canon {
 	return append(append(c, t).length(len(s)), s...)
 }
 
-// presentString writes a present member that is the string s.
-func (c canon) presentString(s string) canon {
+// str writes the string s at n: in full when n observes a scalar's value, else its type.
+func (c canon) str(s string, n *readNode) canon {
+	if !n.scalarValue() {
+		return append(c, tagString)
+	}
+	return c.text(tagString, s)
+}
+
+// presentString writes a present member that is the string s, at n.
+func (c canon) presentString(s string, n *readNode) canon {
+	if !n.scalarValue() {
+		return append(c, tagPresent, tagString)
+	}
 	if len(s) < 0x80 {
 		return append(append(c, tagPresent, tagString, byte(len(s))), s...)
 	}
 	return append(c, tagPresent).text(tagString, s)
+}
+
+// scalar writes the scalar v at n: in full when n observes its value, else its type.
+func (c canon) scalar(v ast.Value, n *readNode) canon {
+	if n.scalarValue() {
+		return c.value(v)
+	}
+	switch v.(type) {
+	case ast.Null:
+		return append(c, tagNull)
+	case ast.Boolean:
+		return append(c, tagBool)
+	case ast.String:
+		return append(c, tagString)
+	case ast.Number:
+		return append(c, tagNumber)
+	}
+	return append(c, tagOther)
 }
 
 // presence writes whether a member read by name is present.
@@ -99,9 +129,9 @@ func (c canon) presence(present bool) canon {
 }
 
 // project writes what n says may be observed of v: all of it when n is read whole;
-// otherwise scalars in full, an array's length and what is read of its elements, an
-// object's size when n is sized and, for each member read by name, its absence or its
-// projection.
+// otherwise a scalar's type, and its value when n observes it, an array's length and
+// what is read of its elements, an object's size when n is sized and, for each member
+// read by name, its absence or its projection.
 func (c canon) project(v ast.Value, n *readNode) canon {
 	if n.whole {
 		return c.value(v)
@@ -130,8 +160,10 @@ func (c canon) project(v ast.Value, n *readNode) canon {
 			}
 		}
 		return c
+	case ast.Set:
+		return c.value(v)
 	}
-	return c.value(v)
+	return c.scalar(v, n)
 }
 
 // view writes what project would write for the Rego value of v (as regovalue converts
@@ -142,19 +174,22 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 	case engine.ViewNull:
 		c = append(c, tagNull)
 	case engine.ViewBool:
-		c = c.value(ast.Boolean(v.Bool()))
+		c = c.scalar(ast.Boolean(v.Bool()), n)
 	case engine.ViewInt:
+		if !n.scalarValue() {
+			return append(c, tagNumber), nil
+		}
 		var digits [20]byte
 		d := strconv.AppendInt(digits[:0], v.Int(), 10)
 		c = append(append(c, tagNumber).length(len(d)), d...)
 	case engine.ViewString:
-		c = c.text(tagString, v.Str())
+		c = c.str(v.Str(), n)
 	case engine.ViewTime:
 		s, err := regovalue.TimeString(v.Time())
 		if err != nil {
 			return c, err
 		}
-		c = c.text(tagString, s)
+		c = c.str(s, n)
 	case engine.ViewValue:
 		return c.anyValue(v.Value(), n)
 	case engine.ViewArray:
@@ -185,7 +220,7 @@ func (c canon) view(v engine.View, n *readNode) (canon, error) {
 			// Strings and maps are written as view writes them, without building their View.
 			if s, present, isString := v.StringMember(i); isString {
 				if present {
-					c = c.presentString(s)
+					c = c.presentString(s, n.order[k].node)
 				} else {
 					c = append(c, tagAbsent)
 				}
@@ -256,7 +291,7 @@ func (c canon) anyValue(x any, n *readNode) (canon, error) {
 	var err error
 	switch v := x.(type) {
 	case string:
-		return c.text(tagString, v), nil
+		return c.str(v, n), nil
 	case map[string]any:
 		if v != nil && !n.whole && n.elems == nil {
 			c = append(c, tagObject)
@@ -270,7 +305,7 @@ func (c canon) anyValue(x any, n *readNode) (canon, error) {
 					continue
 				}
 				if s, isString := e.(string); isString { // as anyValue writes it
-					c = c.presentString(s)
+					c = c.presentString(s, f.node)
 					continue
 				}
 				if c, err = append(c, tagPresent).anyValue(e, f.node); err != nil {

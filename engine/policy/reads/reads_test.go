@@ -35,7 +35,7 @@ var readCases = []struct {
 	{
 		name: "member by name",
 		src:  `deny contains "x" if { some s in input.plan.steps; s.namespace == "bank" }`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace"},
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace="},
 	},
 	{
 		name: "member compared with another input value",
@@ -46,12 +46,12 @@ var readCases = []struct {
 		name: "object.get and a function with a constant argument",
 		src: `f(s, k) := object.get(s, k, "")
 deny contains "x" if { some s in input.plan.steps; f(s, "instruction") == "rm -rf" }`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction"},
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction="},
 	},
 	{
 		name: "a step iterated as an object",
 		src:  `deny contains k if { some s in input.plan.steps; some k, v in s; v == "rm -rf" }`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*][*]"},
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*][*]="},
 	},
 	{
 		name: "a step passed to a built-in",
@@ -178,14 +178,14 @@ deny contains mode if mode == "confirm"`,
 		src: `pick := input.plan.steps[0].metadata if input.request == "a"
 pick := input.plan.steps[1].metadata if input.phase == 1
 deny contains "x" if is_object(pick)`,
-		want: []string{"input", "input.phase", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**", "input.request"},
+		want: []string{"input", "input.phase=", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**", "input.request="},
 	},
 	{
 		name:  "a query naming a rule",
 		query: "data.p.decision",
 		src: `decision := {"deny": [s.step_id | some s in input.plan.steps; s.namespace == "bank"]}
 other := input.request`,
-		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace", "input.plan.steps[*].step_id.**"},
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id.**"},
 	},
 	{
 		name: "object.keys of the metadata",
@@ -261,7 +261,7 @@ func TestPlanMemo_ReadsOnlyWhatThePolicyObserves(t *testing.T) {
 
 func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
 	q := stockAllowList(t)
-	want := []string{"input", "input.plan", "input.plan.steps#", "input.plan.steps[*]",
+	want := []string{"input", "input.plan", "input.plan.steps=#", "input.plan.steps[*]",
 		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
 		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id.**"}
 	m := q.NewPlanMemo(16)
@@ -273,9 +273,118 @@ func TestPlanMemo_StockAllowListReadsStepIdentities(t *testing.T) {
 	if got := m.Reads().KeyPaths(); !reflect.DeepEqual(got, leaves) {
 		t.Fatalf("key paths:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(leaves, " "))
 	}
-	_, typeOnly := readsOf(t, readCases[0].src, "")
-	if got := typeOnly.Reads().KeyPaths(); !reflect.DeepEqual(got, []string{"input.plan.steps[*].namespace (type)"}) {
-		t.Fatalf("key paths of %q: %v", readCases[0].src, got)
+	allowed := []string{"input", "input.plan", "input.plan.steps=#", "input.plan.steps[*]",
+		"input.plan.steps[*].agent_name.**", "input.plan.steps[*].metadata", "input.plan.steps[*].metadata.capability.**",
+		"input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id"}
+	if got := m.AllowedReads().Paths(); !reflect.DeepEqual(got, allowed) {
+		t.Fatalf("allowed reads:\n  got  %s\n  want %s", strings.Join(got, " "), strings.Join(allowed, " "))
+	}
+	for src, want := range map[string]string{
+		readCases[0].src: "input.plan.steps[*].namespace",
+		`deny contains "x" if { some s in input.plan.steps; is_string(s.namespace) }`: "input.plan.steps[*].namespace (type)",
+	} {
+		_, m := readsOf(t, src, "")
+		if got := m.Reads().KeyPaths(); !reflect.DeepEqual(got, []string{want}) {
+			t.Fatalf("key paths of %q: %v, want %s", src, got, want)
+		}
+	}
+}
+
+// allowedCases are policies whose deny entries may be made of input parts that no
+// condition reads, with the input paths an evaluation that allows the plan may observe
+// (PlanMemo.AllowedReads; nil when the memo keeps no allowed keys). Each is also run by
+// the differential test below.
+var allowedCases = []struct {
+	name, src string
+	want      []string
+	// same: the allowed keys tell apart what the exact ones do (a string compared is
+	// read as a whole).
+	same bool
+}{
+	{
+		name: "a step named by its id",
+		src:  `deny contains {"code": "x", "step_id": s.step_id} if { some s in input.plan.steps; not data.allowed[s.namespace] }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace.**", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "a message a function builds with sprintf",
+		src: `msg(s) := sprintf("step %s: %v", [s.step_id, s.metadata])
+deny contains msg(s) if { some s in input.plan.steps; s.namespace == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "an id through a helper that is always defined",
+		src: `str(o, k) := v if { v := o[k]; is_string(v) } else := ""
+deny contains [id, "no"] if { some s in input.plan.steps; s.agent_name == "bank"; id := str(s, "step_id") }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].agent_name=", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "an id compared in a condition",
+		src:  `deny contains s.step_id if { some s in input.plan.steps; s.step_id == "a"; s.namespace == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id="},
+		same: true,
+	},
+	{
+		name: "an id through a built-in other than sprintf",
+		src:  `deny contains concat("/", [s.step_id, s.namespace]) if { some s in input.plan.steps; s.agent_name == "bank" }`,
+		want: nil,
+	},
+	{
+		name: "an id in a message whose format is not a constant",
+		src:  `deny contains sprintf(s.instruction, [s.step_id]) if { some s in input.plan.steps; s.agent_name == "bank" }`,
+		want: nil,
+	},
+	{
+		name: "an id in the plan member",
+		src: `deny contains s.step_id if { some s in input.plan.steps; s.agent_name == "bank" }
+plan := {"steps": [{"step_id": s.step_id} | some s in input.plan.steps]}`,
+		want: nil,
+	},
+	{
+		name: "deny's entries read by another member",
+		src: `deny contains s.step_id if { some s in input.plan.steps; s.agent_name == "bank" }
+plan := input.plan if count(deny) > 5`,
+		want: nil,
+	},
+	{
+		name: "another set of ids, counted",
+		src: `ids contains s.step_id if some s in input.plan.steps
+deny contains "repeated step ids" if count(ids) != count(input.plan.steps)`,
+		want: nil,
+	},
+	{
+		name: "deny as a complete rule",
+		src:  `deny := {s.step_id | some s in input.plan.steps; s.agent_name == "bank"}`,
+		want: nil,
+	},
+	{
+		name: "deny as a partial object",
+		src:  `deny[s.step_id] := "x" if { some s in input.plan.steps; s.agent_name == "bank" }`,
+		want: nil,
+	},
+}
+
+func TestPlanMemo_AllowedReadsLeaveOutWhatOnlyDenialsShow(t *testing.T) {
+	for _, tc := range allowedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, m := readsOf(t, tc.src, "")
+			allowed := m.AllowedReads()
+			var merged int
+			if allowed != nil {
+				merged = allowedKeysSound(t, q, m, randomInput, 1500)
+			}
+			switch {
+			case tc.want == nil && allowed != nil:
+				t.Fatalf("allowed reads %v; want none", allowed.Paths())
+			case tc.want == nil:
+			case allowed == nil:
+				t.Fatalf("no allowed reads; want %v", tc.want)
+			case !reflect.DeepEqual(allowed.Paths(), tc.want):
+				t.Errorf("allowed reads:\n  got  %s\n  want %s", strings.Join(allowed.Paths(), " "), strings.Join(tc.want, " "))
+			case merged == 0 && !tc.same:
+				t.Fatal("no two inputs with different exact keys shared an allowed key: the test proves nothing")
+			}
+		})
 	}
 }
 
@@ -302,6 +411,9 @@ func randomInput(r *rand.Rand) ast.Value {
 		if r.IntN(2) == 0 {
 			delete(s, "instruction")
 		}
+		if r.IntN(5) == 0 {
+			delete(s, "step_id")
+		}
 		steps = append(steps, s)
 	}
 	plan := map[string]any{"plan_id": pick("p1", "p2"), "mode": pick("auto", "confirm", "")}
@@ -321,37 +433,93 @@ func randomInput(r *rand.Rand) ast.Value {
 	return v
 }
 
-// keysSound evaluates n generated inputs without the memo and fails when two inputs
-// with the same key get different decisions (or one an error); it returns how many
-// inputs shared a key with a different earlier input.
-func keysSound(t *testing.T, q *policy.Query, m *policy.PlanMemo, n int) (merged int) {
-	t.Helper()
-	type outcome struct {
-		d      policy.PlanDecision
-		failed bool
-		input  ast.Value
+// randomStockInput draws a plan-review input whose steps the stock allow-list (which
+// allows demo-tools/stock-service/stock_quote) often allows, with step ids and
+// instructions of several kinds.
+func randomStockInput(r *rand.Rand) ast.Value {
+	pick := func(xs ...any) any { return xs[r.IntN(len(xs))] }
+	var steps []any
+	for i := range r.IntN(3) {
+		s := map[string]any{
+			"step_id":     pick(fmt.Sprintf("step-%d", i+1), "a", "", 7, nil),
+			"namespace":   pick("demo-tools", "demo-tools", "demo-tools", "bank"),
+			"agent_name":  pick("stock-service", "stock-service", "stock-service", 3),
+			"instruction": pick("hi", "rm -rf"),
+			"metadata":    map[string]any{"capability": pick("stock_quote", "stock_quote", "stock_quote", "", false)},
+		}
+		if r.IntN(4) == 0 {
+			delete(s, "step_id")
+		}
+		steps = append(steps, s)
 	}
+	v, err := ast.InterfaceToValue(map[string]any{"plan": map[string]any{"plan_id": "p", "steps": steps}, "phase": 1, "request": "q"})
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// outcome is an unmemoized evaluation of an input.
+type outcome struct {
+	d     policy.PlanDecision
+	err   error
+	input ast.Value
+}
+
+func (o outcome) allowed() bool { return o.err == nil && o.d.Allowed() }
+
+// sameKeys evaluates n inputs drawn by gen without the memo, keyed under tree, and
+// fails when an input and an earlier one with the same key do not agree; it returns how
+// many such pairs count (say, differ in what the test is about).
+func sameKeys(t *testing.T, q *policy.Query, tree *reads.Tree, gen func(*rand.Rand) ast.Value, n int,
+	agree, count func(first, next outcome) bool) (counted int) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(7, 11))
 	seen := map[string]outcome{}
 	for range n {
-		in := randomInput(r)
+		in := gen(r)
 		d, err := q.PlanDecision(context.Background(), in)
-		got := outcome{d, err != nil, in}
-		key := reads.KeyOfValue(m.Reads(), in)
+		next := outcome{d, err, in}
+		key := reads.KeyOfValue(tree, in)
 		first, ok := seen[key]
 		if !ok {
-			seen[key] = got
+			seen[key] = next
 			continue
 		}
-		if first.input.Compare(in) != 0 {
-			merged++
+		if !agree(first, next) {
+			t.Fatalf("same key under %v, decided differently:\n  %v → %+v (error %v)\n  %v → %+v (error %v)",
+				tree.Paths(), first.input, first.d, first.err, in, next.d, next.err)
 		}
-		if first.failed != got.failed || !reflect.DeepEqual(first.d, got.d) {
-			t.Fatalf("same key, different decisions:\n  %v → %+v (error %v)\n  %v → %+v (error %v)",
-				first.input, first.d, first.failed, in, got.d, got.failed)
+		if count(first, next) {
+			counted++
 		}
 	}
-	return merged
+	return counted
+}
+
+// keysSound checks the memo's exact keys on n generated inputs: two inputs with the same
+// key get the same decision (or both an error). It returns how many inputs shared a key
+// with a different earlier input.
+func keysSound(t *testing.T, q *policy.Query, m *policy.PlanMemo, n int) (merged int) {
+	t.Helper()
+	return sameKeys(t, q, m.Reads(), randomInput, n,
+		func(a, b outcome) bool { return (a.err != nil) == (b.err != nil) && reflect.DeepEqual(a.d, b.d) },
+		func(a, b outcome) bool { return a.input.Compare(b.input) != 0 })
+}
+
+// allowedKeysSound checks the memo's allowed keys on n inputs drawn by gen: two inputs
+// with the same allowed key are both allowed or both not (an error is not), and when
+// allowed, by the same decision. It returns how many allowed inputs shared an allowed
+// key with an earlier one of another exact key.
+func allowedKeysSound(t *testing.T, q *policy.Query, m *policy.PlanMemo, gen func(*rand.Rand) ast.Value, n int) (merged int) {
+	t.Helper()
+	return sameKeys(t, q, m.AllowedReads(), gen, n,
+		func(a, b outcome) bool {
+			return a.allowed() == b.allowed() && (!a.allowed() || reflect.DeepEqual(a.d, b.d))
+		},
+		func(a, b outcome) bool {
+			return b.allowed() && reads.KeyOfValue(m.Reads(), a.input) != reads.KeyOfValue(m.Reads(), b.input)
+		})
 }
 
 // TestPlanMemo_EqualKeysMeanEqualDecisions is the differential test of the memo keys:
@@ -369,8 +537,12 @@ func TestPlanMemo_EqualKeysMeanEqualDecisions(t *testing.T) {
 	}
 	t.Run("stock allow-list", func(t *testing.T) {
 		q := stockAllowList(t)
-		if keysSound(t, q, q.NewPlanMemo(16), 1500) == 0 {
+		m := q.NewPlanMemo(16)
+		if keysSound(t, q, m, 1500) == 0 {
 			t.Fatal("no two different inputs shared a key: the test proves nothing")
+		}
+		if allowedKeysSound(t, q, m, randomStockInput, 1500) == 0 {
+			t.Fatal("no two inputs with different exact keys shared an allowed key: the test proves nothing")
 		}
 	})
 }
@@ -393,6 +565,9 @@ func FuzzPlanMemo_KeysSound(f *testing.F) {
 		}
 		if m := q.NewPlanMemo(1024); m != nil {
 			keysSound(t, q, m, 100)
+			if m.AllowedReads() != nil {
+				allowedKeysSound(t, q, m, randomInput, 100)
+			}
 		}
 	})
 }
@@ -474,8 +649,11 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := reads.KeyOfValue(m.Reads(), in); got != want {
+			if want := reads.KeyOfValue(m.Reads(), in); got.Exact != want {
 				t.Fatalf("PlanKey differs from the key of PlanInput for reads %v on %v", m.Reads().Paths(), in)
+			}
+			if allowed := m.AllowedReads(); allowed != nil && got.Allowed != reads.KeyOfValue(allowed, in) || allowed == nil && got.Allowed != "" {
+				t.Fatalf("PlanKey's allowed key differs from the key of PlanInput for allowed reads %v on %v", allowed, in)
 			}
 			_, key, hit, err := m.Lookup(p, 2, "q", md, nil)
 			if err != nil || !hit && key != got {
@@ -487,7 +665,7 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 			}
 		}
 		view := engine.ViewOf(&planInput{p, 2, "q", md, nil})
-		for _, tree := range []*reads.Tree{reads.ReadingWhole(), reads.ReadingEveryPath(in)} {
+		for _, tree := range []*reads.Tree{reads.ReadingWhole(), reads.ReadingEveryPath(in, false), reads.ReadingEveryPath(in, true)} {
 			got, err := tree.Key(view)
 			if err != nil {
 				t.Fatal(err)
@@ -569,7 +747,7 @@ func TestPlanMemo_PlanInputIsWhatEvaluationsRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			key, _ := c.m.PlanKey(p, 2, "q", md, nil)
-			if reads.KeyOfValue(c.m.Reads(), in) != key {
+			if reads.KeyOfValue(c.m.Reads(), in) != key.Exact {
 				t.Fatalf("the key of PlanInput %v differs from PlanKey for reads %v", in, c.m.Reads().Paths())
 			}
 			if in.Compare(whole) != 0 {
@@ -713,7 +891,7 @@ func TestKey_AgreesWithJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trees = append(trees, reads.ReadingEveryPath(in))
+	trees = append(trees, reads.ReadingEveryPath(in, false), reads.ReadingEveryPath(in, true))
 	for _, tree := range trees {
 		byKey, byJSON := map[string]string{}, map[string]string{}
 		for i := range inputs {
@@ -755,7 +933,7 @@ func TestPlanMemo_HitAllocatesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if long := key[0] == 0; long != (steps == 40) {
+		if long := key.Allowed[0] == 0; long != (steps == 40) {
 			t.Fatalf("%d steps: digested key = %v", steps, long)
 		}
 		m.Put(key, policy.PlanDecision{})

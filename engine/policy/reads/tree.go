@@ -18,9 +18,11 @@ type Tree struct {
 }
 
 // Paths lists every input path of the tree in a stable order: `input.plan.steps[*].namespace`
-// for a member of every element, a trailing `.**` for a value read whole, `#` for one
-// whose members may be counted. `[*]` under an object (members read by a key that is not
-// a constant) means the object is read whole.
+// for a member of every element, a trailing `.**` for a value read whole, `=` for one
+// that may be compared with a constant (a scalar's value is observed), `#` for one whose
+// members may be counted; a path without a mark is observed by its type (and an array
+// by its length). `[*]` under an object (members read by a key that is not a constant)
+// means the object is read whole.
 func (t *Tree) Paths() []string { return t.root.paths("input") }
 
 // MayRead reports whether an evaluation may observe input's member name: it reads the
@@ -31,9 +33,9 @@ func (t *Tree) MayRead(name string) bool {
 	return r.whole || r.sized || r.elems != nil || r.fields[name] != nil
 }
 
-// KeyPaths lists, for people, the input paths keys are made of: a value read whole by
-// its path, a value of which only the type (a scalar's value, an array's length) is read
-// with " (type)", and one whose members may be counted with " (size)".
+// KeyPaths lists, for people, the input paths keys are made of: a value read whole or
+// compared by its path, a value of which only the type (an array's length) is read with
+// " (type)", and one whose members may be counted with " (size)".
 func (t *Tree) KeyPaths() []string {
 	var out []string
 	t.root.keyPaths("input", &out)
@@ -41,13 +43,15 @@ func (t *Tree) KeyPaths() []string {
 }
 
 // readNode is one input path a query's evaluation may observe. Reaching a node means
-// the evaluation may see the value's type, a scalar's value and an array's length;
-// sized, that it may also count an object's members; whole, that it may see everything
-// under it. fields are the members read by constant name; elems is what is read of
-// every element of an array (an object read by a key that is not a constant counts as
-// read whole).
+// the evaluation may see the value's type and an array's length; value, that it may
+// also see a scalar's value; sized, that it may also count a string's characters or an
+// object's members (and see a scalar's value); whole, that it may see everything under
+// it. fields are the members read by constant name; elems is what is read of every
+// element of an array (an object read by a key that is not a constant counts as read
+// whole).
 type readNode struct {
 	whole  bool
+	value  bool
 	sized  bool
 	fields map[string]*readNode
 	elems  *readNode
@@ -107,6 +111,9 @@ func (n *readNode) paths(prefix string) []string {
 		return []string{prefix + ".**"}
 	}
 	self := prefix
+	if n.value {
+		self += "="
+	}
 	if n.sized {
 		self += "#"
 	}
@@ -127,7 +134,10 @@ func (n *readNode) keyPaths(prefix string, out *[]string) {
 		return
 	case n.sized:
 		*out = append(*out, prefix+" (size)")
-	case len(n.order) == 0 && n.elems == nil:
+	case len(n.order) > 0 || n.elems != nil:
+	case n.value:
+		*out = append(*out, prefix)
+	default:
 		*out = append(*out, prefix+" (type)")
 	}
 	for _, f := range n.order {
@@ -137,5 +147,8 @@ func (n *readNode) keyPaths(prefix string, out *[]string) {
 		n.elems.keyPaths(prefix+"[*]", out)
 	}
 }
+
+// scalarValue reports whether the key holds a scalar's value at n, not only its type.
+func (n *readNode) scalarValue() bool { return n.whole || n.value || n.sized }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

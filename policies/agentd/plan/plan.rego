@@ -14,7 +14,9 @@
 # array nor null is denied with invalid_plan. Null steps are an empty plan.
 #
 # The policy reads input.plan.steps and nothing else of the input, so agentd's
-# decision memo keys on the steps alone: a new plan_id does not defeat it.
+# decision memo keys on the steps alone: a new plan_id does not defeat it. It reads
+# a step's step_id only to name the step in a violation, so an allowed plan with
+# new step ids is answered from the memo too.
 package agentd.plan
 
 import data.agentd.lib
