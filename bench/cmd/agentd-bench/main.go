@@ -72,8 +72,8 @@ func parseFlags() *config {
 	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
 	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
 	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 11; its CPU and every command it receives are counted as agentd's")
-	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:identical:20000,30:newtext:5000,30:unseen:5000",
-		"HTTP cases, steps:identical|newtext|unseen:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
+	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:newops:20000,3:identical:20000,30:newtext:5000,30:unseen:5000,30:newops:5000",
+		"HTTP cases, steps:identical|newtext|unseen|newops:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
 	flag.IntVar(&c.memRequests, "mem-requests", 100000, "requests before the second RSS reading")
 	flag.IntVar(&c.reloadEdits, "reload-edits", 50, "edits timed by the reload measurement")
 	flag.IntVar(&c.gatewayRequests, "gateway-requests", 4000, "sequential requests per run of each OpenAI gateway case (a tenth more warm up)")

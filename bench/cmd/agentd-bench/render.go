@@ -61,10 +61,13 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"rotating; the median round is reported. agentd: a `decl.Load`ed generation (the required `rego: {query: data.agentd.plan}` "+
 		"hook over policies/ and the generated allow-list, no catalog), `Pipeline.AfterPlanning` with a nil trail. Raw OPA: "+
 		"`rego.New(Query, Module…, Store(inmem.NewFromObject(data))).PrepareForEval` once, `Eval(rego.EvalInput(input))` per op "+
-		"with the same input map agentd builds. An unseen plan (new plan_id, step instructions and step ids) per op is what no memo "+
-		"has seen; a new plan of a known shape (new plan_id and step instructions over the same operations and step ids) is an "+
-		"orchestrator's everyday traffic, which agentd's decision memo answers: its key is a projection of only the input paths "+
-		"the compiled policy can observe (here each step's step_id, namespace, agent_name and metadata.capability).\n",
+		"with the same input map agentd builds. A plan of unseen operations (new plan_id, step instructions, step ids and a "+
+		"combination of allowed operations no earlier op had) per op is what no memo has seen; a new plan of a known shape (new "+
+		"plan_id and step instructions over the same operations and step ids) and an unseen plan (new step ids too, over known "+
+		"operations, as an orchestrator names the steps of each new plan) are an orchestrator's everyday traffic, which agentd's "+
+		"decision memo answers: its key is a projection of only the input paths the compiled policy can observe (here each step's "+
+		"step_id, namespace, agent_name and metadata.capability; for a decision that allows the plan, a step_id's type alone, as "+
+		"the policy reads step ids only to name denied steps).\n",
 		b.rounds, b.benchtime)
 	p("- HTTP: the in-repo load generator (bench/internal/load; HTTP/1.1 written and read by the workers, not net/http's client), %d workers over %d keep-alive connections; per run a tenth of "+
 		"the measured count as warm-up, then the measured requests; %d runs per server and case, alternating which server goes "+
@@ -73,7 +76,7 @@ func (b *bench) render(m report.Machine, took time.Duration) string {
 		"Every agentd request has a new request_id, as an orchestrator sends (one request per user request, after_planning "+
 		"once per phase; re-using an id would make each call a later phase of the same request, which plan validation "+
 		"rejects for repeated step ids). Plans vary per request in both servers' bodies alike: a new plan of a known shape, an "+
-		"unseen plan, or the identical plan, as in process.\n",
+		"unseen plan, a plan of unseen operations, or the identical plan, as in process.\n",
 		b.concurrency, b.concurrency, b.httpRounds)
 	p("- Cheap policy and HTTP floor (sections 9 and 10): agentd and OPA serve `data.bench.cheap`, an object-lookup allow-list "+
 		"(`not data.x.allowed[step.namespace][step.agent_name][step.metadata.capability]` per step, violations named by step_id) "+

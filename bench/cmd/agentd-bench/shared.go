@@ -50,7 +50,7 @@ func (b *bench) sharedStore() error {
 			log.Print(err)
 		}
 	}()
-	for i, v := range []fixture.Variation{fixture.NewText, fixture.Unseen} {
+	for i, v := range []fixture.Variation{fixture.NewText, fixture.NewOperations} {
 		c := httpCase{steps: 3, requests: b.cheapRequests / 2, variation: v}
 		t, err := agentdTarget(srv.Addr, fmt.Sprintf("shared%d", i), c)
 		if err != nil {
@@ -134,7 +134,7 @@ func (b *bench) renderScale(p func(string, ...any)) {
 		p("---:|")
 	}
 	p("---:|\n")
-	for _, v := range []fixture.Variation{fixture.NewText, fixture.Unseen} {
+	for _, v := range []fixture.Variation{fixture.NewText, fixture.NewOperations} {
 		s, ok := b.scale[v]
 		if !ok {
 			continue

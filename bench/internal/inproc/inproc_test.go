@@ -13,7 +13,7 @@ func TestPlanReviewSidesAllowEveryPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []PlanCase{{3, fixture.Small}, {30, fixture.Large}} {
-		for _, v := range []fixture.Variation{fixture.Identical, fixture.NewText, fixture.Unseen} {
+		for _, v := range []fixture.Variation{fixture.Identical, fixture.NewText, fixture.Unseen, fixture.NewOperations} {
 			a, err := AgentdPlanReview(t.TempDir(), policies, c, v)
 			if err != nil {
 				t.Fatalf("%v: %v", c, err)
