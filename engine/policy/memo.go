@@ -139,31 +139,42 @@ func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, m
 // lookup is Lookup with the keys encoded in buf, which it returns, grown as needed.
 func (m *PlanMemo) lookup(buf []byte, in *planInput) (d PlanDecision, key MemoKey, hit bool, _ []byte, err error) {
 	view := planInputs.View(in)
+	// The allowed key, when there is one, is buf[:n] and the exact key buf[n:]: both
+	// stay in buf, so that neither becomes a string before a miss.
+	n := 0
 	if m.allowed != nil {
 		if buf, err = m.allowed.AppendKey(buf[:0], view); err != nil {
 			return PlanDecision{}, MemoKey{}, false, buf, inputError(err)
 		}
+		m.noteLength(buf)
 		if d, hit = m.get(allowedKey, buf); hit {
 			return d, MemoKey{}, true, buf, nil
 		}
-		key.Allowed = string(buf)
+		n = len(buf)
 	}
-	if buf, err = m.reads.AppendKey(buf[:0], view); err != nil {
+	if buf, err = m.reads.AppendKey(buf, view); err != nil {
 		return PlanDecision{}, MemoKey{}, false, buf, inputError(err)
 	}
-	if d, hit = m.get(exactKey, buf); hit {
+	m.noteLength(buf)
+	if d, hit = m.get(exactKey, buf[n:]); hit {
 		return d, MemoKey{}, true, buf, nil
 	}
-	key.Exact = string(buf)
+	if m.allowed != nil {
+		key.Allowed = string(buf[:n])
+	}
+	key.Exact = string(buf[n:])
 	return PlanDecision{}, key, false, buf, nil
 }
 
-// get returns the decision stored under the key of this kind, noting a key too long
-// for the stack.
-func (m *PlanMemo) get(kind keyKind, key []byte) (PlanDecision, bool) {
-	if cap(key) > keyOnStack && !m.longKeys.Load() {
+// noteLength switches the memo to pooled buffers once keys outgrow the stack.
+func (m *PlanMemo) noteLength(buf []byte) {
+	if cap(buf) > keyOnStack && !m.longKeys.Load() {
 		m.longKeys.Store(true)
 	}
+}
+
+// get returns the decision stored under the key of this kind.
+func (m *PlanMemo) get(kind keyKind, key []byte) (PlanDecision, bool) {
 	h := maphash.Bytes(keySeed, key)
 	s := m.shard(h)
 	s.mu.Lock()
@@ -172,11 +183,11 @@ func (m *PlanMemo) get(kind keyKind, key []byte) (PlanDecision, bool) {
 	return e.d, found && e.key == string(key)
 }
 
-// keyOnStack is the room Lookup gives a key's encoding on its stack: enough for every
-// key kept raw (reads.MaxRawKey). Once a memo meets a longer encoding, which grows onto
-// the heap before it is hashed down, it encodes in pooled buffers (keyBuffers): inputs
-// of one kind tend to come again.
-const keyOnStack = reads.MaxRawKey
+// keyOnStack is the room Lookup gives keys' encodings on its stack: enough for both
+// keys of an input kept raw (reads.MaxRawKey each). Once a memo meets a longer
+// encoding, which grows onto the heap before it is hashed down, it encodes in pooled
+// buffers (keyBuffers): inputs of one kind tend to come again.
+const keyOnStack = 2 * reads.MaxRawKey
 
 // keyBuffers recycles the buffers of long encodings, up to maxKeyBuffer bytes: an input
 // read whole can be large, and the pool should not keep the largest for good.

@@ -17,12 +17,10 @@ type abstract struct {
 	konst  ast.Value
 }
 
+// union is what a value that is either a or b may alias; it is no constant (the
+// analysis does not follow constants through rule and function values).
 func (a abstract) union(b abstract) abstract {
-	out := abstract{nodes: addNodes(slices.Clone(a.nodes), b.nodes), within: addNodes(slices.Clone(a.within), b.within)}
-	if a.konst != nil && b.konst != nil && a.konst.Compare(b.konst) == 0 {
-		out.konst = a.konst
-	}
-	return out
+	return abstract{nodes: addNodes(slices.Clone(a.nodes), b.nodes), within: addNodes(slices.Clone(a.within), b.within)}
 }
 
 // built is what a value built from these parts may alias: it holds them, so it is none
@@ -49,10 +47,11 @@ func addNodes(to, from []*readNode) []*readNode {
 // values (with constant arguments propagated, so `object.get(step, key, "")` called
 // with key "namespace" reads one member), and into the composites and sprintf messages
 // built from them, and counts every use it does not model (a value compared with
-// another, passed to a built-in other than a type test, count or sprintf, iterated as
-// an object, a composite used other than as a value) as reading the value whole. A
-// value only reached (bound, passed on, tested for its type) is observed by its type: a
-// scalar's value counts once it is compared with a constant or counted. Anything it
+// another, passed to a built-in other than a type test, count, object.get or sprintf,
+// iterated as an object, a composite used other than as a value) as reading the value
+// whole. A value only reached (bound, passed on, tested for its type) is observed by
+// its type: a scalar's value counts once it is compared with a constant (==, <, a
+// unification or a function parameter that is a constant) or counted. Anything it
 // cannot follow at all reads the whole input. Rego has no recursion, so the walk ends.
 type readAnalysis struct {
 	c        *ast.Compiler
@@ -81,9 +80,12 @@ func Analyze(c *ast.Compiler, query ast.Ref, members []string) *Tree {
 // AnalyzeAllowed is Analyze for the evaluations in which the package query's member
 // deny, a set built by `deny contains ...` rules alone, comes out empty: the input parts
 // such an evaluation may observe, which leave out what only deny's entries would be
-// made of (a step's id that only names it in a violation). For any two inputs with
-// equal keys under this tree, deny is empty for both or for neither, and when it is, the
-// evaluations agree. It returns nil when the query is not a package with such a deny.
+// made of (a step's id that only names it in a violation). Deny's bodies are analyzed
+// as Analyze does; its entries are only reached, as whether each is defined depends on
+// their presence and types (OPA moves an entry's computed parts into the body anyway).
+// For any two inputs with equal keys under this tree, deny is empty for both or for
+// neither, and when it is, the evaluations agree, as far as Analyze's keys are sound.
+// It returns nil when members lack deny or the query is not a package with such a deny.
 func AnalyzeAllowed(c *ast.Compiler, query ast.Ref, members []string) *Tree {
 	if !slices.Contains(members, "deny") {
 		return nil
@@ -441,8 +443,7 @@ func (a *readAnalysis) wholeSubtree(node *ast.TreeNode) {
 	})
 }
 
-// shallowBuiltins observe only what reaching a node already covers: a value's type
-// (count, which also needs an object's size, marks the node sized).
+// shallowBuiltins observe only what reaching a node already covers: a value's type.
 var shallowBuiltins = map[string]bool{
 	ast.IsArray.Name: true, ast.IsObject.Name: true, ast.IsString.Name: true, ast.IsNumber.Name: true,
 	ast.IsBoolean.Name: true, ast.IsNull.Name: true, ast.IsSet.Name: true, ast.TypeNameBuiltin.Name: true,

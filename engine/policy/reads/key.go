@@ -49,8 +49,9 @@ func shortKey(buf []byte, start int) []byte {
 }
 
 // canon is an unambiguous encoding of the parts of a Rego input value that a readNode
-// says may be observed: every value is a type tag followed by its content, strings and
-// containers carry their lengths, object members go in key order. Two inputs with equal
+// says may be observed: every value is a type tag followed by its content (a scalar
+// observed by its type alone by its tag), strings and containers carry their lengths,
+// object members go in key order. Two inputs with equal
 // encodings look the same to every evaluation the analysis covers, so the encoding (or
 // a strong hash of it) can key decisions. Numbers are written as their text: inputs
 // that differ only in how a number is spelled get different keys, which costs a memo

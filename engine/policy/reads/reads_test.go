@@ -554,6 +554,9 @@ func FuzzPlanMemo_KeysSound(f *testing.F) {
 	for _, tc := range readCases {
 		f.Add(tc.src)
 	}
+	for _, tc := range allowedCases {
+		f.Add(tc.src)
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		b, err := policy.Compile([]policy.Module{{File: "p.rego", Source: []byte("package p\n\n" + src + "\n")}}, nil, evalOptions)
 		if err != nil {
@@ -923,26 +926,32 @@ func TestPlanMemo_HitAllocatesNothing(t *testing.T) {
 	}
 	m := stockAllowList(t).NewPlanMemo(16)
 	for _, steps := range []int{3, 40} {
-		p := &engine.RoutingPlan{PlanID: "p"}
-		for i := range steps {
-			p.Steps = append(p.Steps, engine.RoutingStep{StepID: fmt.Sprintf("step-%d", i+1), Namespace: "demo-tools",
-				AgentName: "stock-service", Metadata: map[string]any{"capability": "stock_quote"}})
-		}
-		md := map[string]any{}
-		key, err := m.PlanKey(p, 1, "q", md, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if long := key.Allowed[0] == 0; long != (steps == 40) {
-			t.Fatalf("%d steps: digested key = %v", steps, long)
-		}
-		m.Put(key, policy.PlanDecision{})
-		if allocs := testing.AllocsPerRun(100, func() {
-			if _, _, hit, _ := m.Lookup(p, 1, "q", md, nil); !hit {
-				t.Fatal("miss")
+		for _, ns := range []string{"demo-tools", "bank"} { // allowed (the allowed key), denied (the exact one)
+			p := &engine.RoutingPlan{PlanID: "p"}
+			for i := range steps {
+				p.Steps = append(p.Steps, engine.RoutingStep{StepID: fmt.Sprintf("step-%d", i+1), Namespace: ns,
+					AgentName: "stock-service", Metadata: map[string]any{"capability": "stock_quote"}})
 			}
-		}); allocs != 0 {
-			t.Errorf("%d steps: a hit allocates %v times", steps, allocs)
+			md := map[string]any{}
+			key, err := m.PlanKey(p, 1, "q", md, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if long := key.Allowed[0] == 0; long != (steps == 40) {
+				t.Fatalf("%d steps: digested key = %v", steps, long)
+			}
+			d := policy.PlanDecision{}
+			if ns != "demo-tools" {
+				d.Deny = []policy.Violation{{Code: "namespace_not_allowed", StepID: "step-1"}}
+			}
+			m.Put(key, d)
+			if allocs := testing.AllocsPerRun(100, func() {
+				if _, _, hit, _ := m.Lookup(p, 1, "q", md, nil); !hit {
+					t.Fatal("miss")
+				}
+			}); allocs != 0 {
+				t.Errorf("%d steps in %s: a hit allocates %v times", steps, ns, allocs)
+			}
 		}
 	}
 }
