@@ -45,9 +45,9 @@ func addNodes(to, from []*readNode) []*readNode {
 // readAnalysis computes which parts of the input a query's evaluation may observe. It
 // follows input values through variables, rule values, function arguments and return
 // values (with constant arguments propagated, so `object.get(step, key, "")` called
-// with key "namespace" reads one member), and into the composites and sprintf messages
+// with key "namespace" reads one member), and into the composites and messages
 // built from them, and counts every use it does not model (a value compared with
-// another, passed to a built-in other than a type test, count, object.get or sprintf,
+// another, passed to a built-in other than a type test, count, object.get, sprintf or concat,
 // iterated as an object, a composite used other than as a value) as reading the value
 // whole. A value only reached (bound, passed on, tested for its type) is observed by
 // its type: a scalar's value counts once it is compared with a constant (==, <, a
@@ -449,6 +449,11 @@ var shallowBuiltins = map[string]bool{
 	ast.IsBoolean.Name: true, ast.IsNull.Name: true, ast.IsSet.Name: true, ast.TypeNameBuiltin.Name: true,
 }
 
+// messages build a string from a constant (a format, a separator) and an array literal
+// of parts: defined when the parts are, failing only on a part's type (concat's
+// non-string), which reaching the part keys; the text is built from the parts.
+var messages = map[string]bool{ast.Sprintf.Name: true, ast.Concat.Name: true}
+
 // comparisons observe only a type (and a scalar) when one side is a constant scalar.
 var comparisons = map[string]bool{
 	ast.Equal.Name: true, ast.NotEqual.Name: true, ast.LessThan.Name: true, ast.LessThanEq.Name: true,
@@ -512,9 +517,7 @@ func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) a
 	case comparisons[b.Name] && arity == 2 && (in[0].konst != nil || in[1].konst != nil):
 		a.compared(in[0])
 		a.compared(in[1])
-	case b.Name == ast.Sprintf.Name && arity == 2 && isString(in[0].konst) && isArray(args[1]):
-		// A message: defined when its arguments are, never an error; its text is
-		// built from them.
+	case messages[b.Name] && arity == 2 && isString(in[0].konst) && isArray(args[1]):
 		result = built(in[1])
 	case b.Name == ast.ObjectGet.Name && arity == 3:
 		result = a.objectGet(env, in[0], args[1], in[2])

@@ -325,8 +325,23 @@ deny contains [id, "no"] if { some s in input.plan.steps; s.agent_name == "bank"
 		same: true,
 	},
 	{
-		name: "an id through a built-in other than sprintf",
+		name: "an id joined by concat",
 		src:  `deny contains concat("/", [s.step_id, s.namespace]) if { some s in input.plan.steps; s.agent_name == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].agent_name=", "input.plan.steps[*].namespace", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "concat before the condition, failing on a number",
+		src:  `deny contains m if { some s in input.plan.steps; m := concat("", [s.step_id, s.instruction]); s.agent_name == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].agent_name=", "input.plan.steps[*].instruction", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "an id through a built-in that is no message",
+		src:  `deny contains upper(s.step_id) if { some s in input.plan.steps; s.agent_name == "bank" }`,
+		want: nil,
+	},
+	{
+		name: "concat of an array that is no literal",
+		src:  `deny contains concat("/", s.metadata.parameters.tags) if { some s in input.plan.steps; s.agent_name == "bank" }`,
 		want: nil,
 	},
 	{
@@ -405,7 +420,7 @@ func randomInput(r *rand.Rand) ast.Value {
 			"step_id":     pick(fmt.Sprintf("step-%d", i+1), "a"),
 			"namespace":   pick("demo-tools", "bank"),
 			"agent_name":  pick("quote", "bank", "demo-tools"),
-			"instruction": pick("hi", "rm -rf", "a much longer instruction", "12"),
+			"instruction": pick("hi", "rm -rf", "a much longer instruction", "12", 12),
 			"metadata":    md,
 		}
 		if r.IntN(2) == 0 {
