@@ -277,17 +277,9 @@ func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
 	case ast.Null, ast.Boolean, ast.Number, ast.String:
 		return abstract{konst: v}
 	case *ast.ArrayComprehension:
-		inner := env.copy()
-		a.scoped(func() {
-			a.body(inner, v.Body)
-			a.wholeTerm(inner, v.Term)
-		})
+		return a.comprehension(env, v.Body, v.Term)
 	case *ast.SetComprehension:
-		inner := env.copy()
-		a.scoped(func() {
-			a.body(inner, v.Body)
-			a.wholeTerm(inner, v.Term)
-		})
+		return a.comprehension(env, v.Body, v.Term)
 	case *ast.ObjectComprehension:
 		inner := env.copy()
 		a.scoped(func() {
@@ -315,6 +307,23 @@ func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
 		a.giveUp()
 	}
 	return abstract{}
+}
+
+// comprehension analyzes an array or set comprehension. Its elements are compared
+// (a set's) and ordered by its body's solutions, so they are read whole, unless the
+// body has one solution at most: then the value is empty or holds the one element, and
+// is built from it.
+func (a *readAnalysis) comprehension(env bindings, body ast.Body, term *ast.Term) abstract {
+	inner := env.copy()
+	var elem abstract
+	if a.scoped(func() {
+		a.body(inner, body)
+		elem = a.term(inner, term)
+	}) {
+		a.whole(elem)
+		return abstract{}
+	}
+	return built(elem)
 }
 
 // wholeTerm evaluates t and counts everything it may alias as read whole.
@@ -519,6 +528,11 @@ func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) a
 		a.compared(in[1])
 	case messages[b.Name] && arity == 2 && isString(in[0].konst) && isArray(args[1]):
 		result = built(in[1])
+	case b.Name == ast.InternalTemplateString.Name && arity == 1 && isArray(args[0]):
+		// A template string ($"…"): constant text and, per {expression}, the set of its
+		// values, "<undefined>" when empty and an error when several (an expression
+		// that may have several values is read whole, below).
+		result = built(in[0])
 	case b.Name == ast.ObjectGet.Name && arity == 3:
 		result = a.objectGet(env, in[0], args[1], in[2])
 	default:

@@ -188,6 +188,13 @@ other := input.request`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id.**"},
 	},
 	{
+		name: "comprehensions with one element at most, and with several",
+		src: `first := [s.instruction | s := input.plan.steps[0]; s.namespace == "bank"]
+ids := {s.step_id | some s in input.plan.steps}
+deny contains "x" if { is_array(first); count(ids) > 1 }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id.**"},
+	},
+	{
 		name: "object.keys of the metadata",
 		src:  `deny contains k if { some s in input.plan.steps; some k in object.keys(s.metadata) }`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
@@ -333,6 +340,16 @@ deny contains [id, "no"] if { some s in input.plan.steps; s.agent_name == "bank"
 		name: "concat before the condition, failing on a number",
 		src:  `deny contains m if { some s in input.plan.steps; m := concat("", [s.step_id, s.instruction]); s.agent_name == "bank" }`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].agent_name=", "input.plan.steps[*].instruction", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "an id in a template string",
+		src:  `deny contains $"step {s.step_id}: {s.metadata} is not allowed" if { some s in input.plan.steps; s.namespace == "bank" }`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id"},
+	},
+	{
+		name: "a template string compared",
+		src:  `deny contains "x" if { some s in input.plan.steps; $"{s.step_id}/{s.namespace}" == "a/bank" }`,
+		want: nil,
 	},
 	{
 		name: "an id through a built-in that is no message",
