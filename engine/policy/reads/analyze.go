@@ -15,6 +15,8 @@ type abstract struct {
 	nodes  []*readNode
 	within []*readNode
 	konst  ast.Value
+	// single: a set of one element at most (a template string's part).
+	single bool
 }
 
 // union is what a value that is either a or b may alias; it is no constant (the
@@ -45,14 +47,16 @@ func addNodes(to, from []*readNode) []*readNode {
 // readAnalysis computes which parts of the input a query's evaluation may observe. It
 // follows input values through variables, rule values, function arguments and return
 // values (with constant arguments propagated, so `object.get(step, key, "")` called
-// with key "namespace" reads one member), and into the composites and messages
-// built from them, and counts every use it does not model (a value compared with
-// another, passed to a built-in other than a type test, count, object.get, sprintf or concat,
-// iterated as an object, a composite used other than as a value) as reading the value
-// whole. A value only reached (bound, passed on, tested for its type) is observed by
-// its type: a scalar's value counts once it is compared with a constant (==, <, a
-// unification or a function parameter that is a constant) or counted. Anything it
-// cannot follow at all reads the whole input. Rego has no recursion, so the walk ends.
+// with key "namespace" reads one member), and into the composites and messages built
+// from them (and a comprehension's element, when its body has one solution at most),
+// and counts every use it does not model (a value compared with another, passed to a
+// built-in other than a type test, count, object.get, sprintf, concat or a template
+// string, iterated as an object, a composite used other than as a value) as reading
+// the value whole. A value only reached (bound, passed on, tested for its type) is
+// observed by its type: a scalar's value counts once it is compared with a constant
+// (==, <, a unification or a function parameter that is a constant) or counted.
+// Anything it cannot follow at all reads the whole input. Rego has no recursion, so
+// the walk ends.
 type readAnalysis struct {
 	c        *ast.Compiler
 	root     *readNode
@@ -277,9 +281,12 @@ func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
 	case ast.Null, ast.Boolean, ast.Number, ast.String:
 		return abstract{konst: v}
 	case *ast.ArrayComprehension:
-		return a.comprehension(env, v.Body, v.Term)
+		array, _ := a.comprehension(env, v.Body, v.Term)
+		return array
 	case *ast.SetComprehension:
-		return a.comprehension(env, v.Body, v.Term)
+		set, single := a.comprehension(env, v.Body, v.Term)
+		set.single = single
+		return set
 	case *ast.ObjectComprehension:
 		inner := env.copy()
 		a.scoped(func() {
@@ -309,11 +316,34 @@ func (a *readAnalysis) term(env bindings, t *ast.Term) abstract {
 	return abstract{}
 }
 
+// templateParts reports whether t is what OPA compiles a template string ($"…") into:
+// an array literal of constant text and, per {expression}, the set of its values,
+// printed "<undefined>" when empty and an error when it has several elements. With no
+// set of several elements possible, the string is a message built from the sets'
+// elements; otherwise (a direct call with other sets) whether the call fails depends on
+// values, and the parts are read whole.
+func (a *readAnalysis) templateParts(env bindings, t *ast.Term) bool {
+	arr, ok := t.Value.(*ast.Array)
+	if !ok {
+		return false
+	}
+	for i := range arr.Len() {
+		switch e := arr.Elem(i); e.Value.(type) {
+		case ast.String, ast.Number, ast.Boolean, ast.Null:
+		default:
+			if !a.term(env, e).single {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // comprehension analyzes an array or set comprehension. Its elements are compared
 // (a set's) and ordered by its body's solutions, so they are read whole, unless the
 // body has one solution at most: then the value is empty or holds the one element, and
-// is built from it.
-func (a *readAnalysis) comprehension(env bindings, body ast.Body, term *ast.Term) abstract {
+// is built from it; single reports that case.
+func (a *readAnalysis) comprehension(env bindings, body ast.Body, term *ast.Term) (v abstract, single bool) {
 	inner := env.copy()
 	var elem abstract
 	if a.scoped(func() {
@@ -321,9 +351,9 @@ func (a *readAnalysis) comprehension(env bindings, body ast.Body, term *ast.Term
 		elem = a.term(inner, term)
 	}) {
 		a.whole(elem)
-		return abstract{}
+		return abstract{}, false
 	}
-	return built(elem)
+	return built(elem), true
 }
 
 // wholeTerm evaluates t and counts everything it may alias as read whole.
@@ -528,10 +558,7 @@ func (a *readAnalysis) builtin(env bindings, b *ast.Builtin, args []*ast.Term) a
 		a.compared(in[1])
 	case messages[b.Name] && arity == 2 && isString(in[0].konst) && isArray(args[1]):
 		result = built(in[1])
-	case b.Name == ast.InternalTemplateString.Name && arity == 1 && isArray(args[0]):
-		// A template string ($"…"): constant text and, per {expression}, the set of its
-		// values, "<undefined>" when empty and an error when several (an expression
-		// that may have several values is read whole, below).
+	case b.Name == ast.InternalTemplateString.Name && arity == 1 && a.templateParts(env, args[0]):
 		result = built(in[0])
 	case b.Name == ast.ObjectGet.Name && arity == 3:
 		result = a.objectGet(env, in[0], args[1], in[2])

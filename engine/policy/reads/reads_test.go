@@ -195,6 +195,12 @@ deny contains "x" if { is_array(first); count(ids) > 1 }`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].instruction", "input.plan.steps[*].namespace=", "input.plan.steps[*].step_id.**"},
 	},
 	{
+		name: "a template string called with a set of several values",
+		src: `ok if { m := internal.template_string([{input.request, input.plan.plan_id}]) }
+deny contains "conflict" if not ok`,
+		want: []string{"input", "input.plan", "input.plan.plan_id.**", "input.request.**"},
+	},
+	{
 		name: "object.keys of the metadata",
 		src:  `deny contains k if { some s in input.plan.steps; some k in object.keys(s.metadata) }`,
 		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].metadata.**"},
@@ -373,10 +379,10 @@ plan := {"steps": [{"step_id": s.step_id} | some s in input.plan.steps]}`,
 		want: nil,
 	},
 	{
-		name: "deny's entries read by another member",
+		name: "deny's entries counted by another member",
 		src: `deny contains s.step_id if { some s in input.plan.steps; s.agent_name == "bank" }
-plan := input.plan if count(deny) > 5`,
-		want: nil,
+plan := {"plan_id": sprintf("%d denials", [count(deny)])}`,
+		want: []string{"input", "input.plan", "input.plan.steps", "input.plan.steps[*]", "input.plan.steps[*].agent_name=", "input.plan.steps[*].step_id"},
 	},
 	{
 		name: "another set of ids, counted",
@@ -456,7 +462,7 @@ func randomInput(r *rand.Rand) ast.Value {
 		plan["steps"] = steps
 	}
 	v, err := ast.InterfaceToValue(map[string]any{
-		"plan": plan, "phase": pick(1, 2), "request": pick("a", "b"),
+		"plan": plan, "phase": pick(1, 2), "request": pick("a", "b", "p1"),
 		"metadata": map[string]any{"tenant": pick("acme", "other")}, "enrichments": map[string]any{},
 	})
 	if err != nil {
