@@ -102,14 +102,15 @@ func (m *PlanMemo) AllowedReads() *reads.Tree { return m.allowed }
 // part the evaluation may observe that does not convert.
 func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (MemoKey, error) {
 	in := planInput{plan, phase, request, metadata, enrichments}
+	view := planInputs.View(&in)
 	var key MemoKey
 	var err error
 	if m.allowed != nil {
-		if key.Allowed, err = m.allowed.Key(planInputs.View(&in)); err != nil {
+		if key.Allowed, err = m.allowed.Key(view); err != nil {
 			return MemoKey{}, inputError(err)
 		}
 	}
-	if key.Exact, err = m.reads.Key(planInputs.View(&in)); err != nil {
+	if key.Exact, err = m.reads.Key(view); err != nil {
 		return MemoKey{}, inputError(err)
 	}
 	return key, nil

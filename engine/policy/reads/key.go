@@ -50,8 +50,8 @@ func shortKey(buf []byte, start int) []byte {
 
 // canon is an unambiguous encoding of the parts of a Rego input value that a readNode
 // says may be observed: every value is a type tag followed by its content (a scalar
-// observed by its type alone by its tag), strings and containers carry their lengths,
-// object members go in key order. Two inputs with equal
+// observed only by its type is its tag alone), strings and containers carry their
+// lengths, object members go in key order. Two inputs with equal
 // encodings look the same to every evaluation the analysis covers, so the encoding (or
 // a strong hash of it) can key decisions. Numbers are written as their text: inputs
 // that differ only in how a number is spelled get different keys, which costs a memo
@@ -94,13 +94,10 @@ func (c canon) str(s string, n *readNode) canon {
 
 // presentString writes a present member that is the string s, at n.
 func (c canon) presentString(s string, n *readNode) canon {
-	if !n.scalarValue() {
-		return append(c, tagPresent, tagString)
-	}
-	if len(s) < 0x80 {
+	if n.scalarValue() && len(s) < 0x80 { // the common case, in one append
 		return append(append(c, tagPresent, tagString, byte(len(s))), s...)
 	}
-	return append(c, tagPresent).text(tagString, s)
+	return append(c, tagPresent).str(s, n)
 }
 
 // scalar writes the scalar v at n: in full when n observes its value, else its type.
