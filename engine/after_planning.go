@@ -31,6 +31,9 @@ func (e *RequiredAfterPlanningError) DecisionCause() Cause { return causeFor(e.R
 
 // AsRequiredAfterPlanningError finds a *RequiredAfterPlanningError in err's chain.
 func AsRequiredAfterPlanningError(err error) (*RequiredAfterPlanningError, bool) {
+	if err == nil {
+		return nil, false // before r, which escapes to errors.As
+	}
 	var r *RequiredAfterPlanningError
 	ok := errors.As(err, &r)
 	return r, ok

@@ -68,6 +68,19 @@ type stageCall struct {
 	result         *ExecutionResult
 	draft          string
 	response       string
+	// The trail and pipeline context live in the call: one allocation, not three.
+	trailValue  Trail
+	pctxValue   PipelineContext
+	detachedCtx context.Context
+}
+
+// detached is the call's context without its cancellation, for what is written and
+// told even when the caller has gone; made once per call.
+func (c *stageCall) detached() context.Context {
+	if c.detachedCtx == nil {
+		c.detachedCtx = context.WithoutCancel(c.ctx)
+	}
+	return c.detachedCtx
 }
 
 func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
@@ -77,12 +90,14 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	if stage == StageBeforePlanning {
 		enrichments = maps.Clone(enrichments) // the stage writes the request's own map
 	}
-	return &stageCall{
-		id: decisionID(ctx), stage: stage, trail: NewTrail(), started: time.Now(),
+	c := &stageCall{
+		id: decisionID(ctx), stage: stage, started: time.Now(),
 		ctx:         WithRequestInfo(ctx, s.info(gate)),
-		pctx:        &PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
+		pctxValue:   PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 		enrichments: enrichments, prior: st.PriorSteps,
 	}
+	c.trail, c.pctx = &c.trailValue, &c.pctxValue
+	return c
 }
 
 // info describes the request to the hooks of a call.
@@ -117,7 +132,7 @@ func (c *stageCall) warnings() []Finding {
 
 // done reports the finished call to the observer.
 func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
-	s.d.observer.Staged(context.WithoutCancel(c.ctx), &StageReport{
+	s.d.observer.Staged(c.detached(), &StageReport{
 		DecisionID: c.id, RequestID: s.state.ID, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision,
 		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
 		Started: c.started, Duration: time.Since(c.started), Invocations: c.recorded(),
@@ -223,7 +238,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	}
 	planID := plan.PlanID
 	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
-		if werr := s.writeRecord(context.WithoutCancel(c.ctx), s.rejected(c, plan, err).record); werr != nil {
+		if werr := s.writeRecord(c.detached(), s.rejected(c, plan, err).record); werr != nil {
 			return nil, s.d.refuse(c.ctx, c.stage, st.ID, werr)
 		}
 		s.done(c, OutcomeInvalidPlan, err)

@@ -83,7 +83,7 @@ func completed(response, source string) change {
 // Late effect updates of the call's hooks rewrite those invocations in place later. A
 // store failure is a RefusalError (and told to the observer).
 func (s *Session) commit(c *stageCall, ch change) error {
-	ctx := context.WithoutCancel(c.ctx)
+	ctx := c.detached()
 	enrichments := c.pctx.Enrichments
 	err := s.writeState(ctx, func(st *RequestState) {
 		st.Enrichments = enrichments

@@ -267,23 +267,12 @@ func (r *AfterPlanningResponse) appendJSON(dst []byte) ([]byte, bool) {
 	if r == nil || len(r.Warnings) > 0 || len(r.Explanation) > 0 {
 		return dst, false
 	}
-	m := members{buf: dst}
-	m.add(`{"decision_id":`, r.DecisionID)
-	m.add(`,"request_id":`, r.RequestID)
-	m.add(`,"generation":`, r.Generation)
-	m.add(`,"plan":`, r.Plan)
-	m.add(`,"invocations":`, r.Invocations)
-	return append(m.buf, '}'), m.err == nil
-}
-
-// members appends an object's members, each a literal prefix and a value.
-type members struct {
-	buf []byte
-	err error
-}
-
-func (m *members) add(prefix string, v any) {
-	if m.err == nil {
-		m.buf, m.err = engine.AppendJSONUnescapedHTML(append(m.buf, prefix...), v)
+	buf := engine.AppendJSONStringUnescapedHTML(append(dst, `{"decision_id":`...), r.DecisionID)
+	buf = engine.AppendJSONStringUnescapedHTML(append(buf, `,"request_id":`...), r.RequestID)
+	buf = engine.AppendJSONStringUnescapedHTML(append(buf, `,"generation":`...), r.Generation)
+	buf, err := engine.AppendJSONUnescapedHTML(append(buf, `,"plan":`...), r.Plan)
+	if err == nil {
+		buf, err = engine.AppendJSONUnescapedHTML(append(buf, `,"invocations":`...), r.Invocations)
 	}
+	return append(buf, '}'), err == nil
 }

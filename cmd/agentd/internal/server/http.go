@@ -209,6 +209,9 @@ func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Res
 // queryBool reads a boolean query parameter: absent is false; true, false, 1 and 0 are
 // accepted, anything else is a 400.
 func queryBool(r *http.Request, name string) (bool, *APIError) {
+	if r.URL.RawQuery == "" {
+		return false, nil // without parsing an empty query into a map
+	}
 	v := r.URL.Query().Get(name)
 	if v == "" {
 		return false, nil
