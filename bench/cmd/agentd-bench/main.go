@@ -69,7 +69,7 @@ func parseFlags() *config {
 	flag.DurationVar(&c.benchtime, "benchtime", 400*time.Millisecond, "length of one in-process benchmark run")
 	flag.IntVar(&c.concurrency, "concurrency", 16, "load generator workers (and keep-alive connections)")
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
-	flag.IntVar(&c.httpRounds, "http-rounds", 2, "interleaved HTTP runs per server and case (the median is reported)")
+	flag.IntVar(&c.httpRounds, "http-rounds", 3, "interleaved HTTP runs per server and case (the median is reported)")
 	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
 	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 11; its CPU and every command it receives are counted as agentd's")
 	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:newops:20000,3:identical:20000,30:newtext:5000,30:unseen:5000,30:newops:5000",
