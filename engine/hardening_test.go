@@ -15,9 +15,7 @@ import (
 // id breaks plan rule 8, so the old answer never stands in for a new plan.
 func TestHardening_ResentPlanReplayedOnlyWhenIdentical(t *testing.T) {
 	ctx := context.Background()
-	review := &planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
-		return p, nil
-	}}
+	review := &planHook{name: "review"} // passes every plan
 	d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, []engine.Hook{review}, engine.WithCatalog(testCatalog(t)))}})
 	small := func(amount float64, extra ...engine.RoutingStep) *engine.RoutingPlan {
 		p := &engine.RoutingPlan{PlanID: "p1", Steps: []engine.RoutingStep{{StepID: "step-1", AgentName: "notify", Namespace: "tools",

@@ -426,11 +426,19 @@ func resultsReported(result *ExecutionResult) change {
 	result = ownResult(result)
 	return change{
 		state: func(st *RequestState) {
+			accepted := make(map[string]bool, len(st.PriorSteps))
+			for i := range st.PriorSteps {
+				accepted[st.PriorSteps[i].StepID] = true
+			}
+			var runs map[string]*StepRun // copied once: a combined result reports every step so far
 			for _, r := range result.Steps {
-				if r.Skipped || acceptedStep(st, r.StepID) == nil {
+				if r.Skipped || !accepted[r.StepID] {
 					continue
 				}
-				run := st.runOf(r.StepID)
+				if runs == nil {
+					runs = st.writableRuns()
+				}
+				run := newRun(runs, r.StepID)
 				run.Status, run.Retryable = RunFailed, false
 				if r.Success {
 					run.Status, run.Response = RunSucceeded, r.Response
@@ -446,15 +454,16 @@ func resultsReported(result *ExecutionResult) change {
 // phase whose plan has that step.
 func attachResults(rec *ExecutionRecord, result *ExecutionResult) {
 	rec.Result = cloneResult(result)
+	phaseOf := map[string][]int{} // step id → the phases whose plans have it
 	for i := range rec.Phases {
-		ph := &rec.Phases[i]
-		ph.Results = nil // a new slice: the old one is shared with stored revisions
-		for _, r := range result.Steps {
-			for _, st := range ph.Plan.Steps {
-				if st.StepID == r.StepID {
-					ph.Results = append(ph.Results, r)
-				}
-			}
+		rec.Phases[i].Results = nil // a new slice: the old one is shared with stored revisions
+		for _, st := range rec.Phases[i].Plan.Steps {
+			phaseOf[st.StepID] = append(phaseOf[st.StepID], i)
+		}
+	}
+	for _, r := range result.Steps {
+		for _, i := range phaseOf[r.StepID] {
+			rec.Phases[i].Results = append(rec.Phases[i].Results, r)
 		}
 	}
 }

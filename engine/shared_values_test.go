@@ -21,9 +21,7 @@ import (
 // what binding allows.
 func TestAcceptedSteps_TheAnswersPlanIsTheCallersOwn(t *testing.T) {
 	ctx := context.Background()
-	review := &planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
-		return p, nil
-	}}
+	review := &planHook{name: "review"} // passes every plan
 	d, mem := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: mustNew(t, []engine.Hook{review}, engine.WithCatalog(testCatalog(t))), Binding: engine.BindingStrict}})
 	s, err := d.Open(ctx, "r", engine.Opening{Text: "send"})
 	if err != nil {
@@ -98,9 +96,7 @@ func TestStoredValues_NeverChangeOnceWritten(t *testing.T) {
 	ctx := context.Background()
 	var synthCtx context.Context
 	hooks := []engine.Hook{
-		&planHook{name: "review", fn: func(_ context.Context, _ *engine.PipelineContext, p *engine.RoutingPlan) (*engine.RoutingPlan, error) {
-			return p, nil
-		}},
+		&planHook{name: "review"}, // passes every plan
 		&synthesisHook{name: "writer", fn: func(ctx context.Context, _ *engine.PipelineContext, r string) (string, error) {
 			synthCtx = ctx
 			return r, errors.Join(engine.ReportEffect(ctx, pending("late")), engine.ReportEffect(ctx, pending("external")))

@@ -107,10 +107,21 @@ type RunStore interface {
 // runOf returns the run of step id for a change, adding it when there is none. The
 // runs map and its runs are shared between stored revisions (CloneState) and never
 // change once stored, so it replaces the map with a copy and the run with a copy first.
-func (st *RequestState) runOf(id string) *StepRun {
+// A change that writes several runs takes the map once (writableRuns) and each run from
+// it (newRun).
+func (st *RequestState) runOf(id string) *StepRun { return newRun(st.writableRuns(), id) }
+
+// writableRuns replaces st.Runs with a copy a change may write and returns it.
+func (st *RequestState) writableRuns() map[string]*StepRun {
 	runs := make(map[string]*StepRun, len(st.Runs)+1)
 	maps.Copy(runs, st.Runs)
 	st.Runs = runs
+	return runs
+}
+
+// newRun puts a copy of the run of step id (a new run when there is none) into runs, a
+// map from writableRuns, and returns it.
+func newRun(runs map[string]*StepRun, id string) *StepRun {
 	run := &StepRun{}
 	if prev := runs[id]; prev != nil {
 		*run = *prev

@@ -2,6 +2,7 @@ package mcpgw
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -61,31 +62,37 @@ func BenchmarkToolsCall(b *testing.B) {
 
 // BenchmarkReviewAndReport is the driver work of one tools/call, without the network:
 // the phase review and the guards (admit), then Finish and after_execution (report),
-// in sessions of 10 calls after warm-up sessions of the same shape (memo hits).
+// in sessions of 10 and of 200 calls after warm-up calls of the same shape (memo
+// hits). Every call reports the session's combined result, so a call's cost grows with
+// the calls before it; the longer sessions show how.
 func BenchmarkReviewAndReport(b *testing.B) {
 	up := newHTTPUpstream(b, "web", "")
 	h := newHarness(b, httpServer("web", up.url(), ""))
 	h.waitReady("web")
 	route := (*h.gw.tools.Load())["echo"]
 	ctx := context.Background()
-	var s *session
-	call := func(i int) {
-		if i%10 == 0 {
-			s = &session{id: requestID(newSessionID()), opening: sessionOpening(nil)}
-		}
-		step, ref := h.gw.admit(ctx, s, route, map[string]any{"message": "m"})
-		if ref != nil {
-			b.Fatal(ref)
-		}
-		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "m"}}}
-		h.gw.report(ctx, s, step, res, nil, time.Millisecond)
-	}
-	for i := range 100 {
-		call(i)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		call(i)
+	for _, calls := range []int{10, 200} {
+		b.Run(fmt.Sprintf("session=%d", calls), func(b *testing.B) {
+			var s *session
+			call := func(i int) {
+				if i%calls == 0 {
+					s = &session{id: requestID(newSessionID()), opening: sessionOpening(nil)}
+				}
+				step, ref := h.gw.admit(ctx, s, route, map[string]any{"message": "m"})
+				if ref != nil {
+					b.Fatal(ref)
+				}
+				res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "m"}}}
+				h.gw.report(ctx, s, step, res, nil, time.Millisecond)
+			}
+			for i := range calls {
+				call(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				call(i)
+			}
+		})
 	}
 }
