@@ -56,8 +56,8 @@ type stageCall struct {
 	id      string // the decision id
 	stage   Stage
 	ctx     context.Context
-	trail   *Trail
-	pctx    *PipelineContext
+	trail   Trail           // the trail and the pipeline context live in the call:
+	pctx    PipelineContext // one allocation with it
 	started time.Time
 	// invocations is the trail's snapshot once the stage ran (see recorded).
 	invocations []Invocation
@@ -68,10 +68,7 @@ type stageCall struct {
 	result         *ExecutionResult
 	draft          string
 	response       string
-	// The trail and pipeline context live in the call: one allocation, not three.
-	trailValue  Trail
-	pctxValue   PipelineContext
-	detachedCtx context.Context
+	detachedCtx    context.Context
 }
 
 // detached is the call's context without its cancellation, for what is written and
@@ -90,14 +87,12 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	if stage == StageBeforePlanning {
 		enrichments = maps.Clone(enrichments) // the stage writes the request's own map
 	}
-	c := &stageCall{
+	return &stageCall{
 		id: decisionID(ctx), stage: stage, started: time.Now(),
 		ctx:         WithRequestInfo(ctx, s.info(gate)),
-		pctxValue:   PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
+		pctx:        PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 		enrichments: enrichments, prior: st.PriorSteps,
 	}
-	c.trail, c.pctx = &c.trailValue, &c.pctxValue
-	return c
 }
 
 // info describes the request to the hooks of a call.
@@ -173,7 +168,7 @@ func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, er
 	var out *BeforePlanningResult
 	err := s.run(c, func() error {
 		gate := NewGate(s.state.CacheVary, s.state.CacheReadDisabled)
-		sc, err := s.gen.Pipeline.BeforePlanning(c.ctx, c.pctx, gate, c.trail)
+		sc, err := s.gen.Pipeline.BeforePlanning(c.ctx, &c.pctx, gate, &c.trail)
 		if err != nil {
 			_ = s.commit(c, failed(err))
 			s.done(c, OutcomeHookContract, err)
@@ -246,7 +241,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	}
 	var out *PlanResult
 	err := s.run(c, func() error {
-		accepted, err := s.gen.Pipeline.AfterPlanning(c.ctx, c.pctx, plan, st.PriorSteps, c.trail)
+		accepted, err := s.gen.Pipeline.AfterPlanning(c.ctx, &c.pctx, plan, st.PriorSteps, &c.trail)
 		if err != nil {
 			_ = s.commit(c, s.rejected(c, plan, err))
 			s.done(c, OutcomeRejected, err)
@@ -366,7 +361,7 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 	c.result = result
 	var out *StageResult
 	err := s.run(c, func() error {
-		s.gen.Pipeline.AfterExecution(c.ctx, c.pctx, result, c.trail)
+		s.gen.Pipeline.AfterExecution(c.ctx, &c.pctx, result, &c.trail)
 		if err := s.commit(c, resultsReported(result)); err != nil {
 			return err
 		}
@@ -393,7 +388,7 @@ func (s *Session) AfterSynthesis(ctx context.Context, response string) (*Synthes
 	c.draft = response
 	var out *SynthesisResult
 	err := s.run(c, func() error {
-		final := s.gen.Pipeline.AfterSynthesis(c.ctx, c.pctx, response, c.trail)
+		final := s.gen.Pipeline.AfterSynthesis(c.ctx, &c.pctx, response, &c.trail)
 		if err := s.commit(c, completed(final, SourceAfterSynthesis)); err != nil {
 			return err
 		}
