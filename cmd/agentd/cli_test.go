@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +43,32 @@ func TestCLI_CheckReportsEveryErrorWithPosition(t *testing.T) {
 }
 
 func TestCLI_UsageErrorsExit2(t *testing.T) {
-	for _, args := range [][]string{{}, {"nope"}, {"check"}, {"check", "a", "b"}, {"test"}, {"eval", "--stage", "x"}, {"serve"}} {
+	for _, args := range [][]string{{}, {"nope"}, {"check"}, {"check", "a", "b"}, {"test"}, {"eval", "--stage", "x"}, {"serve"},
+		{"serve", "--config", ".", "--gc-headroom", "-2"}} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {
 			t.Errorf("agentd %v exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestServe_GCHeadroomFlag: by default the collector's floor is a quarter of the
+// memory store's budget; 0 keeps Go's default; a number of bytes is taken as it is.
+func TestServe_GCHeadroomFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want uint64
+	}{
+		{nil, 128 << 20},
+		{[]string{"--memory-bytes", "64000000"}, 16_000_000},
+		{[]string{"--gc-headroom", "0"}, 0},
+		{[]string{"--gc-headroom", "300000000", "--memory-bytes", "1000"}, 300_000_000},
+	} {
+		f, err := parseServeFlags(append([]string{"--config", "."}, c.args...), io.Discard, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if got := gcHeadroom(f); got != c.want {
+			t.Errorf("%v: headroom %d, want %d", c.args, got, c.want)
 		}
 	}
 }

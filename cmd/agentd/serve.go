@@ -18,6 +18,7 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
@@ -33,7 +34,7 @@ type serveFlags struct {
 	watch, logPayloads, requirePlanReview                               bool
 	debounce, successRetention, errorRetention, drain                   time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
-	maxBody, memoryBytes                                                int64
+	maxBody, memoryBytes, gcHeadroom                                    int64
 	maxRecords, maxFailedRecords, maxRecordEntries, maxConns            int
 	evidence                                                            evidenceFlags
 }
@@ -68,6 +69,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "connections open at once at most (keep it below the open-file limit); more wait to be accepted")
 	fs.Int64Var(&f.memoryBytes, "memory-bytes", store.DefaultMaxBytes, "bytes the memory store's request states and records may hold, half each (the oldest written go first)")
+	fs.Int64Var(&f.gcHeadroom, "gc-headroom", -1, "bytes the heap may grow past its live data before the next garbage collection, at least (Go's default lets it grow by the live heap's size): fewer collections while the live heap is smaller, at most this much more memory; -1: a quarter of --memory-bytes; 0: Go's default; a GOGC environment variable overrides it")
 	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
 	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
@@ -99,6 +101,9 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 		return nil, errUsage
 	case f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
 		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
+		return nil, errUsage
+	case f.gcHeadroom < -1:
+		fmt.Fprintln(stderr, "agentd serve: --gc-headroom must be -1, 0 or a number of bytes")
 		return nil, errUsage
 	case f.maxConns <= 0:
 		fmt.Fprintln(stderr, "agentd serve: --max-connections must be positive")
@@ -152,6 +157,8 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutput) error {
+	gc := gcheadroom.Start(gcHeadroom(f))
+	defer gc.Stop()
 	tokens, err := readTokens(f.tokenFile)
 	if err != nil {
 		return err
@@ -248,7 +255,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	go func() {
 		logger.Info("agentd listening", "addr", ln.Addr().String(), "config", f.config,
 			"generation", registry.Current().ID, "tls", f.tlsCert != "", "watch", f.watch,
-			"tokens", len(tokens), "max_connections", f.maxConns)
+			"tokens", len(tokens), "max_connections", f.maxConns, "gc_headroom", gc.Headroom())
 		if f.tlsCert != "" {
 			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
 		} else {
@@ -272,6 +279,15 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	}
 	logger.Info("agentd stopped")
 	return nil
+}
+
+// gcHeadroom is the floor --gc-headroom asks for: by default a quarter of the memory
+// store's budget, memory the operator has granted the daemon already.
+func gcHeadroom(f *serveFlags) uint64 {
+	if f.gcHeadroom < 0 {
+		return uint64(max(f.memoryBytes, 0) / 4)
+	}
+	return uint64(f.gcHeadroom)
 }
 
 // reloadOptions are the reload policies the flags ask for.
