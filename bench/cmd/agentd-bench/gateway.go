@@ -109,17 +109,17 @@ func (b *bench) gateway() error {
 		d, p, g := medianResult(rd), medianResult(rp), medianResult(rg)
 		what := fmt.Sprintf("OpenAI gateway: %s, 1 worker, %s req — ", c.what, report.Count(int64(b.gatewayRequests)))
 		figure := func(gw, up time.Duration) string {
-			return fmt.Sprintf("%s (%s added)", report.Duration(gw), signed(gw-up))
+			return fmt.Sprintf("%s (%s added)", report.Duration(gw), report.Duration(gw-up))
 		}
 		hop := func(proxied, direct, through time.Duration) string {
-			return fmt.Sprintf("the hop alone adds %s; agentd %s more", signed(proxied-direct), signed(through-proxied))
+			return fmt.Sprintf("the hop alone adds %s; agentd %s more", report.Duration(proxied-direct), report.Duration(through-proxied))
 		}
 		p99Goal := "none set"
 		if c.id == "a" {
 			met := g.P99-d.P99 < gatewayGoal
 			p99Goal = goal(met, "added < 1 ms")
 			b.goals = append(b.goals, fmt.Sprintf("The OpenAI gateway adds under 1 ms at p99 to a tool round on a memo hit: %s (%s added; one hop through a plain reverse proxy adds %s, row 6a5).",
-				metOrNot(met), signed(g.P99-d.P99), signed(p.P99-d.P99)))
+				metOrNot(met), report.Duration(g.P99-d.P99), report.Duration(p.P99-d.P99)))
 		}
 		b.rows["6"] = append(b.rows["6"],
 			report.Row{ID: "6" + c.id + "1", Figure: what + "p50 latency", Agentd: figure(g.P50, d.P50),
@@ -152,13 +152,6 @@ func serveOpenAIProxy(addr, upstream string) error {
 }
 
 // signed renders a difference of durations, negative ones (noise) with a minus sign.
-func signed(d time.Duration) string {
-	if d < 0 {
-		return "−" + report.Duration(-d)
-	}
-	return report.Duration(d)
-}
-
 func stopServer(s *procs.Server) {
 	if err := s.Stop(); err != nil {
 		log.Print(err)

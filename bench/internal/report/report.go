@@ -111,9 +111,11 @@ func Duration(d time.Duration) string {
 	return NS(float64(d.Nanoseconds()))
 }
 
-// NS renders a nanosecond count like Duration.
+// NS renders a nanosecond count like Duration; a negative count with a minus sign.
 func NS(ns float64) string {
 	switch {
+	case ns < 0:
+		return "−" + NS(-ns)
 	case ns >= 1e9:
 		return sig(ns/1e9) + " s"
 	case ns >= 1e6:

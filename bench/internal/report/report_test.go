@@ -14,6 +14,7 @@ func TestFormats(t *testing.T) {
 		{NS(950), "950 ns"},
 		{NS(12_345), "12.3 µs"},
 		{Duration(3 * time.Millisecond), "3.00 ms"},
+		{Duration(-251817 * time.Nanosecond), "−252 µs"},
 		{Ratio(3, 2), "1.50×"},
 		{Ratio(1, 0), "n/a"},
 		{Bytes(3 << 20), "3.0 MiB"},
