@@ -40,6 +40,7 @@ func decisionLogCases(file string) []decisionLogCase {
 // each is reported.
 func (b *bench) decisionLog() error {
 	c := b.httpCases[0]
+	c.requests = b.dlogRequests
 	dir := filepath.Join(b.tmp, "dlog-agentd")
 	if err := fixture.AgentdConfig(dir, b.policies, fixture.Large); err != nil {
 		return err

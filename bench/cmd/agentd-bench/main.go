@@ -48,8 +48,8 @@ type config struct {
 
 	only []string // the steps to run; all when empty
 
-	cheapRequests int
-	redis         string
+	cheapRequests, dlogRequests int
+	redis                       string
 
 	// setFlags are the flags given other values than their defaults, as -name=value,
 	// bar the paths of the binaries and the results.
@@ -70,7 +70,8 @@ func parseFlags() *config {
 	flag.IntVar(&c.concurrency, "concurrency", 16, "load generator workers (and keep-alive connections)")
 	flag.IntVar(&c.httpWarmup, "http-warmup", 2000, "warm-up requests before each profiled HTTP load")
 	flag.IntVar(&c.httpRounds, "http-rounds", 3, "interleaved HTTP runs per server and case (the median is reported)")
-	flag.IntVar(&c.cheapRequests, "cheap-requests", 20000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
+	flag.IntVar(&c.cheapRequests, "cheap-requests", 40000, "requests per run of each cheap-policy case, per server and the HTTP floor (a tenth more warm up)")
+	flag.IntVar(&c.dlogRequests, "dlog-requests", 40000, "requests per run of each decision-log case, per daemon (a tenth more warm up)")
 	flag.StringVar(&c.redis, "redis", os.Getenv("AGENTD_TEST_REDIS"), "a private Redis (redis://host:port/db) for section 11; its CPU and every command it receives are counted as agentd's")
 	cases := flag.String("http-cases", "3:newtext:20000,3:unseen:20000,3:newops:20000,3:identical:20000,30:newtext:5000,30:unseen:5000,30:newops:5000",
 		"HTTP cases, steps:identical|newtext|unseen|newops:requests each (against the 5,000-entry allow-list; a tenth more warm up each run)")
