@@ -151,7 +151,6 @@ func serveOpenAIProxy(addr, upstream string) error {
 	return http.ListenAndServe(addr, mux)
 }
 
-// signed renders a difference of durations, negative ones (noise) with a minus sign.
 func stopServer(s *procs.Server) {
 	if err := s.Stop(); err != nil {
 		log.Print(err)

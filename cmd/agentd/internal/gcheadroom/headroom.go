@@ -5,7 +5,7 @@
 // A daemon that keeps request states and records in process has a live heap of tens of
 // megabytes that every cycle marks again, while each request allocates a few kilobytes:
 // at the default, a cycle starts every live-heap's worth of allocation, and marking the
-// retained data is a fifth of the CPU a request costs. With a floor of H bytes the
+// retained data can be a fifth of the CPU a request costs. With a floor of H bytes the
 // cycles come at most once per H bytes allocated, so while the live heap is below H the
 // collector runs less often, at the price of at most H bytes of heap more than the
 // default would keep. Once the live heap exceeds H, the percentage is the default's and
@@ -18,6 +18,7 @@
 package gcheadroom
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -37,7 +38,7 @@ func Percent(live, headroom uint64) int {
 	if live == 0 {
 		return maxPercent
 	}
-	p := (headroom*100 + live - 1) / live
+	p := math.Ceil(float64(headroom) / float64(live) * 100)
 	return int(min(max(p, base), maxPercent))
 }
 

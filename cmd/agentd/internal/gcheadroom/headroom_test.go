@@ -1,6 +1,7 @@
 package gcheadroom
 
 import (
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"testing"
@@ -20,6 +21,7 @@ func TestPercent(t *testing.T) {
 		{"live heap above the floor: the default", 700 * mb, 128 * mb, 100},
 		{"a nearly empty heap: bounded", 1, 128 * mb, maxPercent},
 		{"no live heap read yet: bounded", 0, 128 * mb, maxPercent},
+		{"a floor near the largest count: bounded, no overflow", 64 * mb, math.MaxUint64, maxPercent},
 	} {
 		if got := Percent(c.live, c.headroom); got != c.want {
 			t.Errorf("%s: Percent(%d, %d) = %d, want %d", c.name, c.live, c.headroom, got, c.want)
