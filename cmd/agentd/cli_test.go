@@ -60,6 +60,7 @@ func TestServe_GCHeadroomFlag(t *testing.T) {
 	}{
 		{nil, 128 << 20},
 		{[]string{"--memory-bytes", "64000000"}, 16_000_000},
+		{[]string{"--memory-bytes", "0"}, 128 << 20}, // the store's default budget
 		{[]string{"--gc-headroom", "0"}, 0},
 		{[]string{"--gc-headroom", "300000000", "--memory-bytes", "1000"}, 300_000_000},
 	} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -282,10 +283,11 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 }
 
 // gcHeadroom is the floor --gc-headroom asks for: by default a quarter of the memory
-// store's budget, memory the operator has granted the daemon already.
+// store's budget (as the store reads --memory-bytes: 0 or less is its default),
+// memory the operator has granted the daemon already.
 func gcHeadroom(f *serveFlags) uint64 {
 	if f.gcHeadroom < 0 {
-		return uint64(max(f.memoryBytes, 0) / 4)
+		return uint64(cmp.Or(max(f.memoryBytes, 0), store.DefaultMaxBytes) / 4)
 	}
 	return uint64(f.gcHeadroom)
 }
