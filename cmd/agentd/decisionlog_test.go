@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // decisionOf returns the decision_id of an API answer.

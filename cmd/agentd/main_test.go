@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // binary is the agentd binary built once for the black-box tests.

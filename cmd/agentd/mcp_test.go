@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // requireMCPTools fails under CI=true, and skips otherwise, when the npm packages of

@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // The scripted upstream of examples/openai-gateway, built once. It replays the replies

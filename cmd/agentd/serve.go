@@ -239,7 +239,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,
 			Timeouts: server.Timeouts{Read: f.readTimeout, Write: f.writeTimeout},
-			Mounts: append(append(gateway.Mounts(),
+			Mounts: append(append(openAIMounts(gateway),
 				server.Mount{Pattern: "/mcp", Handler: mcpGateway.Handler(), Role: server.RoleOrchestrator, Stream: true}),
 				viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
 			Gateways:  map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
@@ -362,4 +362,14 @@ func readTokens(path string) ([]server.Token, error) {
 func loopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// openAIMounts serves the OpenAI gateway under each of its patterns, to orchestrator
+// tokens; the chat completion streams.
+func openAIMounts(g *gwopenai.Gateway) []server.Mount {
+	mounts := make([]server.Mount, len(gwopenai.Patterns))
+	for i, p := range gwopenai.Patterns {
+		mounts[i] = server.Mount{Pattern: p, Handler: g, Role: server.RoleOrchestrator, Stream: strings.HasPrefix(p, http.MethodPost+" ")}
+	}
+	return mounts
 }

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // With a mask on metadata.email, no sink ever sees the address: not the file, not the

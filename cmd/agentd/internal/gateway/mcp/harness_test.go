@@ -18,11 +18,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/capture"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // harness is a gateway over a real config directory: the repository's plan policy

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
@@ -32,6 +31,7 @@ type Gateway struct {
 	logger  *slog.Logger
 	maxBody int64
 	up      *upstream
+	mux     *http.ServeMux
 }
 
 // New returns a gateway.
@@ -42,19 +42,39 @@ func New(cfg Config) *Gateway {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	return &Gateway{reg: cfg.Registry, driver: cfg.Driver, logger: cfg.Logger, maxBody: cfg.MaxBody, up: newUpstream()}
+	g := &Gateway{reg: cfg.Registry, driver: cfg.Driver, logger: cfg.Logger, maxBody: cfg.MaxBody, up: newUpstream(), mux: http.NewServeMux()}
+	for _, p := range Patterns {
+		g.mux.HandleFunc(p, g.route(p))
+	}
+	return g
 }
 
-// Mounts returns the gateway's routes, to be served beside the API (and behind its
-// authorization): POST /v1/chat/completions, and GET /v1/models and
-// /v1/models/{model} passed through to the upstream.
-func (g *Gateway) Mounts() []server.Mount {
-	return []server.Mount{
-		{Pattern: "POST /v1/chat/completions", Handler: http.HandlerFunc(g.chat), Role: server.RoleOrchestrator, Stream: true},
-		{Pattern: "/v1/chat/completions", Handler: http.HandlerFunc(methodNotAllowed), Role: server.RoleOrchestrator},
-		{Pattern: "GET /v1/models", Handler: http.HandlerFunc(g.models), Role: server.RoleOrchestrator},
-		{Pattern: "GET /v1/models/{model}", Handler: http.HandlerFunc(g.models), Role: server.RoleOrchestrator},
+// Patterns are the ServeMux patterns the gateway serves: POST /v1/chat/completions
+// (any other method is answered 405), and GET /v1/models and /v1/models/{model}
+// passed through to the upstream. A host mounts the Gateway under each of them (or
+// under a prefix that covers them); the gateway authorizes nothing itself.
+var Patterns = []string{"POST /v1/chat/completions", "/v1/chat/completions", "GET /v1/models", "GET /v1/models/{model}"}
+
+// route returns the handler of one of Patterns.
+func (g *Gateway) route(pattern string) http.HandlerFunc {
+	switch pattern {
+	case "POST /v1/chat/completions":
+		return g.chat
+	case "/v1/chat/completions":
+		return methodNotAllowed
+	default:
+		return g.models
 	}
+}
+
+// ServeHTTP serves the routes of Patterns; any other path is answered 404 in the
+// OpenAI error shape.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := g.mux.Handler(r); pattern == "" {
+		writeError(w, newError(http.StatusNotFound, typeNotFound, "unknown_route", "no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	g.mux.ServeHTTP(w, r)
 }
 
 func methodNotAllowed(w http.ResponseWriter, r *http.Request) {

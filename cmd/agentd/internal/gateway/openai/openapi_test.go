@@ -188,13 +188,13 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 // TestOpenAPI_DocumentsEveryMount: every route the gateway mounts is in the document.
 func TestOpenAPI_DocumentsEveryMount(t *testing.T) {
 	doc := apitest.Load(t)
-	for _, m := range New(Config{}).Mounts() {
-		method, path, ok := strings.Cut(m.Pattern, " ")
+	for _, pattern := range Patterns {
+		method, path, ok := strings.Cut(pattern, " ")
 		if !ok {
-			method, path = "POST", m.Pattern
+			method, path = "POST", pattern
 		}
 		if len(doc.Statuses(method, path)) == 0 {
-			t.Errorf("docs/openapi.yaml does not document %s", m.Pattern)
+			t.Errorf("docs/openapi.yaml does not document %s", pattern)
 		}
 	}
 }
