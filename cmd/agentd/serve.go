@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
-	gwopenai "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/openai"
+	gwopenai "github.com/agentd-dev/agentd/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
