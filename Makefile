@@ -13,7 +13,7 @@ FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/r
 	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy/reads:FuzzPlanMemo_KeysSound:4000 \
 	./engine/policy/reads:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000 \
 	./gateway/openai:FuzzChatRequest:6000 ./gateway/openai:FuzzUpstreamReply:10000 \
-	./cmd/agentd/internal/gateway/mcp:FuzzVetLine:3000 ./cmd/agentd/internal/server:FuzzListQuery:10000 \
+	./gateway/mcp:FuzzVetLine:3000 ./cmd/agentd/internal/server:FuzzListQuery:10000 \
 	./cmd/agentd/internal/replay:FuzzRead:3000 ./gateway/openai:FuzzVetMembers:20000 \
 	./engine:FuzzAppendJSON_AgreesWithEncodingJSON:8000 ./engine/jsonread:FuzzReader_AgreesWithEncodingJSON:20000 \
 	./cmd/agentd/internal/server:FuzzFastBodies_AgreeWithEncodingJSON:20000

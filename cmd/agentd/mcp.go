@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/builtin"
-	mcpgw "github.com/agentd-dev/agentd/cmd/agentd/internal/gateway/mcp"
+	mcpgw "github.com/agentd-dev/agentd/gateway/mcp"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
