@@ -16,7 +16,7 @@ import (
 // CI=true, where the project's scripts must have installed it.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	path, err := filepath.Abs("../../../../../tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	path, err := filepath.Abs("../../tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if err != nil {
 		t.Fatal(err)
 	}

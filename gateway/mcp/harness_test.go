@@ -101,7 +101,7 @@ func jsonString(s string) string {
 func newHarness(t testing.TB, servers string) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	policies, err := filepath.Abs("../../../../../policies")
+	policies, err := filepath.Abs("../../policies")
 	if err != nil {
 		t.Fatal(err)
 	}

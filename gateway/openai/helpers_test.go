@@ -20,7 +20,7 @@ import (
 func exampleGeneration(t testing.TB, upstream, settings string) *config.Generation {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "config")
-	if out, err := exec.Command("cp", "-rL", "../../../../../examples/openai-gateway", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-rL", "../../examples/openai-gateway", dir).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
 	gateway := ""
