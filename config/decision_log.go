@@ -189,9 +189,7 @@ var dropVocabulary = map[string][]string{
 		engine.OutcomePanic, engine.OutcomeAllowed, engine.OutcomeDenied, engine.OutcomeGuardError,
 		engine.OutcomeInvalidCall),
 		// a refused call's outcome is its refusal code
-		strs(engine.RefusedNotReady, engine.RefusedGenerationRetired, engine.RefusedStoreUnavailable,
-			engine.RefusedRequestFailed, engine.RefusedGenerationExpired, engine.RefusedConflict,
-			engine.RefusedTenantForbidden, engine.RefusedTooLarge)...),
+		strs(engine.RefusalCodes...)...),
 	"cause": strs(
 		engine.CausePolicyDenied, engine.CauseEvaluationError, engine.CauseTimeout, engine.CauseInvalidPlan,
 		engine.CauseInvalidType, engine.CauseCloneFailed, engine.CauseHookError, engine.CausePanic,

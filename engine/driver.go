@@ -107,6 +107,66 @@ const (
 	RefusedTooLarge RefusalCode = "request_too_large"
 )
 
+// RefusalCodes are all the refusal codes, in declaration order.
+var RefusalCodes = []RefusalCode{RefusedNotReady, RefusedGenerationRetired, RefusedStoreUnavailable, RefusedRequestFailed,
+	RefusedGenerationExpired, RefusedConflict, RefusedTenantForbidden, RefusedTooLarge}
+
+// RefusalClass groups refusal codes by what the caller can do about them; adapters
+// (the HTTP API, the gateways) answer by class (api.StatusOf), never by code.
+type RefusalClass string
+
+// Refusal classes.
+const (
+	// ClassNotReady: the daemon has no live generation yet (RefusedNotReady).
+	ClassNotReady RefusalClass = "not_ready"
+	// ClassConflict: the request's state does not admit the call as it stands
+	// (RefusedConflict, RefusedRequestFailed, RefusedGenerationRetired,
+	// RefusedGenerationExpired).
+	ClassConflict RefusalClass = "conflict"
+	// ClassForbidden: the caller may not touch the request (RefusedTenantForbidden).
+	ClassForbidden RefusalClass = "forbidden"
+	// ClassTooLarge: the request outgrew a limit (RefusedTooLarge).
+	ClassTooLarge RefusalClass = "too_large"
+	// ClassUnavailable: a store could not be reached (RefusedStoreUnavailable, and any
+	// code this version does not know).
+	ClassUnavailable RefusalClass = "unavailable"
+)
+
+// Class returns the class of c; a code this version does not know is
+// ClassUnavailable.
+func (c RefusalCode) Class() RefusalClass {
+	switch c {
+	case RefusedNotReady:
+		return ClassNotReady
+	case RefusedConflict, RefusedRequestFailed, RefusedGenerationRetired, RefusedGenerationExpired:
+		return ClassConflict
+	case RefusedTenantForbidden:
+		return ClassForbidden
+	case RefusedTooLarge:
+		return ClassTooLarge
+	}
+	return ClassUnavailable
+}
+
+// Final reports whether a call refused with c refuses every later call of the same
+// request too: the request failed, its generation is gone or expired, it outgrew its
+// limit, or it belongs to another tenant. A caller holding a session on the request
+// (an MCP session) has to open a new request to go on.
+func (c RefusalCode) Final() bool {
+	switch c {
+	case RefusedRequestFailed, RefusedGenerationRetired, RefusedGenerationExpired, RefusedTooLarge, RefusedTenantForbidden:
+		return true
+	}
+	return false
+}
+
+// Retryable reports whether the same call may succeed if made again unchanged: the
+// class is ClassConflict or ClassUnavailable and the code is not Final.
+func (c RefusalCode) Retryable() bool {
+	class := c.Class()
+	return (class == ClassConflict || class == ClassUnavailable) && !c.Final()
+}
+
 // ErrTooLarge is wrapped by a store's error for a request state or an execution
 // record over the store's per-request limit, and by the driver's for a record over
 // DriverConfig.MaxRecordEntries. The call is refused (RefusedTooLarge); nothing is
