@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/engine"
 )
 
@@ -82,8 +84,8 @@ func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 			refuseUnauthenticated(w)
 			return
 		case !tok.Role.may(role):
-			writeError(w, apiError(http.StatusForbidden, TypeForbidden, "a %s token may not call %s %s", tok.Role, r.Method, r.URL.Path).
-				with("role", tok.Role).with("required_role", role))
+			writeError(w, api.Errorf(http.StatusForbidden, api.TypeForbidden, "a %s token may not call %s %s", tok.Role, r.Method, r.URL.Path).
+				With("role", tok.Role).With("required_role", role))
 			return
 		}
 		if tok.Tenant != "" {
@@ -99,5 +101,5 @@ func refuseUnauthenticated(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
 	w.Header().Set("Connection", "close")
-	writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "missing or wrong bearer token"))
+	writeError(w, api.Errorf(http.StatusUnauthorized, api.TypeUnauthorized, "missing or wrong bearer token"))
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
@@ -30,14 +32,14 @@ var fuzzRoutes = []string{
 
 // fuzzBodies is one of each request body type, for decodeBody on its own.
 func fuzzBodies() []any {
-	return []any{&BeforePlanningRequest{}, &AfterPlanningRequest{}, &AfterExecutionRequest{}, &AfterSynthesisRequest{}, &OperationCheckRequest{}}
+	return []any{&api.BeforePlanningRequest{}, &api.AfterPlanningRequest{}, &api.AfterExecutionRequest{}, &api.AfterSynthesisRequest{}, &api.OperationCheckRequest{}}
 }
 
 // allowed5xx are the server errors the API documents: a stage that cannot reach its
 // state store or has no live generation (503), a hook that broke its contract (500).
-var allowed5xx = map[int][]ErrorType{
-	http.StatusServiceUnavailable:  {TypeStoreUnavailable, TypeNotReady},
-	http.StatusInternalServerError: {TypeHookContract},
+var allowed5xx = map[int][]api.ErrorType{
+	http.StatusServiceUnavailable:  {api.TypeStoreUnavailable, api.TypeNotReady},
+	http.StatusInternalServerError: {api.TypeHookContract},
 }
 
 // FuzzAPIBodies sends arbitrary bodies to every stage of an in-process Service running
@@ -96,8 +98,8 @@ func FuzzAPIBodies(f *testing.F) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
 		var answer struct {
 			Error *struct {
-				Type    ErrorType `json:"type"`
-				Message string    `json:"message"`
+				Type    api.ErrorType `json:"type"`
+				Message string        `json:"message"`
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
@@ -133,16 +135,16 @@ func FuzzFastBodies_AgreeWithEncodingJSON(f *testing.F) {
 	f.Add([]byte(`{"Request_ID":"r","plan":{}}`))
 	f.Add([]byte(`{"request_id":"r","plan":{}}}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
-		var check OperationCheckRequest
+		var check api.OperationCheckRequest
 		sameAsDecoder(t, text, &check)
-		var fast AfterPlanningRequest
+		var fast api.AfterPlanningRequest
 		if !sameAsDecoder(t, text, &fast) {
 			return
 		}
 		if _, err := json.Marshal(fast.Plan); err != nil {
 			return // a plan no encoder writes (a year past 9999)
 		}
-		sameAsEncoder(t, &AfterPlanningResponse{DecisionID: fast.RequestID, RequestID: fast.RequestID, Plan: fast.Plan,
+		sameAsEncoder(t, &api.AfterPlanningResponse{DecisionID: fast.RequestID, RequestID: fast.RequestID, Plan: fast.Plan,
 			Invocations: []engine.Invocation{{HookName: fast.RequestID, Sequence: fast.Phase, Error: fast.RequestID}}})
 	})
 }
@@ -154,7 +156,7 @@ func sameAsDecoder[T any, P interface {
 	fastBody
 }](t *testing.T, text []byte, fast P) bool {
 	t.Helper()
-	if !fast.readJSON(text) {
+	if !fast.ReadJSON(text) {
 		return false
 	}
 	var slow T

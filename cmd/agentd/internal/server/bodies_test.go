@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
@@ -40,7 +42,7 @@ func TestFastResponses_AgreeWithEncodingJSON(t *testing.T) {
 	}
 	plan := &engine.RoutingPlan{PlanID: "p<1>", CreatedAt: at, Steps: []engine.RoutingStep{{StepID: "s1", DependsOn: []string{},
 		Metadata: map[string]any{"capability": "c&d", "parameters": map[string]any{"n": 1.5, "z": nil}}}}}
-	for name, v := range map[string]*AfterPlanningResponse{
+	for name, v := range map[string]*api.AfterPlanningResponse{
 		"no plan, no invocations":             {DecisionID: "d", RequestID: "r", Generation: "g"},
 		"empty invocations":                   {DecisionID: "d", Plan: &engine.RoutingPlan{}, Invocations: []engine.Invocation{}},
 		"every member":                        {DecisionID: "d", RequestID: "r<1>", Generation: "g", Plan: plan, Invocations: []engine.Invocation{inv, {}}},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
@@ -37,7 +39,7 @@ var listParams = map[string]func(q *store.Query, v string) error{
 
 // parseListQuery reads the query parameters of GET /v1/executions: each at most once,
 // none unknown, times in RFC 3339, and the values store.Query.Validate accepts.
-func parseListQuery(values url.Values) (store.Query, *APIError) {
+func parseListQuery(values url.Values) (store.Query, *api.Error) {
 	var q store.Query
 	for name, vs := range values {
 		set, ok := listParams[name]
@@ -58,14 +60,14 @@ func parseListQuery(values url.Values) (store.Query, *APIError) {
 	return q, nil
 }
 
-func invalidQuery(param, reason string) *APIError {
-	return apiError(http.StatusBadRequest, TypeInvalidQuery, "query parameter %s %s", param, reason).with("param", param)
+func invalidQuery(param, reason string) *api.Error {
+	return api.Errorf(http.StatusBadRequest, api.TypeInvalidQuery, "query parameter %s %s", param, reason).With("param", param)
 }
 
 // Executions lists the stored records q selects, newest first; each record's
 // lifecycle is reported as of the call. A call confined to a tenant
 // (engine.WithTenant) lists only records of that tenant.
-func (s *Service) Executions(ctx context.Context, q store.Query) (*store.Page, *APIError) {
+func (s *Service) Executions(ctx context.Context, q store.Query) (*store.Page, *api.Error) {
 	if tenant, ok := engine.TenantFrom(ctx); ok {
 		q.Tenant = tenant
 	}
@@ -76,7 +78,7 @@ func (s *Service) Executions(ctx context.Context, q store.Query) (*store.Page, *
 		return nil, invalidQuery(qe.Param, qe.Reason)
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "list execution records", "error", err.Error())
-		return nil, apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
+		return nil, api.Errorf(http.StatusServiceUnavailable, api.TypeStoreUnavailable, "state store unavailable")
 	}
 	now := time.Now()
 	for i := range page.Records {

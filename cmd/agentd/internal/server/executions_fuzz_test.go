@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -31,7 +33,7 @@ func FuzzListQuery(f *testing.F) {
 		q, e := parseListQuery(values)
 		if e != nil {
 			param, _ := e.Details["param"].(string)
-			if e.Type != TypeInvalidQuery || e.Status != 400 || !values.Has(param) && param != "until" {
+			if e.Type != api.TypeInvalidQuery || e.Status != 400 || !values.Has(param) && param != "until" {
 				t.Fatalf("query %q refused with %v (param %q)", raw, e, param)
 			}
 			return

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -93,11 +95,11 @@ func TestExecutions_BadQueriesNameTheParameter(t *testing.T) {
 		code, body := call(t, h, http.MethodGet, "/v1/executions"+query, "")
 		var e struct {
 			Error struct {
-				Type  ErrorType
+				Type  api.ErrorType
 				Param string
 			}
 		}
-		if err := json.Unmarshal(body, &e); code != http.StatusBadRequest || err != nil || e.Error.Type != TypeInvalidQuery || e.Error.Param != param {
+		if err := json.Unmarshal(body, &e); code != http.StatusBadRequest || err != nil || e.Error.Type != api.TypeInvalidQuery || e.Error.Param != param {
 			t.Errorf("GET /v1/executions%s = %d %s, want 400 invalid_query naming %s", query, code, body, param)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 
@@ -84,7 +86,7 @@ func BenchmarkDecodeBody(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		var req AfterPlanningRequest
+		var req api.AfterPlanningRequest
 		if e := decodeBody(strings.NewReader(body), 1<<20, &req); e != nil {
 			b.Fatal(e)
 		}

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
+	"github.com/agentd-dev/agentd/api"
+
 	"github.com/agentd-dev/agentd/config"
-	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/docs"
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -91,25 +91,25 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		mux.serve(method+" "+path, authorize(opts, role, h))
 		mux.Handle(path, methodNotAllowed(method))
 	}
-	post := func(role Role, path string, h func(ctx context.Context, r *http.Request) (any, int, *APIError)) {
+	post := func(role Role, path string, h func(ctx context.Context, r *http.Request) (any, int, *api.Error)) {
 		route(role, http.MethodPost, path, endpoint(h))
 	}
 	post(RoleOrchestrator, "/v1/hooks/before_planning", stage(opts, s.BeforePlanning))
-	post(RoleOrchestrator, "/v1/hooks/after_planning", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	post(RoleOrchestrator, "/v1/hooks/after_planning", func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		explain, e := queryBool(r, "explain")
 		if e != nil {
 			return nil, 0, e
 		}
-		return stage(opts, func(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
+		return stage(opts, func(ctx context.Context, req *api.AfterPlanningRequest) (*api.AfterPlanningResponse, *api.Error) {
 			req.Explain = explain
 			return s.AfterPlanning(ctx, req)
 		})(ctx, r)
 	})
 	post(RoleOrchestrator, "/v1/hooks/after_execution", stage(opts, s.AfterExecution))
 	post(RoleOrchestrator, "/v1/hooks/after_synthesis", stage(opts, s.AfterSynthesis))
-	post(RoleOrchestrator, "/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	post(RoleOrchestrator, "/v1/operations/check", func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		ctx = engine.WithDecisionID(ctx, engine.NewDecisionID())
-		var req OperationCheckRequest
+		var req api.OperationCheckRequest
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			return nil, 0, e
 		}
@@ -124,7 +124,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 	})
 	post(RoleOrchestrator, "/v1/operations/finish", stage(opts, s.FinishOperation))
 	post(RoleOrchestrator, "/v1/effects", stage(opts, s.UpdateEffect))
-	route(RoleViewer, http.MethodGet, "/v1/executions", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	route(RoleViewer, http.MethodGet, "/v1/executions", endpoint(func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		q, e := parseListQuery(r.URL.Query())
 		if e != nil {
 			return nil, 0, e
@@ -132,11 +132,11 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		page, e := s.Executions(ctx, q)
 		return page, http.StatusOK, e
 	}))
-	route(RoleViewer, http.MethodGet, "/v1/executions/{id}", endpoint(func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+	route(RoleViewer, http.MethodGet, "/v1/executions/{id}", endpoint(func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
 	}))
-	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(context.Context, *http.Request) (any, int, *APIError) {
+	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(context.Context, *http.Request) (any, int, *api.Error) {
 		body := s.Status()
 		for name, status := range opts.Gateways {
 			if body.Gateways == nil {
@@ -158,7 +158,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "generation": g.ID})
 			return
 		}
-		writeError(w, apiError(http.StatusServiceUnavailable, TypeNotReady, "no config generation is live"))
+		writeError(w, api.Errorf(http.StatusServiceUnavailable, api.TypeNotReady, "no config generation is live"))
 	}))
 	if opts.Metrics != nil {
 		mux.serve("GET /metrics", authorize(opts, RoleViewer, opts.Metrics))
@@ -179,7 +179,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		mux.serve(m.Pattern, authorize(opts, role, h))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiError(http.StatusNotFound, TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		writeError(w, api.Errorf(http.StatusNotFound, api.TypeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -188,14 +188,14 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 func methodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, apiError(http.StatusMethodNotAllowed, TypeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, allow))
+		writeError(w, api.Errorf(http.StatusMethodNotAllowed, api.TypeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, allow))
 	})
 }
 
 // stage adapts a typed stage method to an endpoint: strict body decoding in, 200 out.
 // The call's decision id is made here, so that every answer of the driver's can name it.
-func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Resp, *APIError)) func(context.Context, *http.Request) (any, int, *APIError) {
-	return func(ctx context.Context, r *http.Request) (any, int, *APIError) {
+func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Resp, *api.Error)) func(context.Context, *http.Request) (any, int, *api.Error) {
+	return func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		ctx = engine.WithDecisionID(ctx, engine.NewDecisionID())
 		var req Req
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
@@ -208,7 +208,7 @@ func stage[Req, Resp any](opts HTTPOptions, fn func(context.Context, *Req) (*Res
 
 // queryBool reads a boolean query parameter: absent is false; true, false, 1 and 0 are
 // accepted, anything else is a 400.
-func queryBool(r *http.Request, name string) (bool, *APIError) {
+func queryBool(r *http.Request, name string) (bool, *api.Error) {
 	if r.URL.RawQuery == "" {
 		return false, nil // without parsing an empty query into a map
 	}
@@ -218,13 +218,13 @@ func queryBool(r *http.Request, name string) (bool, *APIError) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, apiError(http.StatusBadRequest, TypeInvalidField, "query parameter %s must be true or false, not %q", name, v).with("field", name)
+		return false, api.Errorf(http.StatusBadRequest, api.TypeInvalidField, "query parameter %s must be true or false, not %q", name, v).With("field", name)
 	}
 	return b, nil
 }
 
 // endpoint renders a JSON handler's answer or error.
-func endpoint(h func(ctx context.Context, r *http.Request) (any, int, *APIError)) http.Handler {
+func endpoint(h func(ctx context.Context, r *http.Request) (any, int, *api.Error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, status, e := h(r.Context(), r)
 		if e != nil {
@@ -245,7 +245,7 @@ func (s *Service) recoverPanics(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.cfg.Logger.ErrorContext(r.Context(), "request panicked", slog.String("path", r.URL.Path), slog.String("panic", s.panicText(v)))
-				writeError(w, apiError(http.StatusInternalServerError, TypeInternal, "internal error: a hook panicked"))
+				writeError(w, api.Errorf(http.StatusInternalServerError, api.TypeInternal, "internal error: a hook panicked"))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -259,6 +259,14 @@ func (s *Service) panicText(v any) string {
 		return fmt.Sprint(v)
 	}
 	return fmt.Sprintf("a %T (its value is logged with --log-payloads)", v)
+}
+
+// fastResponse is a response body with a reflection-free encoding
+// (api.AfterPlanningResponse): AppendJSON appends what writeJSON's
+// encoding/json.Encoder writes for it (without the newline), or reports false to
+// leave the body to that Encoder.
+type fastResponse interface {
+	AppendJSON(dst []byte) ([]byte, bool)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -281,7 +289,7 @@ func writeFast(w http.ResponseWriter, status int, f fastResponse) bool {
 			responseBuffers.Put(buf)
 		}
 	}()
-	out, ok := f.appendJSON((*buf)[:0])
+	out, ok := f.AppendJSON((*buf)[:0])
 	*buf = out
 	if !ok {
 		return false
@@ -298,34 +306,15 @@ var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledResponse = 64 << 10
 
-func writeError(w http.ResponseWriter, e *APIError) { writeJSON(w, e.Status, e) }
-
-// StatusBody is GET /v1/status.
-type StatusBody struct {
-	Generation     string                             `json:"generation,omitempty"`
-	LoadedAt       string                             `json:"loaded_at,omitempty"`
-	Files          []string                           `json:"files"`
-	DataMounts     []config.DataMount                 `json:"data_mounts"`
-	Hooks          map[engine.Stage][]config.HookInfo `json:"hooks"`
-	RequiredHook   string                             `json:"required_hook,omitempty"`
-	Guards         []config.GuardInfo                 `json:"guards"`
-	Observers      []config.ObserverInfo              `json:"observers,omitempty"`
-	PolicyRevision string                             `json:"policy_revision,omitempty"`
-	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
-	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
-	LastReload     reload.Status                      `json:"last_reload"`
-	// Gateways is the state of each protocol gateway (HTTPOptions.Gateways).
-	Gateways map[string]any `json:"gateways,omitempty"`
-	// Shadow is the shadow configuration's generation, last reload and disagreements
-	// with the live one, when agentd serve runs with --shadow.
-	Shadow *shadow.Summary `json:"shadow,omitempty"`
-}
+func writeError(w http.ResponseWriter, e *api.Error) { writeJSON(w, e.Status, e) }
 
 // Status describes the live generation and the last reload.
-func (s *Service) Status() StatusBody {
-	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+func (s *Service) Status() api.StatusBody {
+	body := api.StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	if s.cfg.Shadow != nil {
-		body.Shadow = s.cfg.Shadow()
+		if sum := s.cfg.Shadow(); sum != nil {
+			body.Shadow = sum
+		}
 	}
 	g := s.cfg.Registry.Current()
 	if g == nil {

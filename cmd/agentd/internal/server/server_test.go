@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -88,12 +90,12 @@ func TestService_RequestStaysOnItsGeneration(t *testing.T) {
 	svc, records := newTestService(t)
 	ctx := context.Background()
 	text := "q"
-	if _, e := svc.BeforePlanning(ctx, &BeforePlanningRequest{RequestID: "r", Request: &text}); e != nil {
+	if _, e := svc.BeforePlanning(ctx, &api.BeforePlanningRequest{RequestID: "r", Request: &text}); e != nil {
 		t.Fatal(e)
 	}
 	p, _ := engine.New(nil)
 	svc.cfg.Registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-next", Pipeline: p}})
-	resp, e := svc.AfterSynthesis(ctx, &AfterSynthesisRequest{RequestID: "r", Response: &text})
+	resp, e := svc.AfterSynthesis(ctx, &api.AfterSynthesisRequest{RequestID: "r", Response: &text})
 	if e != nil || resp.Generation != "g-test" {
 		t.Fatalf("after a swap the request ran on %v (%v), want g-test", resp, e)
 	}
@@ -137,7 +139,7 @@ func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				if v, _ := dp.Attributes.Value("outcome"); ErrorType(v.AsString()) == TypeStoreUnavailable && dp.Value == 1 {
+				if v, _ := dp.Attributes.Value("outcome"); api.ErrorType(v.AsString()) == api.TypeStoreUnavailable && dp.Value == 1 {
 					return
 				}
 			}
@@ -199,7 +201,7 @@ func TestService_ResentPlanIsAnsweredFromTheRecord(t *testing.T) {
 		{planOf("p3", "s2"), 0, 0, "repeated_step_id", "[1 2 -1 -2]"},
 		{planOf("p2", "s3"), 0, 3, "", "[1 2 3 -1 -2 -3]"},
 	} {
-		resp, e := svc.AfterPlanning(ctx, &AfterPlanningRequest{RequestID: "r", Phase: step.phase, Plan: step.plan})
+		resp, e := svc.AfterPlanning(ctx, &api.AfterPlanningRequest{RequestID: "r", Phase: step.phase, Plan: step.plan})
 		switch {
 		case step.wantErr != "":
 			if e == nil || !strings.Contains(e.Message, step.wantErr) {

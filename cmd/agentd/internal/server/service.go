@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentd-dev/agentd/api"
+
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
@@ -72,51 +74,19 @@ func New(cfg Config) (*Service, error) {
 // Driver returns the request driver the service translates to.
 func (s *Service) Driver() *engine.Driver { return s.driver }
 
-// driverError translates an error of the driver into the API's typed error.
-func driverError(err error) *APIError {
-	if r, ok := engine.AsRefusal(err); ok {
-		switch r.Code {
-		case engine.RefusedNotReady:
-			return apiError(http.StatusServiceUnavailable, TypeNotReady, "%v", r)
-		case engine.RefusedGenerationRetired:
-			return apiError(http.StatusConflict, TypeGenerationRetired, "%v", r).with("generation", r.Generation)
-		case engine.RefusedGenerationExpired:
-			return apiError(http.StatusConflict, TypeGenerationExpired, "%v", r).with("generation", r.Generation)
-		case engine.RefusedRequestFailed:
-			return apiError(http.StatusConflict, TypeRequestFailed, "%v", r)
-		case engine.RefusedConflict:
-			return apiError(http.StatusConflict, TypeConflict, "%v", r)
-		case engine.RefusedTenantForbidden:
-			return apiError(http.StatusForbidden, TypeTenantForbidden, "%v", r)
-		case engine.RefusedTooLarge:
-			return apiError(http.StatusRequestEntityTooLarge, TypeRequestTooLarge, "%v", r)
-		}
-		return apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
-	}
-	if pe, ok := engine.AsPlanError(err); ok {
-		return apiError(http.StatusUnprocessableEntity, TypeInvalidPlan, "%v", err).
-			with("rule", pe.Rule).with("code", pe.Code).with("step_id", pe.StepID)
-	}
-	var contract *engine.ContractError
-	if errors.As(err, &contract) {
-		return apiError(http.StatusInternalServerError, TypeHookContract, "%v", err)
-	}
-	return apiError(http.StatusInternalServerError, TypeInternal, "%v", err)
-}
-
 // Execution returns the stored record of a request; a call confined to a tenant
 // (engine.WithTenant) reads only records of that tenant.
-func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRecord, *APIError) {
+func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRecord, *api.Error) {
 	rec, err := s.cfg.Records.Get(ctx, id)
 	switch {
 	case errors.Is(err, engine.ErrRecordNotFound):
-		return nil, apiError(http.StatusNotFound, TypeNotFound, "no execution record for request %q", id)
+		return nil, api.Errorf(http.StatusNotFound, api.TypeNotFound, "no execution record for request %q", id)
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "read execution record", "request_id", id, "error", err.Error())
-		return nil, apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
+		return nil, api.Errorf(http.StatusServiceUnavailable, api.TypeStoreUnavailable, "state store unavailable")
 	}
 	if err := engine.CheckTenant(ctx, id, rec.Tenant); err != nil {
-		return nil, driverError(err)
+		return nil, api.ErrorOf(err)
 	}
 	rec.Lifecycle = rec.LifecycleAt(time.Now())
 	return rec, nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentd-dev/agentd/api"
 )
 
 // SessionCookie is the cookie that holds a browser's session id.
@@ -156,7 +158,7 @@ func serveSessions(mux *apiMux, opts HTTPOptions) {
 	sessions := opts.Sessions
 	mux.serve("POST /v1/session", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-			writeError(w, apiError(http.StatusBadRequest, TypeInvalidJSON, "the body must be JSON (Content-Type: application/json)"))
+			writeError(w, api.Errorf(http.StatusBadRequest, api.TypeInvalidJSON, "the body must be JSON (Content-Type: application/json)"))
 			return
 		}
 		var req SessionRequest
@@ -171,7 +173,7 @@ func serveSessions(mux *apiMux, opts HTTPOptions) {
 		if len(opts.Tokens) > 0 {
 			tok, ok := tokenOf(opts.Tokens, "Bearer "+req.Token)
 			if !ok {
-				writeError(w, apiError(http.StatusUnauthorized, TypeUnauthorized, "wrong token"))
+				writeError(w, api.Errorf(http.StatusUnauthorized, api.TypeUnauthorized, "wrong token"))
 				return
 			}
 			sessions.open(w, r, tok)

@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
-	"net/http"
+
+	"github.com/agentd-dev/agentd/api"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
@@ -12,7 +12,7 @@ import (
 
 // BeforePlanning opens the request (replacing any earlier request with the same id) on
 // the live generation and runs before_planning.
-func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest) (*BeforePlanningResponse, *APIError) {
+func (s *Service) BeforePlanning(ctx context.Context, req *api.BeforePlanningRequest) (*api.BeforePlanningResponse, *api.Error) {
 	switch {
 	case req.Request == nil:
 		return nil, missing("request")
@@ -23,18 +23,18 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 		Text: *req.Request, Metadata: req.Metadata, CacheVary: req.CacheVary, CacheReadDisabled: req.CacheReadDisabled,
 	})
 	if err != nil {
-		return nil, driverError(err)
+		return nil, api.ErrorOf(err)
 	}
 	out, err := sess.BeforePlanning(ctx)
 	if err != nil {
-		return nil, decided(ctx, driverError(err))
+		return nil, decided(ctx, api.ErrorOf(err))
 	}
-	resp := &BeforePlanningResponse{
+	resp := &api.BeforePlanningResponse{
 		DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Enrichments: out.Enrichments,
 		Rendered: engine.RenderEnrichments(out.Enrichments), Invocations: out.Invocations,
 	}
 	if sc := out.ShortCircuit; sc != nil {
-		resp.ShortCircuit = &ShortCircuitBody{
+		resp.ShortCircuit = &api.ShortCircuitBody{
 			Response: sc.ShortCircuit.Response, Source: sc.ShortCircuit.Source, Kind: sc.Kind,
 			Reason: string(sc.Reason), Hook: sc.Hook, Confidence: sc.Response.Confidence, Metadata: sc.Response.Metadata,
 		}
@@ -46,7 +46,7 @@ func (s *Service) BeforePlanning(ctx context.Context, req *BeforePlanningRequest
 // a required-hook rejection is a 403 naming the hook, the reason and the policy's
 // violations. With req.Explain, every Rego evaluation of the call is traced (bypassing
 // decision memos) and its explanation is in the answer, the 403 included.
-func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) (*AfterPlanningResponse, *APIError) {
+func (s *Service) AfterPlanning(ctx context.Context, req *api.AfterPlanningRequest) (*api.AfterPlanningResponse, *api.Error) {
 	if req.Plan == nil {
 		return nil, missing("plan")
 	}
@@ -60,45 +60,34 @@ func (s *Service) AfterPlanning(ctx context.Context, req *AfterPlanningRequest) 
 		ctx = explainer.Context(ctx)
 	}
 	out, err := sess.AfterPlanning(ctx, req.Plan, req.Phase)
-	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
-		e := rejection(r)
+	if _, ok := engine.AsRequiredAfterPlanningError(err); ok {
+		e := api.ErrorOf(err)
 		if explainer != nil {
-			e.with("explanation", explainer.Explanations())
+			e.With("explanation", explainer.Explanations())
 		}
 		return nil, decided(ctx, e)
 	}
 	if err != nil {
-		return nil, decided(ctx, driverError(err))
+		return nil, decided(ctx, api.ErrorOf(err))
 	}
-	resp := &AfterPlanningResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}
+	resp := &api.AfterPlanningResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Plan: out.Plan, Invocations: out.Invocations}
 	if explainer != nil {
 		resp.Explanation = explainer.Explanations()
 	}
 	return resp, nil
 }
 
-// rejection is the 403 of a required-hook rejection: the hook, its decision reason,
-// the cause and the policy's violations.
-func rejection(r *engine.RequiredAfterPlanningError) *APIError {
-	violations := engine.ViolationsOf(r)
-	if violations == nil {
-		violations = []engine.Violation{}
-	}
-	return apiError(http.StatusForbidden, TypeRequiredAfterPlanning, "%v", r).
-		with("hook", r.Hook).with("reason", r.Reason).with("cause", r.DecisionCause()).with("violations", violations)
-}
-
 // decided names the call's decision in an error answered after the driver decided.
-func decided(ctx context.Context, e *APIError) *APIError {
+func decided(ctx context.Context, e *api.Error) *api.Error {
 	if id, ok := engine.DecisionIDFrom(ctx); ok {
-		e.with("decision_id", id)
+		e.With("decision_id", id)
 	}
 	return e
 }
 
 // resume loads the request of a stage call, or opens it from the call's text and
 // metadata when it is unknown.
-func (s *Service) resume(ctx context.Context, stage engine.Stage, id string, text *string, metadata map[string]any) (*engine.Session, *APIError) {
+func (s *Service) resume(ctx context.Context, stage engine.Stage, id string, text *string, metadata map[string]any) (*engine.Session, *api.Error) {
 	if id == "" {
 		return nil, missing("request_id")
 	}
@@ -108,13 +97,13 @@ func (s *Service) resume(ctx context.Context, stage engine.Stage, id string, tex
 	}
 	sess, err := s.driver.Resume(ctx, stage, id, o)
 	if err != nil {
-		return nil, driverError(err)
+		return nil, api.ErrorOf(err)
 	}
 	return sess, nil
 }
 
 // AfterExecution runs the observe-only after_execution hooks and records the result.
-func (s *Service) AfterExecution(ctx context.Context, req *AfterExecutionRequest) (*AfterExecutionResponse, *APIError) {
+func (s *Service) AfterExecution(ctx context.Context, req *api.AfterExecutionRequest) (*api.AfterExecutionResponse, *api.Error) {
 	if req.Result == nil {
 		return nil, missing("result")
 	}
@@ -124,13 +113,13 @@ func (s *Service) AfterExecution(ctx context.Context, req *AfterExecutionRequest
 	}
 	out, err := sess.AfterExecution(ctx, req.Result)
 	if err != nil {
-		return nil, decided(ctx, driverError(err))
+		return nil, decided(ctx, api.ErrorOf(err))
 	}
-	return &AfterExecutionResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
+	return &api.AfterExecutionResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Invocations: out.Invocations}, nil
 }
 
 // AfterSynthesis runs the chained after_synthesis hooks and completes the request.
-func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest) (*AfterSynthesisResponse, *APIError) {
+func (s *Service) AfterSynthesis(ctx context.Context, req *api.AfterSynthesisRequest) (*api.AfterSynthesisResponse, *api.Error) {
 	if req.Response == nil {
 		return nil, missing("response")
 	}
@@ -140,14 +129,14 @@ func (s *Service) AfterSynthesis(ctx context.Context, req *AfterSynthesisRequest
 	}
 	out, err := sess.AfterSynthesis(ctx, *req.Response)
 	if err != nil {
-		return nil, decided(ctx, driverError(err))
+		return nil, decided(ctx, api.ErrorOf(err))
 	}
-	return &AfterSynthesisResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
+	return &api.AfterSynthesisResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, RequestID: req.RequestID, Generation: sess.Generation().ID, Response: out.Response, Invocations: out.Invocations}, nil
 }
 
 // CheckOperation asks the guards about one call. A denial or a guard error (fail
 // closed) is a 403; an invalid call a 400.
-func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest) (*OperationCheckResponse, *APIError) {
+func (s *Service) CheckOperation(ctx context.Context, req *api.OperationCheckRequest) (*api.OperationCheckResponse, *api.Error) {
 	if req.Call == nil {
 		return nil, missing("call")
 	}
@@ -156,21 +145,17 @@ func (s *Service) CheckOperation(ctx context.Context, req *OperationCheckRequest
 		call.Operation = req.Operation
 	}
 	out, err := s.driver.Check(ctx, call)
-	if ce, ok := err.(*op.CallError); ok {
-		return nil, apiError(http.StatusBadRequest, TypeInvalidCall, "%v", err).with("field", "call."+ce.Field)
-	}
-	if ge, ok := op.AsGuardError(err); ok {
-		return nil, decided(ctx, apiError(http.StatusForbidden, TypeGuardError, "%v", err).with("allowed", false).
-			with("guard", ge.Guard).with("operation", ge.Operation))
+	if _, ok := op.AsGuardError(err); ok {
+		return nil, decided(ctx, api.ErrorOf(err))
 	}
 	if err != nil {
-		return nil, driverError(err)
+		return nil, api.ErrorOf(err)
 	}
-	return &OperationCheckResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
+	return &api.OperationCheckResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
 }
 
 // FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).
-func (s *Service) FinishOperation(ctx context.Context, req *OperationFinishRequest) (*OperationFinishResponse, *APIError) {
+func (s *Service) FinishOperation(ctx context.Context, req *api.OperationFinishRequest) (*api.OperationFinishResponse, *api.Error) {
 	switch {
 	case req.RequestID == "":
 		return nil, missing("request_id")
@@ -183,21 +168,15 @@ func (s *Service) FinishOperation(ctx context.Context, req *OperationFinishReque
 		RequestID: req.RequestID, StepID: req.StepID, Status: req.Status, Retryable: req.Retryable,
 		Response: req.Response, Error: req.Error, Duration: req.Duration,
 	})
-	var fe *engine.FinishError
-	switch {
-	case errors.As(err, &fe) && fe.Code == engine.FinishInvalid:
-		return nil, apiError(http.StatusBadRequest, TypeInvalidFinish, "%v", fe.Detail)
-	case errors.As(err, &fe):
-		return nil, apiError(http.StatusConflict, TypeNotStarted, "%v", fe.Detail)
-	case err != nil:
-		return nil, driverError(err)
+	if err != nil {
+		return nil, api.ErrorOf(err)
 	}
-	return &OperationFinishResponse{RequestID: req.RequestID, StepID: req.StepID, Status: req.Status}, nil
+	return &api.OperationFinishResponse{RequestID: req.RequestID, StepID: req.StepID, Status: req.Status}, nil
 }
 
 // UpdateEffect completes or updates a pending effect by id (see
 // engine.Driver.CompleteEffect).
-func (s *Service) UpdateEffect(ctx context.Context, req *EffectUpdateRequest) (*EffectUpdateResponse, *APIError) {
+func (s *Service) UpdateEffect(ctx context.Context, req *api.EffectUpdateRequest) (*api.EffectUpdateResponse, *api.Error) {
 	switch {
 	case req.RequestID == "":
 		return nil, missing("request_id")
@@ -210,16 +189,8 @@ func (s *Service) UpdateEffect(ctx context.Context, req *EffectUpdateRequest) (*
 		EffectID: req.EffectID, Name: req.Name, Status: req.Status, Summary: req.Summary,
 		Data: req.Data, Error: req.Error, Duration: req.Duration,
 	})
-	var ee *engine.EffectError
-	switch {
-	case errors.As(err, &ee) && ee.Code == engine.UpdateInvalidEffect:
-		return nil, apiError(http.StatusBadRequest, TypeInvalidEffect, "%v", ee.Detail)
-	case errors.As(err, &ee) && ee.Code == engine.UpdateTerminalEffect:
-		return nil, apiError(http.StatusConflict, TypeEffectTerminal, "%v", ee.Detail)
-	case errors.As(err, &ee):
-		return nil, apiError(http.StatusNotFound, TypeUnknownEffect, "%v", ee.Detail)
-	case err != nil:
-		return nil, driverError(err)
+	if err != nil {
+		return nil, api.ErrorOf(err)
 	}
-	return &EffectUpdateResponse{RequestID: req.RequestID, EffectID: req.EffectID, Status: req.Status}, nil
+	return &api.EffectUpdateResponse{RequestID: req.RequestID, EffectID: req.EffectID, Status: req.Status}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
@@ -99,9 +100,9 @@ func TestViewer_AnswersCarryThePolicy(t *testing.T) {
 		t.Errorf("settings = %+v, %v", s, err)
 	}
 	var e struct {
-		Error struct{ Type server.ErrorType }
+		Error struct{ Type api.ErrorType }
 	}
-	if err := json.Unmarshal(get(t, h, "/ui/graphs/nobody", bearer...).Body.Bytes(), &e); err != nil || e.Error.Type != server.TypeNotFound {
+	if err := json.Unmarshal(get(t, h, "/ui/graphs/nobody", bearer...).Body.Bytes(), &e); err != nil || e.Error.Type != api.TypeNotFound {
 		t.Errorf("graphs of an unknown request: %+v, %v", e, err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package api
 
 import (
 	"encoding/json"
@@ -10,7 +10,8 @@ import (
 	"github.com/agentd-dev/agentd/engine/policy"
 )
 
-// Request and response bodies of the stage API (JSON, snake_case).
+// Request and response bodies of the stage API (JSON, snake_case); docs/openapi.yaml
+// describes each.
 
 // BeforePlanningRequest opens a request and runs before_planning.
 type BeforePlanningRequest struct {
@@ -161,17 +162,14 @@ type EffectUpdateResponse struct {
 	Status    engine.EffectStatus `json:"status"`
 }
 
-// fastBody is a request body with a jsonread fast path: readJSON fills it from the
-// whole text, or reports false and leaves it as it was, and decodeBody then decodes
-// the text with encoding/json. Only the hot bodies have one.
-type fastBody interface {
-	readJSON(data []byte) bool
-}
-
-// afterPlanningFields are the JSON names of AfterPlanningRequest, in readJSON's order.
+// afterPlanningFields are the JSON names of AfterPlanningRequest, in ReadJSON's order.
 var afterPlanningFields = jsonread.Fields[AfterPlanningRequest]([]string{"request_id", "phase", "plan", "request", "metadata"})
 
-func (q *AfterPlanningRequest) readJSON(data []byte) bool {
+// ReadJSON fills q from the whole JSON text data on jsonread's allocation-light fast
+// path, exactly as encoding/json with DisallowUnknownFields would, or reports false
+// and leaves q as it was: the text is outside the fast path's subset, and the caller
+// decodes it with encoding/json (which also reports the error, if any).
+func (q *AfterPlanningRequest) ReadJSON(data []byte) bool {
 	r := jsonread.New(data)
 	var req AfterPlanningRequest
 	ok := r.Struct(afterPlanningFields, func(i int) bool {
@@ -195,11 +193,12 @@ func (q *AfterPlanningRequest) readJSON(data []byte) bool {
 	return ok
 }
 
-// operationCheckFields are the JSON names of OperationCheckRequest, in readJSON's
+// operationCheckFields are the JSON names of OperationCheckRequest, in ReadJSON's
 // order.
 var operationCheckFields = jsonread.Fields[OperationCheckRequest]([]string{"operation", "call"})
 
-func (q *OperationCheckRequest) readJSON(data []byte) bool {
+// ReadJSON is AfterPlanningRequest.ReadJSON for an operation check.
+func (q *OperationCheckRequest) ReadJSON(data []byte) bool {
 	r := jsonread.New(data)
 	var req OperationCheckRequest
 	ok := r.Struct(operationCheckFields, func(i int) bool {
@@ -251,19 +250,15 @@ func readCall(r *jsonread.Reader, dst **op.Call) bool {
 	})
 }
 
-// fastResponse is a response body with a reflection-free encoding: appendJSON appends
-// what writeJSON's encoding/json.Encoder writes for it (without the newline), or
-// reports false to leave the body to that Encoder. Only the hot bodies have one.
-type fastResponse interface {
-	appendJSON(dst []byte) ([]byte, bool)
-}
-
-// appendJSON writes the members of AfterPlanningResponse (those with warnings or an
+// AppendJSON writes the members of AfterPlanningResponse (those with warnings or an
 // explanation by leaving the answer to the Encoder): a member added to the type
 // without it fails when the package starts.
 var _ = jsonread.Fields[AfterPlanningResponse]([]string{"decision_id", "warnings", "request_id", "generation", "plan", "invocations", "explanation"})
 
-func (r *AfterPlanningResponse) appendJSON(dst []byte) ([]byte, bool) {
+// It appends to dst, without reflection, what an encoding/json.Encoder with
+// SetEscapeHTML(false) writes for r (without the newline), or reports false to leave
+// r to such an Encoder.
+func (r *AfterPlanningResponse) AppendJSON(dst []byte) ([]byte, bool) {
 	if r == nil || len(r.Warnings) > 0 || len(r.Explanation) > 0 {
 		return dst, false
 	}
