@@ -12,11 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/builtin"
-	mcpgw "github.com/agentd-dev/agentd/gateway/mcp"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
+	mcpgw "github.com/agentd-dev/agentd/gateway/mcp"
 )
 
 const mcpDoc = `

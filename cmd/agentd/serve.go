@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
-	gwopenai "github.com/agentd-dev/agentd/gateway/openai"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
@@ -28,6 +27,7 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
+	gwopenai "github.com/agentd-dev/agentd/gateway/openai"
 )
 
 type serveFlags struct {
