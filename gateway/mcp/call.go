@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
@@ -246,21 +247,13 @@ func refusalOf(err error) *refusal {
 	if pe, ok := engine.AsPlanError(err); ok {
 		return &refusal{Code: string(pe.Code), Reason: pe.Error()}
 	}
-	if r, ok := engine.AsRefusal(err); ok {
-		reason := r.Error()
-		if over(r.Code) {
-			reason += "; this MCP session's request takes no more calls: open a new session to go on"
-		}
-		return &refusal{Code: string(r.Code), Reason: reason}
+	// a refusal, a guard error, an invalid call: api's code and client-safe message,
+	// as the stage API answers them
+	e := api.ErrorOf(err)
+	if r, ok := engine.AsRefusal(err); ok && r.Code.Final() {
+		e.Message += "; this MCP session's request takes no more calls: open a new session to go on"
 	}
-	if ge, ok := op.AsGuardError(err); ok {
-		return &refusal{Code: "guard_error", Reason: ge.Error()}
-	}
-	var ce *op.CallError
-	if errors.As(err, &ce) {
-		return &refusal{Code: "invalid_call", Reason: ce.Error()}
-	}
-	return &refusal{Code: "internal", Reason: err.Error()}
+	return &refusal{Code: string(e.Type), Reason: e.Message}
 }
 
 // refused is the tool result of a refusal.

@@ -50,7 +50,7 @@ func (g *Gateway) callable(ctx context.Context, s *session, listed []*mcp.Tool) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterPlanning, s.id, s.opening)
-	if r, ok := engine.AsRefusal(err); ok && over(r.Code) {
+	if r, ok := engine.AsRefusal(err); ok && r.Code.Final() {
 		return []*mcp.Tool{}, nil // the request takes no more calls
 	}
 	if err != nil {
@@ -86,17 +86,6 @@ func (g *Gateway) wouldPass(ctx context.Context, s *session, sess *engine.Sessio
 		if st.StepID == want.StepID {
 			return st.Namespace == want.Namespace && st.AgentName == want.AgentName && st.Capability() == want.Capability()
 		}
-	}
-	return false
-}
-
-// over reports whether a refusal means the request takes no more calls, ever: it
-// failed, its generation is gone, it outgrew its limits or it is another tenant's.
-func over(code engine.RefusalCode) bool {
-	switch code {
-	case engine.RefusedRequestFailed, engine.RefusedGenerationRetired, engine.RefusedGenerationExpired,
-		engine.RefusedTooLarge, engine.RefusedTenantForbidden:
-		return true
 	}
 	return false
 }

@@ -2,11 +2,10 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/api"
 )
 
 // Error types of the gateway's OpenAI-shaped errors. Clients match on type and code,
@@ -17,6 +16,7 @@ const (
 	typePolicyViolation = "policy_violation"
 	typeUpstream        = "upstream_error"
 	typeServer          = "server_error"
+	typePermission      = "permission_error"
 )
 
 // Error codes.
@@ -80,24 +80,25 @@ func badRequest(code, param, format string, args ...any) *apiError {
 	return e
 }
 
-// driverError translates a refusal or failure of the request driver.
+// driverError translates a refusal or failure of the request driver: the status,
+// code and message are api.ErrorOf's (the one mapping the stage API answers with
+// too), in the OpenAI error shape whose type the status selects (errorType).
 func driverError(err error) *apiError {
-	if r, ok := engine.AsRefusal(err); ok {
-		switch r.Code {
-		case engine.RefusedNotReady:
-			return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "%v", r)
-		case engine.RefusedGenerationRetired, engine.RefusedGenerationExpired, engine.RefusedRequestFailed, engine.RefusedConflict:
-			return newError(http.StatusConflict, typeInvalidRequest, string(r.Code), "%v", r)
-		case engine.RefusedTooLarge:
-			return newError(http.StatusRequestEntityTooLarge, typeInvalidRequest, string(r.Code), "%v", r)
-		}
-		return newError(http.StatusServiceUnavailable, typeServer, string(r.Code), "state store unavailable")
+	e := api.ErrorOf(err)
+	return &apiError{Status: e.Status, Type: errorType(e.Status), Code: string(e.Type), Message: e.Message}
+}
+
+// errorType is the OpenAI error type of an HTTP status: permission_error for 403 (which
+// OpenAI's SDKs raise as PermissionDeniedError and do not retry), server_error for a
+// 5xx, invalid_request_error otherwise.
+func errorType(status int) string {
+	switch {
+	case status == http.StatusForbidden:
+		return typePermission
+	case status >= http.StatusInternalServerError:
+		return typeServer
 	}
-	var contract *engine.ContractError
-	if errors.As(err, &contract) {
-		return newError(http.StatusInternalServerError, typeServer, "hook_contract", "%v", err)
-	}
-	return newError(http.StatusInternalServerError, typeServer, codeInternal, "%v", err)
+	return typeInvalidRequest
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

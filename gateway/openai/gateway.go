@@ -86,7 +86,7 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) live() (*config.Generation, *config.OpenAIGateway, *apiError) {
 	gen := g.reg.Current()
 	if gen == nil {
-		return nil, nil, newError(http.StatusServiceUnavailable, typeServer, string(engine.RefusedNotReady), "no config generation is live")
+		return nil, nil, driverError(&engine.RefusalError{Code: engine.RefusedNotReady})
 	}
 	if gen.Gateways.OpenAI == nil {
 		return nil, nil, newError(http.StatusNotFound, typeNotFound, codeNotConfigured, "the OpenAI gateway is not configured (gateways.openai in a HookSet document)")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/docs/apitest"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // scriptedUpstream answers by the last message's text: a get_quote or a place_trade
@@ -105,6 +106,7 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 	chat := func(text string) string {
 		return `{"model":"m","messages":[{"role":"user","content":"` + text + `"}]}`
 	}
+	acme := `{"model":"m","metadata":{"tenant":"acme"},"messages":[{"role":"user","content":"quote"}]}`
 	calls := []struct {
 		name   string
 		g      *Gateway
@@ -112,36 +114,42 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 		path   string
 		body   string
 		header []string
+		tenant string
 		want   int
 	}{
-		{"a tool round", refuse, "POST", "/v1/chat/completions", chat("quote"), nil, 200},
-		{"a streamed tool round", refuse, "POST", "/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"quote"}]}`, nil, 200},
-		{"a refused round", refuse, "POST", "/v1/chat/completions", chat("trade"), []string{"X-Request-Id", "failed-1"}, 200},
-		{"the failed request again", refuse, "POST", "/v1/chat/completions", chat("trade"), []string{"X-Request-Id", "failed-1"}, 409},
-		{"an answer", refuse, "POST", "/v1/chat/completions", chat("hi"), nil, 200},
-		{"no messages", refuse, "POST", "/v1/chat/completions", `{"messages":[]}`, nil, 400},
-		{"a rejected round", reject, "POST", "/v1/chat/completions", chat("trade"), nil, 403},
-		{"no gateway", none, "POST", "/v1/chat/completions", chat("hi"), nil, 404},
-		{"too large", refuse, "POST", "/v1/chat/completions", chat(strings.Repeat("x", 4096)), nil, 413},
-		{"no key", noKey, "POST", "/v1/chat/completions", chat("hi"), nil, 500},
-		{"malformed", refuse, "POST", "/v1/chat/completions", chat("garbage"), nil, 502},
-		{"not ready", notReady, "POST", "/v1/chat/completions", chat("hi"), nil, 503},
-		{"slow", reject, "POST", "/v1/chat/completions", chat("slow"), nil, 504},
-		{"busy", refuse, "POST", "/v1/chat/completions", chat("busy"), nil, 429},
-		{"models", refuse, "GET", "/v1/models", "", nil, 200},
-		{"models, no gateway", none, "GET", "/v1/models", "", nil, 404},
-		{"models, upstream down", down, "GET", "/v1/models", "", nil, 502},
-		{"models, upstream overloaded", overloaded, "GET", "/v1/models", "", nil, 503},
-		{"models, upstream slow", slow, "GET", "/v1/models", "", nil, 504},
-		{"model", refuse, "GET", "/v1/models/m", "", nil, 200},
-		{"no such model", refuse, "GET", "/v1/models/nope", "", nil, 404},
-		{"model, upstream down", down, "GET", "/v1/models/m", "", nil, 502},
-		{"model, upstream overloaded", overloaded, "GET", "/v1/models/m", "", nil, 503},
-		{"model, upstream slow", slow, "GET", "/v1/models/m", "", nil, 504},
+		{"a tool round", refuse, "POST", "/v1/chat/completions", chat("quote"), nil, "", 200},
+		{"a streamed tool round", refuse, "POST", "/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"quote"}]}`, nil, "", 200},
+		{"a refused round", refuse, "POST", "/v1/chat/completions", chat("trade"), []string{"X-Request-Id", "failed-1"}, "", 200},
+		{"the failed request again", refuse, "POST", "/v1/chat/completions", chat("trade"), []string{"X-Request-Id", "failed-1"}, "", 409},
+		{"an answer", refuse, "POST", "/v1/chat/completions", chat("hi"), nil, "", 200},
+		{"no messages", refuse, "POST", "/v1/chat/completions", `{"messages":[]}`, nil, "", 400},
+		{"a rejected round", reject, "POST", "/v1/chat/completions", chat("trade"), nil, "", 403},
+		{"a request of tenant acme", refuse, "POST", "/v1/chat/completions", acme, []string{"X-Request-Id", "acme-1"}, "acme", 200},
+		{"the request from another tenant", refuse, "POST", "/v1/chat/completions", acme, []string{"X-Request-Id", "acme-1"}, "other", 403},
+		{"no gateway", none, "POST", "/v1/chat/completions", chat("hi"), nil, "", 404},
+		{"too large", refuse, "POST", "/v1/chat/completions", chat(strings.Repeat("x", 4096)), nil, "", 413},
+		{"no key", noKey, "POST", "/v1/chat/completions", chat("hi"), nil, "", 500},
+		{"malformed", refuse, "POST", "/v1/chat/completions", chat("garbage"), nil, "", 502},
+		{"not ready", notReady, "POST", "/v1/chat/completions", chat("hi"), nil, "", 503},
+		{"slow", reject, "POST", "/v1/chat/completions", chat("slow"), nil, "", 504},
+		{"busy", refuse, "POST", "/v1/chat/completions", chat("busy"), nil, "", 429},
+		{"models", refuse, "GET", "/v1/models", "", nil, "", 200},
+		{"models, no gateway", none, "GET", "/v1/models", "", nil, "", 404},
+		{"models, upstream down", down, "GET", "/v1/models", "", nil, "", 502},
+		{"models, upstream overloaded", overloaded, "GET", "/v1/models", "", nil, "", 503},
+		{"models, upstream slow", slow, "GET", "/v1/models", "", nil, "", 504},
+		{"model", refuse, "GET", "/v1/models/m", "", nil, "", 200},
+		{"no such model", refuse, "GET", "/v1/models/nope", "", nil, "", 404},
+		{"model, upstream down", down, "GET", "/v1/models/m", "", nil, "", 502},
+		{"model, upstream overloaded", overloaded, "GET", "/v1/models/m", "", nil, "", 503},
+		{"model, upstream slow", slow, "GET", "/v1/models/m", "", nil, "", 504},
 	}
 	covered := map[string]bool{}
 	for _, c := range calls {
 		req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+		if c.tenant != "" {
+			req = req.WithContext(engine.WithTenant(req.Context(), c.tenant))
+		}
 		for i := 0; i+1 < len(c.header); i += 2 {
 			req.Header.Set(c.header[i], c.header[i+1])
 		}
@@ -161,6 +169,9 @@ func TestOpenAPI_GatewayAnswersMatchTheDocument(t *testing.T) {
 		if rec.Code != c.want {
 			t.Errorf("%s: %d, want %d: %s", c.name, rec.Code, c.want, rec.Body)
 			continue
+		}
+		if body := rec.Body.String(); c.tenant == "other" && (!strings.Contains(body, `"code":"tenant_forbidden"`) || !strings.Contains(body, `"type":"permission_error"`)) {
+			t.Errorf("%s: not a tenant_forbidden permission_error: %s", c.name, rec.Body)
 		}
 		status := fmt.Sprint(rec.Code)
 		if !slices.Contains(doc.Statuses(c.method, route), status) {
