@@ -693,3 +693,56 @@ guards:
 		})
 	}
 }
+
+// Through the driver, a compiled guard sees the request's text and metadata as the
+// README documents its input {call, request, metadata}: a CEL rule over
+// metadata.loyalty_tier and a Rego rule over input.metadata deny a silver member's large
+// booking and allow a gold member's, and a rule over the request text fires on it. The
+// call carries none of them: they come from the request the call belongs to.
+func TestLoad_DriverGivesGuardsTheRequestsMetadata(t *testing.T) {
+	for name, rule := range map[string]string{
+		"cel metadata": `deny_if: "metadata.loyalty_tier == 'silver' && call.parameters.amount > 1000"
+      code: tier_limit
+      reason: over the tier's limit`,
+		"cel request": `deny_if: "request.contains('silver') && call.parameters.amount > 1000"
+      code: tier_limit
+      reason: over the tier's limit`,
+		"rego metadata": `rego: {query: data.agentd.tier}`,
+		"rego request":  `rego: {query: data.agentd.text}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{
+				"hooks/g.yaml": hookSet("g", `
+guards:
+  policy_revision: r1
+  rules:
+    - operation: inference
+      `+rule+"\n"),
+				"policies/agentd/tier.rego": "package agentd.tier\n\ndeny contains {\"code\": \"tier_limit\", \"reason\": \"over\"} if {\n\tinput.metadata.loyalty_tier == \"silver\"\n\tinput.call.parameters.amount > 1000\n}\n",
+				"policies/agentd/text.rego": "package agentd.text\n\ndeny contains {\"code\": \"tier_limit\", \"reason\": \"over\"} if {\n\tcontains(input.request, \"silver\")\n\tinput.call.parameters.amount > 1000\n}\n",
+			})
+			gen := mustLoad(t, dir)
+			mem := store.NewMemory(store.MemoryOptions{})
+			d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: &gen.Generation}, States: mem, Records: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for tier, allowed := range map[string]bool{"silver": false, "gold": true} {
+				id := "r-" + tier
+				s, err := d.Open(ctx, id, engine.Opening{Text: "book a flight for a " + tier + " member", Metadata: map[string]any{"loyalty_tier": tier}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.BeforePlanning(ctx); err != nil {
+					t.Fatal(err)
+				}
+				res, err := d.Check(ctx, op.Call{Operation: op.Inference, RequestID: id, Model: "m", Parameters: map[string]any{"amount": 1500.0}})
+				if err != nil || res.Allowed != allowed || !allowed && res.Denial.Code != "tier_limit" {
+					t.Errorf("%s: %+v, %v; want allowed %v (tier_limit)", tier, res, err, allowed)
+				}
+			}
+		})
+	}
+}

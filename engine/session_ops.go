@@ -150,6 +150,7 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 // to the check's record.
 func (s *Session) check(ctx context.Context, call op.Call, started time.Time, recorded **OperationRecord) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
 	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
+	s.withRequest(&call)
 	mode := s.gen.binding()
 	bound := call.Operation == op.ToolCall && mode != BindingOff
 	rec := OperationRecord{
@@ -201,6 +202,17 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 		return ctx, nil, nil, err
 	}
 	return opctx, end, verdict, nil
+}
+
+// withRequest gives call the request's text and metadata, what the guards see as
+// request and metadata (CEL) or input.request and input.metadata (Rego): for a request
+// the driver knows they are the request's own (what its hooks saw and its tenant was
+// checked against), replacing whatever the call carried; a call on an unknown request
+// keeps its own.
+func (s *Session) withRequest(call *op.Call) {
+	if st := s.known(); st != nil {
+		call.Request, call.Metadata = st.Request, st.Metadata
+	}
 }
 
 // known returns the request's state, nil for a request the driver does not know.

@@ -248,6 +248,14 @@ func (r *runner) checkOperation(ctx context.Context, c *checker, tc config.TestC
 	case call.RequestID == "":
 		call.RequestID = caseID(tc)
 	}
+	// A call on a request the driver does not know carries given's request and
+	// metadata, what the guards see; a known request's own replace them.
+	if call.Request == "" {
+		call.Request = tc.Given.Request
+	}
+	if call.Metadata == nil {
+		call.Metadata = tc.Given.Metadata
+	}
 	out, err := r.driver.Check(ctx, call)
 	allowed := err == nil && out.Allowed
 	var verdict error = err

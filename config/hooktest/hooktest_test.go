@@ -97,3 +97,59 @@ func TestRun_InvalidTestFileIsAnError(t *testing.T) {
 		t.Fatalf("err = %v, want a positioned schema error", err)
 	}
 }
+
+// An operation case's guards see given.metadata and given.request: on a request of its
+// own (the call's request unknown) they are the call's, on a request an earlier case
+// opened they are that request's, whatever the call carries.
+func TestRun_OperationCasesGiveGuardsTheRequestsMetadata(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "hooks/a.yaml", `apiVersion: agentd.dev/v1
+kind: HookSet
+metadata: {name: a}
+hooks:
+  - name: tier
+    stage: before_planning
+    steps:
+      - enrich: {key: rag_context, value: "'tier ' + string(metadata.loyalty_tier)"}
+guards:
+  policy_revision: r1
+  rules:
+    - operation: inference
+      deny_if: "metadata.loyalty_tier == 'silver' && request.contains('book')"
+      code: tier_limit
+      reason: over the tier's limit
+`)
+	write(t, dir, "tests/t.yaml", `apiVersion: agentd.dev/v1
+kind: HookTests
+tests:
+  - name: a silver booking of its own is denied
+    stage: operation
+    given: {request: book it, metadata: {loyalty_tier: silver}, operation: inference, call: {model: m}}
+    expect: {allowed: false, denial: {code: tier_limit}}
+  - name: a gold booking of its own is allowed
+    stage: operation
+    given: {request: book it, metadata: {loyalty_tier: gold}, operation: inference, call: {model: m}}
+    expect: {allowed: true}
+  - name: a silver request opens
+    stage: before_planning
+    given: {request_id: r1, request: book it, metadata: {loyalty_tier: silver}}
+    expect: {enrichments: {rag_context: tier silver}}
+  - name: its call is denied whatever metadata the call claims
+    stage: operation
+    given: {request_id: r1, operation: inference, call: {model: m, metadata: {loyalty_tier: gold}}}
+    expect: {allowed: false, denial: {code: tier_limit}}
+`)
+	gen, err := config.Load(dir, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := Run(context.Background(), dir, gen, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if passed, failed := report.Counts(); passed != 4 || failed != 0 {
+		var out bytes.Buffer
+		report.Print(&out)
+		t.Fatalf("passed %d failed %d, want 4 and 0:\n%s", passed, failed, out.String())
+	}
+}
