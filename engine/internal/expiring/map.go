@@ -16,6 +16,7 @@ type Map[T any] struct {
 	max      int
 	bytes    int64
 	maxBytes int64
+	onEvict  func(key string, v T)
 }
 
 type boundedEntry[T any] struct {
@@ -93,6 +94,22 @@ func (m *Map[T]) evictOldest(rewriting string) {
 	}
 	if e, ok := m.entries[item.key]; ok && e.seq == item.seq {
 		delete(m.entries, item.key)
+		m.bytes -= e.size
+		if m.onEvict != nil {
+			m.onEvict(item.key, e.value)
+		}
+	}
+}
+
+// OnEvict makes the map call fn with every entry a Put evicts to stay within its
+// bounds (not with entries Delete or Sweep remove: their callers know them), so that
+// a store keeping the entries elsewhere too can drop them there.
+func (m *Map[T]) OnEvict(fn func(key string, v T)) { m.onEvict = fn }
+
+// Delete removes the entry under key, if any.
+func (m *Map[T]) Delete(key string) {
+	if e, ok := m.entries[key]; ok {
+		delete(m.entries, key)
 		m.bytes -= e.size
 	}
 }
