@@ -314,6 +314,8 @@ type StatusBody struct {
 	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
 	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
+	// Store is the kind of store states and records live in (Config.Store).
+	Store string `json:"store,omitempty"`
 	// Gateways is the state of each protocol gateway (HTTPOptions.Gateways).
 	Gateways map[string]any `json:"gateways,omitempty"`
 	// Shadow is the shadow configuration's generation, last reload and disagreements
@@ -323,7 +325,7 @@ type StatusBody struct {
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() StatusBody {
-	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status(), Store: s.cfg.Store}
 	if s.cfg.Shadow != nil {
 		body.Shadow = s.cfg.Shadow()
 	}
