@@ -58,6 +58,12 @@ func (m *Map[T]) Get(key string, now time.Time) (T, bool) {
 	return e.value, true
 }
 
+// Peek returns the value under key, expired or not, as long as the map holds it.
+func (m *Map[T]) Peek(key string) (T, bool) {
+	e, ok := m.entries[key]
+	return e.value, ok
+}
+
 // Put stores v under key until expires, first evicting the oldest write when full.
 func (m *Map[T]) Put(key string, v T, expires time.Time) { m.PutSized(key, v, 0, expires) }
 

@@ -87,10 +87,16 @@ func TestMap_EvictionsAreReportedAndSweepsRemoveExpired(t *testing.T) {
 		t.Fatalf("after Delete: len %d bytes %d", m.Len(), m.Bytes())
 	}
 	m.PutSized("d", 4, 10, time.Time{})
+	if v, ok := m.Peek("c"); !ok || v != 3 {
+		t.Fatalf("Peek of an expired entry not yet swept = %v, %v", v, ok)
+	}
 	var swept []string
 	m.Sweep(now.Add(2*time.Second), 10, func(k string, _ int) { swept = append(swept, k) })
 	if fmt.Sprint(swept) != "[c]" || m.Len() != 1 || m.Bytes() != 10 || fmt.Sprint(evicted) != "[a]" {
 		t.Fatalf("swept %v, len %d bytes %d, evicted %v; want [c], 1, 10, [a]", swept, m.Len(), m.Bytes(), evicted)
+	}
+	if _, ok := m.Peek("c"); ok {
+		t.Fatal("Peek finds a swept entry")
 	}
 	m.PutSized("e", 5, 10, now)
 	m.Sweep(now, 0, func(k string, _ int) { t.Fatalf("a sweep of limit 0 removed %s", k) })

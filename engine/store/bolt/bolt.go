@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -81,13 +80,19 @@ type Options struct {
 	SweepEvery time.Duration
 }
 
-// Buckets of the file, one per kind of entry, each keyed by request id or cache or
-// limit key. Every value starts with a header (see header).
-var (
-	bucketRequests = []byte("requests")
-	bucketRecords  = []byte("records")
-	bucketCache    = []byte("cache")
-	bucketWindows  = []byte("windows")
+// The file holds one bucket, the log: each value written is stored under its write
+// stamp (8 bytes, big-endian), so that writes append at the end of the B+tree rather
+// than dirty pages all over it, and each rewrite deletes the value it replaces. A
+// value is its kind, its key and its header, then its payload (see encodeValue); the
+// index in memory maps each kind's keys to their stamps.
+var bucketLog = []byte("log")
+
+// Kinds of entries.
+const (
+	kindState  byte = 's'
+	kindRecord byte = 'r'
+	kindCache  byte = 'c'
+	kindWindow byte = 'w'
 )
 
 // Store is the durable store in one bbolt file. It is safe for concurrent use; one
@@ -115,9 +120,9 @@ type Store struct {
 	windows  *expiring.Map[entry]
 	stamp    uint64 // the last write stamp given
 	// next is the batch of writes the next commit takes; pending the values of the
-	// writes queued and not yet committed, by bucket and key.
+	// writes queued and not yet committed, by stamp.
 	next    *batch
-	pending map[pendingKey]pendingValue
+	pending map[uint64][]byte
 	// broken is the failure of a commit, after which the store refuses every call.
 	broken error
 	closed bool
@@ -127,9 +132,9 @@ type Store struct {
 	wg   sync.WaitGroup
 }
 
-// entry is the index's view of one stored value: its write stamp, its revision (for
-// a rate-limit window, its count), for a window its end, and for a record its
-// summary (never changed once stored).
+// entry is the index's view of one stored value: its write stamp (its key in the
+// log), its revision (for a rate-limit window, its count), for a window its end, and
+// for a record its summary (never changed once stored).
 type entry struct {
 	stamp    uint64
 	revision int64
@@ -145,22 +150,11 @@ type batch struct {
 	err    error
 }
 
-// write is a put of value under key in bucket, or its deletion when value is nil.
+// write puts value under stamp in the log, or deletes stamp's value when value is
+// nil.
 type write struct {
-	bucket []byte
-	key    string
-	value  []byte
-	stamp  uint64
-}
-
-type pendingKey struct {
-	bucket string
-	key    string
-}
-
-type pendingValue struct {
-	value []byte
 	stamp uint64
+	value []byte
 }
 
 // Open opens (creating them if need be) the directory dir and the store's file in it,
@@ -204,12 +198,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		cache:    expiring.New[entry](opts.MaxEntries),
 		windows:  expiring.New[entry](maxWindows),
 		next:     &batch{done: make(chan struct{})},
-		pending:  map[pendingKey]pendingValue{},
+		pending:  map[uint64][]byte{},
 		kick:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 	}
-	for m, bucket := range s.kinds() {
-		m.OnEvict(func(key string, _ entry) { s.queue(bucket, key, nil) })
+	for _, m := range s.maps() {
+		m.OnEvict(func(_ string, e entry) { s.queue(e.stamp, nil) })
 	}
 	if err := s.load(); err != nil {
 		_ = db.Close()
@@ -222,7 +216,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	b := s.next
 	s.mu.Unlock()
 	if len(b.writes) > 0 {
-		s.kickCommitter()
 		if err := s.wait(b); err != nil {
 			_ = s.Close()
 			return nil, err
@@ -231,12 +224,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// kinds yields each map of the index with the bucket of its entries.
-func (s *Store) kinds() func(yield func(*expiring.Map[entry], []byte) bool) {
-	return func(yield func(*expiring.Map[entry], []byte) bool) {
-		_ = yield(s.requests, bucketRequests) && yield(s.records, bucketRecords) && yield(s.failed, bucketRecords) &&
-			yield(s.cache, bucketCache) && yield(s.windows, bucketWindows)
-	}
+// maps are the maps of the index.
+func (s *Store) maps() []*expiring.Map[entry] {
+	return []*expiring.Map[entry]{s.requests, s.records, s.failed, s.cache, s.windows}
 }
 
 // Path is the store's file.
@@ -257,36 +247,55 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// header starts every stored value: the write stamp (the order of writes, kept
-// across restarts), the expiry in Unix nanoseconds (0: none) and the revision (for a
-// rate-limit window, its count).
-type header struct {
-	stamp    uint64
+// value is a decoded log value: the kind and key of the entry, when it expires (Unix
+// nanoseconds, 0: never), its revision (for a rate-limit window, its count) and its
+// payload.
+type value struct {
+	kind     byte
+	key      string
 	expires  int64
 	revision int64
+	payload  []byte
 }
 
-const headerLen = 24
-
-func (h header) append(b []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, h.stamp)
-	b = binary.BigEndian.AppendUint64(b, uint64(h.expires))
-	return binary.BigEndian.AppendUint64(b, uint64(h.revision))
-}
-
-// parseHeader splits a stored value into its header and payload.
-func parseHeader(v []byte) (header, []byte, error) {
-	if len(v) < headerLen {
-		return header{}, nil, fmt.Errorf("stored value of %d bytes is shorter than its header", len(v))
+// encodeValue is the log value of v with the payload parts payload:
+//
+//	kind (1 byte) | key length (uvarint) | key | expires (8) | revision (8) | payload
+func encodeValue(v value, payload ...[]byte) []byte {
+	n := 1 + binary.MaxVarintLen64 + len(v.key) + 16
+	for _, p := range payload {
+		n += len(p)
 	}
-	return header{
-		stamp:    binary.BigEndian.Uint64(v),
-		expires:  int64(binary.BigEndian.Uint64(v[8:])),
-		revision: int64(binary.BigEndian.Uint64(v[16:])),
-	}, v[headerLen:], nil
+	b := append(make([]byte, 0, n), v.kind)
+	b = binary.AppendUvarint(b, uint64(len(v.key)))
+	b = append(b, v.key...)
+	b = binary.BigEndian.AppendUint64(b, uint64(v.expires))
+	b = binary.BigEndian.AppendUint64(b, uint64(v.revision))
+	for _, p := range payload {
+		b = append(b, p...)
+	}
+	return b
 }
 
-// expiry is the header expiry of t (0 for the zero time) and back.
+// decodeValue decodes a log value; the payload shares b.
+func decodeValue(b []byte) (value, error) {
+	if len(b) < 1 {
+		return value{}, errors.New("empty log value")
+	}
+	n, w := binary.Uvarint(b[1:])
+	if w <= 0 || n > uint64(len(b)) || 1+w+int(n)+16 > len(b) {
+		return value{}, fmt.Errorf("malformed log value of %d bytes", len(b))
+	}
+	k := 1 + w + int(n)
+	return value{
+		kind: b[0], key: string(b[1+w : k]),
+		expires:  int64(binary.BigEndian.Uint64(b[k:])),
+		revision: int64(binary.BigEndian.Uint64(b[k+8:])),
+		payload:  b[k+16:],
+	}, nil
+}
+
+// expiry is the expiry of t in a value (0 for the zero time) and back.
 func expiry(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -301,6 +310,8 @@ func expiryTime(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
+func stampKey(stamp uint64) []byte { return binary.BigEndian.AppendUint64(nil, stamp) }
+
 // usable returns the error every call answers once the store is closed or broken. The
 // caller holds s.mu.
 func (s *Store) usable() error {
@@ -313,162 +324,157 @@ func (s *Store) usable() error {
 	return nil
 }
 
-// put queues a write of payload under key in bucket with header h, stamped with the
-// next write stamp, and returns the stamp and the stored value's size. The caller
-// holds s.mu.
-func (s *Store) put(bucket []byte, key string, h header, payload ...[]byte) (uint64, int64) {
+// put queues the write of v with payload under the next write stamp, and the
+// deletion of the value it replaces (old, the index entry of v's key in m, live or
+// expired; none when m holds none). It returns the stamp and the value's size. The
+// caller holds s.mu and then stores the returned stamp in the index.
+func (s *Store) put(m *expiring.Map[entry], v value, payload ...[]byte) (uint64, int64) {
+	if old, ok := m.Peek(v.key); ok {
+		s.queue(old.stamp, nil)
+	}
 	s.stamp++
-	h.stamp = s.stamp
-	n := headerLen
-	for _, p := range payload {
-		n += len(p)
-	}
-	v := h.append(make([]byte, 0, n))
-	for _, p := range payload {
-		v = append(v, p...)
-	}
-	s.queue(bucket, key, v)
-	return h.stamp, int64(n)
+	b := encodeValue(v, payload...)
+	s.queue(s.stamp, b)
+	return s.stamp, int64(len(b))
 }
 
-// queue adds a write (nil value: a deletion) to the next batch. The caller holds s.mu.
-func (s *Store) queue(bucket []byte, key string, value []byte) {
-	s.next.writes = append(s.next.writes, write{bucket: bucket, key: key, value: value, stamp: s.stamp})
-	s.pending[pendingKey{string(bucket), key}] = pendingValue{value: value, stamp: s.stamp}
+// queue adds a write of b under stamp (nil: the deletion of stamp's value) to the
+// next batch. The caller holds s.mu.
+func (s *Store) queue(stamp uint64, b []byte) {
+	s.next.writes = append(s.next.writes, write{stamp: stamp, value: b})
+	if b != nil {
+		s.pending[stamp] = b
+	}
 }
 
-// lookup returns the value of key in bucket if the index holds it live in one of ms:
-// the pending value or else the committed one; nil when there is none. The value is
-// not to be changed.
-func (s *Store) lookup(ctx context.Context, bucket []byte, key string, ms ...*expiring.Map[entry]) ([]byte, error) {
+// lookup returns the value of key if the index holds it live in one of ms: the
+// pending value or else the committed one; ok false when there is none. Its payload
+// is the caller's.
+func (s *Store) lookup(ctx context.Context, key string, ms ...*expiring.Map[entry]) (v value, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return value{}, false, err
 	}
-	s.mu.Lock()
-	if err := s.usable(); err != nil {
+	for {
+		s.mu.Lock()
+		if err := s.usable(); err != nil {
+			s.mu.Unlock()
+			return value{}, false, err
+		}
+		var e entry
+		live, now := false, s.now()
+		for _, m := range ms {
+			if f, ok := m.Get(key, now); ok {
+				e, live = f, true
+			}
+		}
+		b, pending := s.pending[e.stamp]
 		s.mu.Unlock()
-		return nil, err
+		if !live {
+			return value{}, false, nil
+		}
+		if !pending {
+			// Committed: the log holds it unless it has been replaced or evicted
+			// since, and then the index has moved on.
+			err := s.db.View(func(tx *bbolt.Tx) error {
+				b = bytes.Clone(tx.Bucket(bucketLog).Get(stampKey(e.stamp)))
+				return nil
+			})
+			if err != nil {
+				return value{}, false, fmt.Errorf("%w: read %s: %w", store.ErrUnavailable, s.path, err)
+			}
+			if b == nil {
+				continue
+			}
+		}
+		v, err := decodeValue(b)
+		if err != nil {
+			return value{}, false, fmt.Errorf("%s: stamp %d: %w", s.path, e.stamp, err)
+		}
+		return v, true, nil
 	}
-	live, now := false, s.now()
-	for _, m := range ms {
-		_, ok := m.Get(key, now)
-		live = live || ok
-	}
-	p, pending := s.pending[pendingKey{string(bucket), key}]
-	s.mu.Unlock()
-	switch {
-	case !live:
-		return nil, nil
-	case pending:
-		return p.value, nil
-	}
-	// Not pending: the last write of key is committed, and the file holds it or a
-	// later one.
-	var v []byte
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		v = bytes.Clone(tx.Bucket(bucket).Get([]byte(key)))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %w", store.ErrUnavailable, s.path, err)
-	}
-	return v, nil
 }
 
 // wait kicks the committer and waits for the commit of batch b, which the caller's
 // writes went into (under s.mu, which the caller has released since).
 func (s *Store) wait(b *batch) error {
-	s.kickCommitter()
-	<-b.done
-	return b.err
-}
-
-func (s *Store) kickCommitter() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
+	<-b.done
+	return b.err
 }
 
-// load fills the index from the file, each kind in write order, and queues the
-// deletion of what has expired or was written past a bound.
+// load fills the index from the log, in write order, and queues the deletion of what
+// has expired, was replaced or was written past a bound.
 func (s *Store) load() error {
-	type loaded struct {
-		key     string
-		h       header
-		size    int64
-		summary *store.Summary
-	}
 	now := s.now()
-	kinds := map[string][]loaded{}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketRequests, bucketRecords, bucketCache, bucketWindows} {
-			b, err := tx.CreateBucketIfNotExists(name)
-			if err != nil {
-				return err
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketLog)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, b []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("log key %x is no write stamp", k)
 			}
-			err = b.ForEach(func(k, v []byte) error {
-				h, payload, err := parseHeader(v)
+			stamp := binary.BigEndian.Uint64(k)
+			s.stamp = max(s.stamp, stamp)
+			v, err := decodeValue(b)
+			if err != nil {
+				return fmt.Errorf("stamp %d: %w", stamp, err)
+			}
+			e := entry{stamp: stamp, revision: v.revision}
+			var m *expiring.Map[entry]
+			switch v.kind {
+			case kindState:
+				m = s.requests
+			case kindCache:
+				m = s.cache
+			case kindWindow:
+				m, e.ends = s.windows, expiryTime(v.expires)
+			case kindRecord:
+				sum, _, err := splitRecord(v.payload)
+				if err == nil {
+					e.summary = new(store.Summary)
+					err = json.Unmarshal(sum, e.summary)
+				}
 				if err != nil {
-					return fmt.Errorf("%s %q: %w", name, k, err)
+					return fmt.Errorf("record %q: %w", v.key, err)
 				}
-				s.stamp = max(s.stamp, h.stamp)
-				if h.expires != 0 && now.UnixNano() >= h.expires {
-					s.queue(name, string(k), nil)
-					return nil
+				m = s.records
+				if e.summary.Status == engine.RecordFailed {
+					m = s.failed
 				}
-				l := loaded{key: string(k), h: h, size: int64(len(v))}
-				if string(name) == string(bucketRecords) {
-					data, _, err := splitRecord(payload)
-					if err == nil {
-						l.summary = new(store.Summary)
-						err = json.Unmarshal(data, l.summary)
-					}
-					if err != nil {
-						return fmt.Errorf("record %q: %w", k, err)
-					}
+				if old, ok := s.recordPeek(v.key); ok {
+					s.records.Delete(v.key)
+					s.failed.Delete(v.key)
+					s.queue(old.stamp, nil)
 				}
-				kinds[string(name)] = append(kinds[string(name)], l)
+			default:
+				return fmt.Errorf("stamp %d: unknown kind %q", stamp, v.kind)
+			}
+			if old, ok := m.Peek(v.key); ok { // a value replaced and not deleted
+				s.queue(old.stamp, nil)
+			}
+			if v.expires != 0 && now.UnixNano() >= v.expires {
+				m.Delete(v.key)
+				s.queue(stamp, nil)
 				return nil
-			})
-			if err != nil {
-				return err
 			}
-		}
-		return nil
+			m.PutSized(v.key, e, int64(len(b)), expiryTime(v.expires))
+			return nil
+		})
 	})
-	if err != nil {
-		return err
-	}
-	for name, ls := range kinds {
-		slices.SortFunc(ls, func(a, b loaded) int { return cmp.Compare(a.h.stamp, b.h.stamp) })
-		for _, l := range ls {
-			e := entry{stamp: l.h.stamp, revision: l.h.revision, summary: l.summary}
-			m := s.index([]byte(name), l.summary)
-			if m == s.windows {
-				e.ends = expiryTime(l.h.expires)
-			}
-			m.PutSized(l.key, e, l.size, expiryTime(l.h.expires))
-		}
-	}
-	return nil
 }
 
-// index is the map of entries of bucket (for a record, the one of its summary's
-// status).
-func (s *Store) index(bucket []byte, sum *store.Summary) *expiring.Map[entry] {
-	switch string(bucket) {
-	case string(bucketRequests):
-		return s.requests
-	case string(bucketCache):
-		return s.cache
-	case string(bucketWindows):
-		return s.windows
+// recordPeek returns the index entry of the record of id, live or expired, in
+// whichever map holds it. The caller holds s.mu.
+func (s *Store) recordPeek(id string) (entry, bool) {
+	if e, ok := s.records.Peek(id); ok {
+		return e, true
 	}
-	if sum.Status == engine.RecordFailed {
-		return s.failed
-	}
-	return s.records
+	return s.failed.Peek(id)
 }
 
 // commitLoop is the committer: whenever kicked, it commits the batch queued so far,
@@ -498,16 +504,16 @@ func (s *Store) commit() {
 	s.next = &batch{done: make(chan struct{})}
 	s.mu.Unlock()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		log := tx.Bucket(bucketLog)
 		for _, w := range b.writes {
-			bucket := tx.Bucket(w.bucket)
 			var err error
 			if w.value == nil {
-				err = bucket.Delete([]byte(w.key))
+				err = log.Delete(stampKey(w.stamp))
 			} else {
-				err = bucket.Put([]byte(w.key), w.value)
+				err = log.Put(stampKey(w.stamp), w.value)
 			}
 			if err != nil {
-				return fmt.Errorf("%s %q: %w", w.bucket, w.key, err)
+				return fmt.Errorf("stamp %d: %w", w.stamp, err)
 			}
 		}
 		return nil
@@ -518,9 +524,8 @@ func (s *Store) commit() {
 		s.broken = err
 	}
 	for _, w := range b.writes {
-		k := pendingKey{string(w.bucket), w.key}
-		if p, ok := s.pending[k]; ok && p.stamp == w.stamp {
-			delete(s.pending, k)
+		if w.value != nil {
+			delete(s.pending, w.stamp)
 		}
 	}
 	s.mu.Unlock()
@@ -540,7 +545,10 @@ func (s *Store) sweepLoop() {
 			return
 		}
 		if s.sweep(s.now()) > 0 {
-			s.kickCommitter()
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -551,9 +559,9 @@ func (s *Store) sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for m, bucket := range s.kinds() {
-		m.Sweep(now, sweepLimit, func(key string, _ entry) {
-			s.queue(bucket, key, nil)
+	for _, m := range s.maps() {
+		m.Sweep(now, sweepLimit, func(_ string, e entry) {
+			s.queue(e.stamp, nil)
 			n++
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +25,25 @@ func openDir(t *testing.T, dir string, opts Options) *Store {
 	return s
 }
 
-// keys returns the keys of bucket in the file.
-func keys(t *testing.T, s *Store, bucket []byte) []string {
+// keys returns the keys of the entries of kind in the file, sorted, failing the test
+// when a key has more than one value there.
+func keys(t *testing.T, s *Store, kind byte) []string {
 	t.Helper()
 	var out []string
 	if err := s.db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, _ []byte) error { out = append(out, string(k)); return nil })
+		return tx.Bucket(bucketLog).ForEach(func(_, b []byte) error {
+			v, err := decodeValue(b)
+			if err == nil && v.kind == kind {
+				out = append(out, v.key)
+			}
+			return err
+		})
 	}); err != nil {
 		t.Fatal(err)
+	}
+	slices.Sort(out)
+	if len(slices.Compact(slices.Clone(out))) != len(out) {
+		t.Fatalf("a key has several values in the file: %v", out)
 	}
 	return out
 }
@@ -114,7 +126,7 @@ func TestStore_BoundsEvictTheOldestFromTheFile(t *testing.T) {
 	if err := s.Put(ctx, record("bad", 1, engine.RecordFailed, at)); err != nil {
 		t.Fatal(err)
 	}
-	if got := keys(t, s, bucketRecords); strings.Join(got, ",") != "bad,req-3,req-4,req-5,req-6,req-7" {
+	if got := keys(t, s, kindRecord); strings.Join(got, ",") != "bad,req-3,req-4,req-5,req-6,req-7" {
 		t.Fatalf("records in the file = %v", got)
 	}
 	if _, err := s.Get(ctx, "req-2"); !errors.Is(err, engine.ErrRecordNotFound) {
@@ -124,7 +136,7 @@ func TestStore_BoundsEvictTheOldestFromTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openDir(t, dir, Options{Retention: store.Retention{MaxRecords: 2}})
-	if got := keys(t, s, bucketRecords); strings.Join(got, ",") != "bad,req-6,req-7" {
+	if got := keys(t, s, kindRecord); strings.Join(got, ",") != "bad,req-6,req-7" {
 		t.Fatalf("records in the file after reopening with a bound of 2 = %v", got)
 	}
 }
@@ -147,7 +159,7 @@ func TestStore_ExpiredEntriesAreSwept(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		recs, cache, states := keys(t, s, bucketRecords), keys(t, s, bucketCache), keys(t, s, bucketRequests)
+		recs, cache, states := keys(t, s, kindRecord), keys(t, s, kindCache), keys(t, s, kindState)
 		if strings.Join(recs, ",") == "bad" && len(cache) == 0 && len(states) == 0 {
 			break
 		}
@@ -214,5 +226,45 @@ func TestStore_OneProcessHoldsTheFile(t *testing.T) {
 	openDir(t, dir, Options{})
 	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second Open: err = %v, want the file in use", err)
+	}
+}
+
+// A rewrite deletes the value it replaces, also when a record moves between the
+// failed and the other records, so the file holds one value per key, before and after
+// reopening.
+func TestStore_RewritesReplaceTheirValue(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openDir(t, dir, Options{})
+	for rev, status := range []engine.RecordStatus{engine.RecordRunning, engine.RecordFailed, engine.RecordSucceeded, engine.RecordFailed} {
+		if err := s.Put(ctx, record("moved", int64(rev+1), status, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutRequest(ctx, &engine.RequestState{ID: "moved", Revision: int64(rev + 1)}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Allow(ctx, "w", 10, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutCache(ctx, "k", store.CacheEntry{Response: fmt.Sprint(rev)}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for reopen := range 2 {
+		for kind, want := range map[byte]string{kindRecord: "moved", kindState: "moved", kindWindow: "w", kindCache: "k"} {
+			if got := strings.Join(keys(t, s, kind), ","); got != want {
+				t.Fatalf("reopened %d times: keys of kind %c = %q, want %q", reopen, kind, got, want)
+			}
+		}
+		if rec, err := s.Get(ctx, "moved"); err != nil || rec.Revision != 4 || rec.Status != engine.RecordFailed {
+			t.Fatalf("reopened %d times: record = %+v, %v", reopen, rec, err)
+		}
+		if page, _ := s.List(ctx, store.Query{}); len(page.Records) != 1 {
+			t.Fatalf("reopened %d times: %d records listed, want 1", reopen, len(page.Records))
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = openDir(t, dir, Options{})
 	}
 }

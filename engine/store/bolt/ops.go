@@ -16,16 +16,12 @@ import (
 
 // GetRequest implements engine.StateStore.
 func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
-	v, err := s.lookup(ctx, bucketRequests, id, s.requests)
-	if err != nil || v == nil {
+	v, ok, err := s.lookup(ctx, id, s.requests)
+	if err != nil || !ok {
 		return nil, false, err
 	}
-	_, data, err := parseHeader(v)
 	var st engine.RequestState
-	if err == nil {
-		err = json.Unmarshal(data, &st)
-	}
-	if err != nil {
+	if err := json.Unmarshal(v.payload, &st); err != nil {
 		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
 	}
 	return &st, true, nil
@@ -61,7 +57,7 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, st.ID, old.revision, st.Revision)
 	}
 	expires := now.Add(ttl)
-	stamp, size := s.put(bucketRequests, st.ID, header{expires: expiry(expires), revision: st.Revision}, data)
+	stamp, size := s.put(s.requests, value{kind: kindState, key: st.ID, expires: expiry(expires), revision: st.Revision}, data)
 	s.requests.PutSized(st.ID, entry{stamp: stamp, revision: st.Revision}, size, expires)
 	b := s.next
 	s.mu.Unlock()
@@ -103,13 +99,16 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if ttl := s.opts.Retention.TTL(rec.Status); ttl > 0 {
 		expires = now.Add(ttl)
 	}
-	stamp, size := s.put(bucketRecords, rec.RequestID, header{expires: expiry(expires), revision: rec.Revision},
-		binary.BigEndian.AppendUint32(nil, uint32(len(sumData))), sumData, data)
 	into, other := s.records, s.failed
 	if rec.Status == engine.RecordFailed {
 		into, other = s.failed, s.records
 	}
-	other.Delete(rec.RequestID)
+	if old, ok := other.Peek(rec.RequestID); ok {
+		other.Delete(rec.RequestID)
+		s.queue(old.stamp, nil)
+	}
+	stamp, size := s.put(into, value{kind: kindRecord, key: rec.RequestID, expires: expiry(expires), revision: rec.Revision},
+		binary.BigEndian.AppendUint32(nil, uint32(len(sumData))), sumData, data)
 	into.PutSized(rec.RequestID, entry{stamp: stamp, revision: rec.Revision, summary: sum}, size, expires)
 	b := s.next
 	s.mu.Unlock()
@@ -137,18 +136,14 @@ func splitRecord(payload []byte) (summary, record []byte, err error) {
 
 // Get implements engine.RecordStore.
 func (s *Store) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
-	v, err := s.lookup(ctx, bucketRecords, requestID, s.records, s.failed)
+	v, ok, err := s.lookup(ctx, requestID, s.records, s.failed)
 	if err != nil {
 		return nil, err
 	}
-	if v == nil {
+	if !ok {
 		return nil, engine.RecordNotFound(requestID)
 	}
-	_, payload, err := parseHeader(v)
-	var data []byte
-	if err == nil {
-		_, data, err = splitRecord(payload)
-	}
+	_, data, err := splitRecord(v.payload)
 	var rec engine.ExecutionRecord
 	if err == nil {
 		err = json.Unmarshal(data, &rec)
@@ -188,16 +183,12 @@ func (s *Store) List(ctx context.Context, q store.Query) (store.Page, error) {
 
 // GetCache implements store.Cache.
 func (s *Store) GetCache(ctx context.Context, key string) (store.CacheEntry, bool, error) {
-	v, err := s.lookup(ctx, bucketCache, key, s.cache)
-	if err != nil || v == nil {
+	v, ok, err := s.lookup(ctx, key, s.cache)
+	if err != nil || !ok {
 		return store.CacheEntry{}, false, err
 	}
-	_, data, err := parseHeader(v)
 	var e store.CacheEntry
-	if err == nil {
-		err = json.Unmarshal(data, &e)
-	}
-	if err != nil {
+	if err := json.Unmarshal(v.payload, &e); err != nil {
 		return store.CacheEntry{}, false, fmt.Errorf("decode cache entry: %w", err)
 	}
 	return e, true, nil
@@ -226,7 +217,7 @@ func (s *Store) PutCache(ctx context.Context, key string, e store.CacheEntry, tt
 		return err
 	}
 	expires := s.now().Add(ttl)
-	stamp, _ := s.put(bucketCache, key, header{expires: expiry(expires)}, data)
+	stamp, _ := s.put(s.cache, value{kind: kindCache, key: key, expires: expiry(expires)}, data)
 	s.cache.Put(key, entry{stamp: stamp}, expires)
 	b := s.next
 	s.mu.Unlock()
@@ -255,7 +246,7 @@ func (s *Store) Allow(ctx context.Context, key string, limit int, length time.Du
 		w = entry{ends: now.Add(length)}
 	}
 	w.revision++
-	w.stamp, _ = s.put(bucketWindows, key, header{expires: expiry(w.ends), revision: w.revision})
+	w.stamp, _ = s.put(s.windows, value{kind: kindWindow, key: key, expires: expiry(w.ends), revision: w.revision})
 	s.windows.Put(key, w, w.ends)
 	b := s.next
 	s.mu.Unlock()
