@@ -20,6 +20,8 @@ type StatusBody struct {
 	PlanBinding    engine.BindingMode                 `json:"plan_binding,omitempty"`
 	MaxRequestAge  string                             `json:"max_request_age,omitempty"`
 	LastReload     reload.Status                      `json:"last_reload"`
+	// Store is the kind of store states and records live in (bolt, memory or redis).
+	Store string `json:"store,omitempty"`
 	// Gateways is the state of each protocol gateway, under its name (openai, mcp).
 	Gateways map[string]any `json:"gateways,omitempty"`
 	// Shadow is the shadow configuration's generation, last reload and disagreements

@@ -86,7 +86,7 @@ func TestHardening_AuthOffWarnsOffLoopback(t *testing.T) {
 	example := filepath.Join(repoRoot(t), "examples", "stock-agent")
 	for addr, warn := range map[string]bool{"0.0.0.0:0": true, "127.0.0.1:0": false} {
 		t.Run(addr, func(t *testing.T) {
-			cmd := exec.Command(binary, "serve", "--config", example, "--addr", addr)
+			cmd := exec.Command(binary, "serve", "--config", example, "--addr", addr, "--data-dir", t.TempDir())
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)

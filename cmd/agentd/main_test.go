@@ -70,7 +70,8 @@ func freeAddr(t *testing.T) string {
 }
 
 // startDaemon runs agentd serve on config with extra flags and waits until it is ready.
-// The daemon is stopped with SIGTERM at cleanup, which must exit 0.
+// Its default store keeps its file in a directory of t's (--data-dir, which flags may
+// override). The daemon is stopped with SIGTERM at cleanup, which must exit 0.
 func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 	t.Helper()
 	return startDaemonEnv(t, nil, config, flags...)
@@ -81,7 +82,7 @@ func startDaemonEnv(t *testing.T, env []string, config string, flags ...string) 
 	t.Helper()
 	addr := freeAddr(t)
 	d := &daemon{url: "http://" + addr, stderr: &capture.Buffer{}, exited: make(chan struct{})}
-	args := append([]string{"serve", "--config", config, "--addr", addr}, flags...)
+	args := append([]string{"serve", "--config", config, "--addr", addr, "--data-dir", t.TempDir()}, flags...)
 	d.cmd = exec.Command(binary, args...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.stderr

@@ -26,6 +26,7 @@ import (
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
+	boltstore "github.com/agentd-dev/agentd/engine/store/bolt"
 	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
 	gwopenai "github.com/agentd-dev/agentd/gateway/openai"
 )
@@ -38,6 +39,10 @@ type serveFlags struct {
 	maxBody, memoryBytes, gcHeadroom                                    int64
 	maxRecords, maxFailedRecords, maxRecordEntries, maxConns            int
 	evidence                                                            evidenceFlags
+
+	// dataDir and dataBytes are the bolt store's directory and byte budget.
+	dataDir   string
+	dataBytes int64
 }
 
 const serveDoc = `
@@ -60,7 +65,8 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.StringVar(&f.tokenFile, "token-file", "", "file of the bearer tokens every route but /healthz and /readyz requires: one bare token (admin), or a YAML list of {token or token_sha256, role, tenant}")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS key file (with --tls-cert)")
-	fs.StringVar(&f.store, "store", "memory", "where request states, cache entries, rate limits and records live: memory, or redis://host:port/db[?prefix=agentd:&timeout=1s&cache_timeout=250ms] shared by replicas")
+	fs.StringVar(&f.store, "store", "bolt", "where request states, cache entries, rate limits and records live: bolt, one file under --data-dir kept across restarts (every write on disk before its call is answered); memory, in the process; or redis://host:port/db[?prefix=agentd:&timeout=1s&cache_timeout=250ms] shared by replicas")
+	fs.StringVar(&f.dataDir, "data-dir", ".agentd", "directory of the bolt store's file ("+boltstore.FileName+"); one daemon uses it at a time")
 	fs.DurationVar(&f.successRetention, "record-retention", time.Hour, "how long records of successful requests are kept")
 	fs.DurationVar(&f.errorRetention, "error-record-retention", 24*time.Hour, "how long records of failed requests are kept")
 	fs.Int64Var(&f.maxBody, "max-body", 1<<20, "request body size limit in bytes")
@@ -70,10 +76,11 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&f.maxConns, "max-connections", 4096, "connections open at once at most (keep it below the open-file limit); more wait to be accepted")
 	fs.Int64Var(&f.memoryBytes, "memory-bytes", store.DefaultMaxBytes, "bytes the memory store's request states and records may hold, half each (the oldest written go first)")
+	fs.Int64Var(&f.dataBytes, "data-bytes", store.DefaultMaxBytes, "bytes the bolt store's request states and records may take in its file, half each (the oldest written go first)")
 	fs.Int64Var(&f.gcHeadroom, "gc-headroom", -1, "bytes the heap may grow past its live data before the next garbage collection, at least (Go's default lets it grow by the live heap's size): fewer collections while the live heap is smaller, at most this much more memory; -1: a quarter of --memory-bytes; 0: Go's default; a GOGC environment variable overrides it")
 	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
-	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory store keeps at most (the oldest written go first)")
-	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory store keeps at most, apart from --max-records")
+	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory and bolt stores keep at most (the oldest written go first)")
+	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory and bolt stores keep at most, apart from --max-records")
 	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
 	fs.StringVar(&f.traceURL, "trace-url", "", "the records viewer's trace link of each hook invocation, a URL template with {trace_id}, {span_id}, {span_name}, {hook}, {stage} or {request_id}, e.g. http://jaeger:16686/trace/{trace_id}")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
@@ -100,8 +107,11 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	case f.traceURL != "" && viewer.CheckTraceURL(f.traceURL) != nil:
 		fmt.Fprintf(stderr, "agentd serve: --trace-url: %v\n", viewer.CheckTraceURL(f.traceURL))
 		return nil, errUsage
-	case f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
-		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: memory, redis://host:port/db)\n", f.store)
+	case f.store != "bolt" && f.store != "memory" && !strings.HasPrefix(f.store, "redis://") && !strings.HasPrefix(f.store, "rediss://"):
+		fmt.Fprintf(stderr, "agentd serve: unsupported --store %q (supported: bolt, memory, redis://host:port/db)\n", f.store)
+		return nil, errUsage
+	case f.store == "bolt" && f.dataDir == "":
+		fmt.Fprintln(stderr, "agentd serve: --store bolt needs a --data-dir")
 		return nil, errUsage
 	case f.gcHeadroom < -1:
 		fmt.Fprintln(stderr, "agentd serve: --gc-headroom must be -1, 0 or a number of bytes")
@@ -208,7 +218,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	svc, err := server.New(server.Config{
 		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
-		Shadow: shadowStatus,
+		Shadow: shadowStatus, Store: stores.kind,
 	})
 	if err != nil {
 		return err
@@ -306,17 +316,32 @@ type stores struct {
 	cache   store.Cache
 	limiter store.Limiter
 	records store.RecordStore
-	close   func()
+	// kind is bolt, memory or redis.
+	kind  string
+	close func()
 }
 
-// openStores opens the --store backend: in-process memory, or Redis shared by
-// replicas. Redis need not be up: the daemon serves, calls that need state answer 503
-// store_unavailable, and the store reconnects by itself when Redis returns.
+// openStores opens the --store backend: one bbolt file under --data-dir (the
+// default), in-process memory, or Redis shared by replicas. Redis need not be up: the
+// daemon serves, calls that need state answer 503 store_unavailable, and the store
+// reconnects by itself when Redis returns.
 func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*stores, error) {
 	retention := store.Retention{Success: f.successRetention, Error: f.errorRetention, MaxRecords: f.maxRecords}
-	if f.store == "memory" {
+	switch f.store {
+	case "memory":
 		mem := store.NewMemory(store.MemoryOptions{Retention: retention, MaxFailedRecords: f.maxFailedRecords, MaxBytes: f.memoryBytes})
-		return &stores{states: mem, cache: mem, limiter: mem, records: mem, close: func() {}}, nil
+		return &stores{states: mem, cache: mem, limiter: mem, records: mem, kind: "memory", close: func() {}}, nil
+	case "bolt":
+		bs, err := boltstore.Open(f.dataDir, boltstore.Options{Retention: retention, MaxFailedRecords: f.maxFailedRecords, MaxBytes: f.dataBytes})
+		if err != nil {
+			return nil, fmt.Errorf("--data-dir: %w", err)
+		}
+		logger.Info("bolt store open", "path", bs.Path())
+		return &stores{states: bs, cache: bs, limiter: bs, records: bs, kind: "bolt", close: func() {
+			if err := bs.Close(); err != nil {
+				logger.Error("closing the bolt store", "error", err.Error())
+			}
+		}}, nil
 	}
 	redisstore.SetLogger(logger)
 	rs, err := redisstore.Open(f.store)
@@ -326,7 +351,7 @@ func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*store
 	if err := rs.Ping(ctx); err != nil {
 		logger.Warn("redis store not reachable yet; calls that need state answer 503 until it is", "error", err.Error())
 	}
-	return &stores{states: rs, cache: rs, limiter: rs, records: rs.Records(retention), close: func() { _ = rs.Close() }}, nil
+	return &stores{states: rs, cache: rs, limiter: rs, records: rs.Records(retention), kind: "redis", close: func() { _ = rs.Close() }}, nil
 }
 
 // reloadOnHangup forces a reload of every reloader on every SIGHUP until ctx is done.

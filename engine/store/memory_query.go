@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // List implements RecordLister. It examines every live record, so a page holds Limit
@@ -14,7 +15,6 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 	if err := q.Validate(); err != nil {
 		return Page{}, err
 	}
-	after, _ := q.CursorPosition()
 	now := m.now()
 	m.recordsMu.Lock()
 	all := make([]*Summary, 0, m.records.Len()+m.failed.Len())
@@ -28,6 +28,15 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 	m.records.Range(now, collect)
 	m.failed.Range(now, collect)
 	m.recordsMu.Unlock()
+	return PageOf(&q, now, all), nil
+}
+
+// PageOf returns the page q selects of the records summarized by all, in list order
+// from q's cursor, taking their lifecycle as of now: a store that examines every live
+// record passes them all. q must be valid (Query.Validate). The page holds copies of
+// the summaries, which PageOf leaves unchanged.
+func PageOf(q *Query, now time.Time, all []*Summary) Page {
+	after, _ := q.CursorPosition()
 	k := q.PageSize()
 	top := make([]listed, 0, k+1) // the first k+1 matches in list order
 	for _, s := range all {
@@ -50,7 +59,7 @@ func (m *Memory) List(ctx context.Context, q Query) (Page, error) {
 	if len(top) > k {
 		page.NextCursor = top[k-1].pos.Cursor()
 	}
-	return page, nil
+	return page
 }
 
 // listed is a record matching a list query, at its position.

@@ -40,12 +40,13 @@ func buildProfiling(c *config, out, tmp string) error {
 	return prof.BuildAgentd(c.goBin, c.repo, out, tmp)
 }
 
-// agentdSpec serves dir with bin. Per-request logging is off (warn): agentd logs one
-// info line per stage call, and OPA runs with its access log off too.
+// agentdSpec serves dir with bin on its default store, a bolt file in a data
+// directory of its own. Per-request logging is off (warn): agentd logs one info line
+// per stage call, and OPA runs with its access log off too.
 func (b *bench) agentdSpec(name, bin, dir, addr string) procs.Spec {
 	return procs.Spec{
 		Name: name, Addr: addr, Bin: bin, Ready: "/readyz",
-		Args: []string{"serve", "--config", dir, "--addr", addr, "--log-level", "warn"},
+		Args: []string{"serve", "--config", dir, "--addr", addr, "--log-level", "warn", "--data-dir", filepath.Join(b.tmp, name+".data")},
 		Log:  filepath.Join(b.tmp, name+".log"),
 	}
 }

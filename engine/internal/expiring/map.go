@@ -16,6 +16,7 @@ type Map[T any] struct {
 	max      int
 	bytes    int64
 	maxBytes int64
+	onEvict  func(key string, v T)
 }
 
 type boundedEntry[T any] struct {
@@ -57,6 +58,12 @@ func (m *Map[T]) Get(key string, now time.Time) (T, bool) {
 	return e.value, true
 }
 
+// Peek returns the value under key, expired or not, as long as the map holds it.
+func (m *Map[T]) Peek(key string) (T, bool) {
+	e, ok := m.entries[key]
+	return e.value, ok
+}
+
 // Put stores v under key until expires, first evicting the oldest write when full.
 func (m *Map[T]) Put(key string, v T, expires time.Time) { m.PutSized(key, v, 0, expires) }
 
@@ -93,6 +100,22 @@ func (m *Map[T]) evictOldest(rewriting string) {
 	}
 	if e, ok := m.entries[item.key]; ok && e.seq == item.seq {
 		delete(m.entries, item.key)
+		m.bytes -= e.size
+		if m.onEvict != nil {
+			m.onEvict(item.key, e.value)
+		}
+	}
+}
+
+// OnEvict makes the map call fn with every entry a Put evicts to stay within its
+// bounds (not with entries Delete or Sweep remove: their callers know them), so that
+// a store keeping the entries elsewhere too can drop them there.
+func (m *Map[T]) OnEvict(fn func(key string, v T)) { m.onEvict = fn }
+
+// Delete removes the entry under key, if any.
+func (m *Map[T]) Delete(key string) {
+	if e, ok := m.entries[key]; ok {
+		delete(m.entries, key)
 		m.bytes -= e.size
 	}
 }

@@ -67,3 +67,37 @@ func TestMap_ExpiredEntriesAreNotServed(t *testing.T) {
 		t.Fatal("expired entry served")
 	}
 }
+
+// OnEvict sees what a Put evicts, Delete frees an entry's bytes, and Sweep removes the
+// expired entries it examines and reports them.
+func TestMap_EvictionsAreReportedAndSweepsRemoveExpired(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := NewSized[int](3, 100)
+	var evicted []string
+	m.OnEvict(func(k string, _ int) { evicted = append(evicted, k) })
+	m.PutSized("a", 1, 40, now.Add(time.Second))
+	m.PutSized("b", 2, 40, time.Time{})
+	m.PutSized("c", 3, 40, now.Add(time.Second)) // over the bytes: a goes
+	if fmt.Sprint(evicted) != "[a]" || m.Bytes() != 80 {
+		t.Fatalf("evicted %v, bytes %d; want [a], 80", evicted, m.Bytes())
+	}
+	m.Delete("b")
+	m.Delete("missing")
+	if _, ok := m.Get("b", now); ok || m.Bytes() != 40 || m.Len() != 1 {
+		t.Fatalf("after Delete: len %d bytes %d", m.Len(), m.Bytes())
+	}
+	m.PutSized("d", 4, 10, time.Time{})
+	if v, ok := m.Peek("c"); !ok || v != 3 {
+		t.Fatalf("Peek of an expired entry not yet swept = %v, %v", v, ok)
+	}
+	var swept []string
+	m.Sweep(now.Add(2*time.Second), 10, func(k string, _ int) { swept = append(swept, k) })
+	if fmt.Sprint(swept) != "[c]" || m.Len() != 1 || m.Bytes() != 10 || fmt.Sprint(evicted) != "[a]" {
+		t.Fatalf("swept %v, len %d bytes %d, evicted %v; want [c], 1, 10, [a]", swept, m.Len(), m.Bytes(), evicted)
+	}
+	if _, ok := m.Peek("c"); ok {
+		t.Fatal("Peek finds a swept entry")
+	}
+	m.PutSized("e", 5, 10, now)
+	m.Sweep(now, 0, func(k string, _ int) { t.Fatalf("a sweep of limit 0 removed %s", k) })
+}

@@ -310,7 +310,7 @@ func writeError(w http.ResponseWriter, e *api.Error) { writeJSON(w, e.Status, e)
 
 // Status describes the live generation and the last reload.
 func (s *Service) Status() api.StatusBody {
-	body := api.StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
+	body := api.StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status(), Store: s.cfg.Store}
 	if s.cfg.Shadow != nil {
 		if sum := s.cfg.Shadow(); sum != nil {
 			body.Shadow = sum

@@ -40,6 +40,9 @@ type Config struct {
 	Observer engine.Observer
 	// Shadow, when set, describes the shadow configuration in GET /v1/status.
 	Shadow func() *shadow.Summary
+	// Store is the kind of store the states and records live in (bolt, memory or
+	// redis), shown by GET /v1/status.
+	Store string
 }
 
 // Service serves the API on a driver over the registry's generations. It is safe for

@@ -1,0 +1,574 @@
+// Package bolt keeps agentd's state in one file on local disk (go.etcd.io/bbolt):
+// request states, execution records, response-cache entries and rate-limit windows, so
+// that they survive a restart of the daemon, a crash or a SIGKILL. Store implements
+// engine.StateStore, engine.RecordStore, store.RecordLister, store.Cache and
+// store.Limiter, and passes the conformance suites the memory and Redis stores pass
+// (storetest).
+//
+// Durability: every write is committed with an fsync before it returns, so a write
+// that returned nil is on disk. Writes are group-committed: one goroutine commits the
+// writes waiting when it is free in one transaction and one fsync, so a lone write
+// waits for its own fsync only and concurrent writes share one. A write's context is
+// checked before it is queued, not while it waits: once queued, its outcome is the
+// commit's.
+//
+// Bounds: as the memory store's (store.MemoryOptions), with sizes that are the bytes
+// each entry takes in the file. An index in memory holds each entry's place in write
+// order, its expiry and, for records, the summary lists match; writes that go past a
+// bound evict the oldest written, and a background sweep deletes expired entries a
+// bounded number at a time. Reads check expiry, so an expired entry is never served
+// while it waits to be swept. The file grows to the largest it has held and reuses
+// its free pages after (bbolt never shrinks a file).
+package bolt
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/internal/expiring"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// FileName is the name of the store's file in its directory.
+const FileName = "agentd.db"
+
+// DefaultSweepEvery is how often expired entries are swept when Options.SweepEvery is
+// 0; sweepLimit bounds the entries of each kind one sweep examines.
+const (
+	DefaultSweepEvery = time.Minute
+	sweepLimit        = 10_000
+)
+
+// maxWindows bounds the rate-limit windows kept, as the memory store does.
+const maxWindows = 100_000
+
+// maxBatch bounds the writes one commit takes.
+const maxBatch = 512
+
+// Options configure a Store. The zero value is valid.
+type Options struct {
+	// MaxEntries bounds the cache entries and the request states, each; 0 means 10,000.
+	MaxEntries int
+	// Retention says how long records are kept and how many at most.
+	Retention store.Retention
+	// MaxFailedRecords bounds the records of failed requests, kept apart from the
+	// others so that a flood of new requests cannot evict them before their retention;
+	// 0 means Retention.MaxRecords.
+	MaxFailedRecords int
+	// MaxBytes bounds the bytes the request states and the records take in the file,
+	// half each (the oldest written go first), the records' half shared evenly by the
+	// records of failed requests and the others; 0 means store.DefaultMaxBytes.
+	MaxBytes int64
+	// MaxStateBytes and MaxRecordBytes bound the JSON encoding of one request's state
+	// and record; a write over the limit fails with engine.ErrTooLarge. 0 means
+	// store.DefaultMaxStateBytes and store.DefaultMaxRecordBytes.
+	MaxStateBytes, MaxRecordBytes int64
+	// SweepEvery is how often expired entries are deleted; 0 means DefaultSweepEvery.
+	SweepEvery time.Duration
+}
+
+// The file holds one bucket, the log: each value written is stored under its write
+// stamp (8 bytes, big-endian), so that writes append at the end of the B+tree rather
+// than dirty pages all over it, and each rewrite deletes the value it replaces. A
+// value is its kind, its key and its header, then its payload (see encodeValue); the
+// index in memory maps each kind's keys to their stamps.
+var bucketLog = []byte("log")
+
+// Kinds of entries.
+const (
+	kindState  byte = 's'
+	kindRecord byte = 'r'
+	kindCache  byte = 'c'
+	kindWindow byte = 'w'
+)
+
+// Store is the durable store in one bbolt file. It is safe for concurrent use; one
+// process holds the file at a time (Open fails while another holds it).
+//
+// A write is decided under the index lock (the revision gate reads the index, which
+// knows every live entry's revision), queued in decision order with the value it
+// stores, and answered once the commit that holds it has returned. Until then the
+// value is pending: reads find it there, so a writer that retries after losing the
+// gate sees the write that won without waiting for its commit. A commit that fails
+// leaves the index ahead of the file, so the store stops: every later call fails with
+// store.ErrUnavailable until the daemon is restarted and loads the file again.
+type Store struct {
+	db   *bbolt.DB
+	path string
+	opts Options
+	now  func() time.Time
+
+	// mu guards everything below.
+	mu       sync.Mutex
+	requests *expiring.Map[entry]
+	records  *expiring.Map[entry] // the records of requests that did not fail
+	failed   *expiring.Map[entry] // the records of failed requests
+	cache    *expiring.Map[entry]
+	windows  *expiring.Map[entry]
+	stamp    uint64 // the last write stamp given
+	// next is the batch of writes the next commit takes; pending the values of the
+	// writes queued and not yet committed, by stamp.
+	next    *batch
+	pending map[uint64][]byte
+	// broken is the failure of a commit, after which the store refuses every call.
+	broken error
+	closed bool
+
+	kick chan struct{}
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// entry is the index's view of one stored value: its write stamp (its key in the
+// log), its revision (for a rate-limit window, its count), for a window its end, and
+// for a record its summary (never changed once stored).
+type entry struct {
+	stamp    uint64
+	revision int64
+	ends     time.Time
+	summary  *store.Summary
+}
+
+// batch is the writes one commit takes, in the order they were decided; done is
+// closed once the commit has returned, err then its failure.
+type batch struct {
+	writes []write
+	done   chan struct{}
+	err    error
+}
+
+// write puts value under stamp in the log, or deletes stamp's value when value is
+// nil.
+type write struct {
+	stamp uint64
+	value []byte
+}
+
+// Open opens (creating them if need be) the directory dir and the store's file in it,
+// loads the index, deletes what has expired or no longer fits the bounds, and starts
+// the committer and the sweep. Close stops them.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = 10_000
+	}
+	if opts.Retention.MaxRecords <= 0 {
+		opts.Retention.MaxRecords = store.DefaultMaxRecords
+	}
+	if opts.MaxFailedRecords <= 0 {
+		opts.MaxFailedRecords = opts.Retention.MaxRecords
+	}
+	opts.MaxBytes = cmp.Or(max(opts.MaxBytes, 0), store.DefaultMaxBytes)
+	opts.MaxStateBytes = cmp.Or(max(opts.MaxStateBytes, 0), store.DefaultMaxStateBytes)
+	opts.MaxRecordBytes = cmp.Or(max(opts.MaxRecordBytes, 0), store.DefaultMaxRecordBytes)
+	opts.SweepEvery = cmp.Or(max(opts.SweepEvery, 0), DefaultSweepEvery)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout: time.Second,
+		// The free list is rebuilt at open rather than written by every commit.
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%s is in use by another process (its lock is held)", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s := &Store{
+		db: db, path: path, opts: opts, now: time.Now,
+		requests: expiring.NewSized[entry](opts.MaxEntries, opts.MaxBytes/2),
+		records:  expiring.NewSized[entry](opts.Retention.MaxRecords, opts.MaxBytes/4),
+		failed:   expiring.NewSized[entry](opts.MaxFailedRecords, opts.MaxBytes/4),
+		cache:    expiring.New[entry](opts.MaxEntries),
+		windows:  expiring.New[entry](maxWindows),
+		next:     &batch{done: make(chan struct{})},
+		pending:  map[uint64][]byte{},
+		kick:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+	}
+	for _, m := range s.maps() {
+		m.OnEvict(func(_ string, e entry) { s.queue(e.stamp, nil) })
+	}
+	if err := s.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	s.wg.Add(2)
+	go s.commitLoop()
+	go s.sweepLoop()
+	s.mu.Lock()
+	b := s.next
+	s.mu.Unlock()
+	if len(b.writes) > 0 {
+		if err := s.wait(b); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// maps are the maps of the index.
+func (s *Store) maps() []*expiring.Map[entry] {
+	return []*expiring.Map[entry]{s.requests, s.records, s.failed, s.cache, s.windows}
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Close commits the writes queued, stops the sweep and the committer and closes the
+// file; calls after Close fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.quit)
+	s.wg.Wait()
+	return s.db.Close()
+}
+
+// value is a decoded log value: the kind and key of the entry, when it expires (Unix
+// nanoseconds, 0: never), its revision (for a rate-limit window, its count) and its
+// payload.
+type value struct {
+	kind     byte
+	key      string
+	expires  int64
+	revision int64
+	payload  []byte
+}
+
+// encodeValue is the log value of v with the payload parts payload:
+//
+//	kind (1 byte) | key length (uvarint) | key | expires (8) | revision (8) | payload
+func encodeValue(v value, payload ...[]byte) []byte {
+	n := 1 + binary.MaxVarintLen64 + len(v.key) + 16
+	for _, p := range payload {
+		n += len(p)
+	}
+	b := append(make([]byte, 0, n), v.kind)
+	b = binary.AppendUvarint(b, uint64(len(v.key)))
+	b = append(b, v.key...)
+	b = binary.BigEndian.AppendUint64(b, uint64(v.expires))
+	b = binary.BigEndian.AppendUint64(b, uint64(v.revision))
+	for _, p := range payload {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// decodeValue decodes a log value; the payload shares b.
+func decodeValue(b []byte) (value, error) {
+	if len(b) < 1 {
+		return value{}, errors.New("empty log value")
+	}
+	n, w := binary.Uvarint(b[1:])
+	if w <= 0 || n > uint64(len(b)) || 1+w+int(n)+16 > len(b) {
+		return value{}, fmt.Errorf("malformed log value of %d bytes", len(b))
+	}
+	k := 1 + w + int(n)
+	return value{
+		kind: b[0], key: string(b[1+w : k]),
+		expires:  int64(binary.BigEndian.Uint64(b[k:])),
+		revision: int64(binary.BigEndian.Uint64(b[k+8:])),
+		payload:  b[k+16:],
+	}, nil
+}
+
+// expiry is the expiry of t in a value (0 for the zero time) and back.
+func expiry(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func expiryTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func stampKey(stamp uint64) []byte { return binary.BigEndian.AppendUint64(nil, stamp) }
+
+// usable returns the error every call answers once the store is closed or broken. The
+// caller holds s.mu.
+func (s *Store) usable() error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("%w: %s is closed", store.ErrUnavailable, s.path)
+	case s.broken != nil:
+		return fmt.Errorf("%w: a commit to %s failed, restart to load it again: %w", store.ErrUnavailable, s.path, s.broken)
+	}
+	return nil
+}
+
+// put queues the write of v with payload under the next write stamp, and the
+// deletion of the value it replaces (old, the index entry of v's key in m, live or
+// expired; none when m holds none). It returns the stamp and the value's size. The
+// caller holds s.mu and then stores the returned stamp in the index.
+func (s *Store) put(m *expiring.Map[entry], v value, payload ...[]byte) (uint64, int64) {
+	if old, ok := m.Peek(v.key); ok {
+		s.queue(old.stamp, nil)
+	}
+	s.stamp++
+	b := encodeValue(v, payload...)
+	s.queue(s.stamp, b)
+	return s.stamp, int64(len(b))
+}
+
+// queue adds a write of b under stamp (nil: the deletion of stamp's value) to the
+// next batch. The caller holds s.mu.
+func (s *Store) queue(stamp uint64, b []byte) {
+	s.next.writes = append(s.next.writes, write{stamp: stamp, value: b})
+	if b != nil {
+		s.pending[stamp] = b
+	}
+}
+
+// lookup returns the value of key if the index holds it live in one of ms: the
+// pending value or else the committed one; ok false when there is none. Its payload
+// is the caller's.
+func (s *Store) lookup(ctx context.Context, key string, ms ...*expiring.Map[entry]) (v value, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return value{}, false, err
+	}
+	for {
+		s.mu.Lock()
+		if err := s.usable(); err != nil {
+			s.mu.Unlock()
+			return value{}, false, err
+		}
+		var e entry
+		live, now := false, s.now()
+		for _, m := range ms {
+			if f, ok := m.Get(key, now); ok {
+				e, live = f, true
+			}
+		}
+		b, pending := s.pending[e.stamp]
+		s.mu.Unlock()
+		if !live {
+			return value{}, false, nil
+		}
+		if !pending {
+			// Committed: the log holds it unless it has been replaced or evicted
+			// since, and then the index has moved on.
+			err := s.db.View(func(tx *bbolt.Tx) error {
+				b = bytes.Clone(tx.Bucket(bucketLog).Get(stampKey(e.stamp)))
+				return nil
+			})
+			if err != nil {
+				return value{}, false, fmt.Errorf("%w: read %s: %w", store.ErrUnavailable, s.path, err)
+			}
+			if b == nil {
+				continue
+			}
+		}
+		v, err := decodeValue(b)
+		if err != nil {
+			return value{}, false, fmt.Errorf("%s: stamp %d: %w", s.path, e.stamp, err)
+		}
+		return v, true, nil
+	}
+}
+
+// wait kicks the committer and waits for the commit of batch b, which the caller's
+// writes went into (under s.mu, which the caller has released since).
+func (s *Store) wait(b *batch) error {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	<-b.done
+	return b.err
+}
+
+// load fills the index from the log, in write order, and queues the deletion of what
+// has expired, was replaced or was written past a bound.
+func (s *Store) load() error {
+	now := s.now()
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketLog)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, b []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("log key %x is no write stamp", k)
+			}
+			stamp := binary.BigEndian.Uint64(k)
+			s.stamp = max(s.stamp, stamp)
+			v, err := decodeValue(b)
+			if err != nil {
+				return fmt.Errorf("stamp %d: %w", stamp, err)
+			}
+			e := entry{stamp: stamp, revision: v.revision}
+			var m *expiring.Map[entry]
+			switch v.kind {
+			case kindState:
+				m = s.requests
+			case kindCache:
+				m = s.cache
+			case kindWindow:
+				m, e.ends = s.windows, expiryTime(v.expires)
+			case kindRecord:
+				sum, _, err := splitRecord(v.payload)
+				if err == nil {
+					e.summary = new(store.Summary)
+					err = json.Unmarshal(sum, e.summary)
+				}
+				if err != nil {
+					return fmt.Errorf("record %q: %w", v.key, err)
+				}
+				m = s.records
+				if e.summary.Status == engine.RecordFailed {
+					m = s.failed
+				}
+				if old, ok := s.recordPeek(v.key); ok {
+					s.records.Delete(v.key)
+					s.failed.Delete(v.key)
+					s.queue(old.stamp, nil)
+				}
+			default:
+				return fmt.Errorf("stamp %d: unknown kind %q", stamp, v.kind)
+			}
+			if old, ok := m.Peek(v.key); ok { // a value replaced and not deleted
+				s.queue(old.stamp, nil)
+			}
+			if v.expires != 0 && now.UnixNano() >= v.expires {
+				m.Delete(v.key)
+				s.queue(stamp, nil)
+				return nil
+			}
+			m.PutSized(v.key, e, int64(len(b)), expiryTime(v.expires))
+			return nil
+		})
+	})
+}
+
+// recordPeek returns the index entry of the record of id, live or expired, in
+// whichever map holds it. The caller holds s.mu.
+func (s *Store) recordPeek(id string) (entry, bool) {
+	if e, ok := s.records.Peek(id); ok {
+		return e, true
+	}
+	return s.failed.Peek(id)
+}
+
+// commitLoop is the committer: whenever kicked, it commits the batch queued so far,
+// until Close, when it commits what is left.
+func (s *Store) commitLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.kick:
+			s.commit()
+		case <-s.quit:
+			s.commit()
+			return
+		}
+	}
+}
+
+// commit writes the next batch in one transaction, ending with an fsync, and answers
+// its writers. A failed commit breaks the store.
+func (s *Store) commit() {
+	s.mu.Lock()
+	b := s.next
+	if len(b.writes) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.next = &batch{done: make(chan struct{})}
+	s.mu.Unlock()
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		log := tx.Bucket(bucketLog)
+		for _, w := range b.writes {
+			var err error
+			if w.value == nil {
+				err = log.Delete(stampKey(w.stamp))
+			} else {
+				err = log.Put(stampKey(w.stamp), w.value)
+			}
+			if err != nil {
+				return fmt.Errorf("stamp %d: %w", w.stamp, err)
+			}
+		}
+		return nil
+	})
+	s.mu.Lock()
+	if err != nil {
+		b.err = fmt.Errorf("%w: commit to %s: %w", store.ErrUnavailable, s.path, err)
+		s.broken = err
+	}
+	for _, w := range b.writes {
+		if w.value != nil {
+			delete(s.pending, w.stamp)
+		}
+	}
+	s.mu.Unlock()
+	close(b.done)
+}
+
+// sweepLoop deletes expired entries every SweepEvery, at most sweepLimit examined of
+// each kind.
+func (s *Store) sweepLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.quit:
+			return
+		}
+		if s.sweep(s.now()) > 0 {
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// sweep removes from the index the expired entries of each kind it examines and
+// queues their deletion; it returns how many it removed.
+func (s *Store) sweep(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, m := range s.maps() {
+		m.Sweep(now, sweepLimit, func(_ string, e entry) {
+			s.queue(e.stamp, nil)
+			n++
+		})
+	}
+	return n
+}
+
+// tooLarge is the error of a write of request id's state or record over its limit.
+func tooLarge(what, id string, size int, limit int64) error {
+	return fmt.Errorf("%w: request %q %s is %d bytes, over the limit of %d", engine.ErrTooLarge, id, what, size, limit)
+}

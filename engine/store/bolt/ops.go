@@ -1,0 +1,273 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
+)
+
+// GetRequest implements engine.StateStore.
+func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
+	v, ok, err := s.lookup(ctx, id, s.requests)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var st engine.RequestState
+	if err := json.Unmarshal(v.payload, &st); err != nil {
+		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
+	}
+	return &st, true, nil
+}
+
+// PutRequest implements engine.StateStore, revision-gated; ttl 0 means
+// store.DefaultRequestTTL. It returns once the state is on disk.
+func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode request state: %w", err)
+	}
+	if int64(len(data)) > s.opts.MaxStateBytes {
+		return tooLarge("state", st.ID, len(data), s.opts.MaxStateBytes)
+	}
+	if err := checkKey(st.ID); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		ttl = store.DefaultRequestTTL
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	now := s.now()
+	if old, ok := s.requests.Get(st.ID, now); ok && old.revision >= st.Revision {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, st.ID, old.revision, st.Revision)
+	}
+	expires := now.Add(ttl)
+	stamp, size := s.put(s.requests, value{kind: kindState, key: st.ID, expires: expiry(expires), revision: st.Revision}, data)
+	s.requests.PutSized(st.ID, entry{stamp: stamp, revision: st.Revision}, size, expires)
+	b := s.next
+	s.mu.Unlock()
+	return s.wait(b)
+}
+
+// Put implements engine.RecordStore, revision-gated. The record is kept for its
+// outcome's retention. It returns once the record is on disk.
+func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode execution record: %w", err)
+	}
+	if int64(len(data)) > s.opts.MaxRecordBytes {
+		return tooLarge("record", rec.RequestID, len(data), s.opts.MaxRecordBytes)
+	}
+	if err := checkKey(rec.RequestID); err != nil {
+		return err
+	}
+	sum := store.Summarize(rec)
+	sumData, err := json.Marshal(sum)
+	if err != nil {
+		return fmt.Errorf("encode execution record summary: %w", err)
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	now := s.now()
+	if old, ok := s.record(rec.RequestID, now); ok && old.revision >= rec.Revision {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: request %q has revision %d, got %d", engine.ErrStaleRevision, rec.RequestID, old.revision, rec.Revision)
+	}
+	var expires time.Time
+	if ttl := s.opts.Retention.TTL(rec.Status); ttl > 0 {
+		expires = now.Add(ttl)
+	}
+	into, other := s.records, s.failed
+	if rec.Status == engine.RecordFailed {
+		into, other = s.failed, s.records
+	}
+	if old, ok := other.Peek(rec.RequestID); ok {
+		other.Delete(rec.RequestID)
+		s.queue(old.stamp, nil)
+	}
+	stamp, size := s.put(into, value{kind: kindRecord, key: rec.RequestID, expires: expiry(expires), revision: rec.Revision},
+		binary.BigEndian.AppendUint32(nil, uint32(len(sumData))), sumData, data)
+	into.PutSized(rec.RequestID, entry{stamp: stamp, revision: rec.Revision, summary: sum}, size, expires)
+	b := s.next
+	s.mu.Unlock()
+	return s.wait(b)
+}
+
+// record returns the index entry of the record of id, in whichever map holds it. The
+// caller holds s.mu.
+func (s *Store) record(id string, now time.Time) (entry, bool) {
+	if e, ok := s.records.Get(id, now); ok {
+		return e, true
+	}
+	return s.failed.Get(id, now)
+}
+
+// splitRecord splits a stored record's payload into the JSON of its summary and the
+// JSON of the record.
+func splitRecord(payload []byte) (summary, record []byte, err error) {
+	if len(payload) < 4 || uint64(binary.BigEndian.Uint32(payload)) > uint64(len(payload)-4) {
+		return nil, nil, fmt.Errorf("malformed record of %d bytes", len(payload))
+	}
+	n := 4 + int(binary.BigEndian.Uint32(payload))
+	return payload[4:n], payload[n:], nil
+}
+
+// Get implements engine.RecordStore.
+func (s *Store) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
+	v, ok, err := s.lookup(ctx, requestID, s.records, s.failed)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, engine.RecordNotFound(requestID)
+	}
+	_, data, err := splitRecord(v.payload)
+	var rec engine.ExecutionRecord
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode execution record %q: %w", requestID, err)
+	}
+	return &rec, nil
+}
+
+// List implements store.RecordLister over the summaries the index holds: like the
+// memory store's, it examines every live record, so a page holds Limit records
+// whenever that many more match, and NextCursor is set only when more do.
+func (s *Store) List(ctx context.Context, q store.Query) (store.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Page{}, err
+	}
+	if err := q.Validate(); err != nil {
+		return store.Page{}, err
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return store.Page{}, err
+	}
+	now := s.now()
+	all := make([]*store.Summary, 0, s.records.Len()+s.failed.Len())
+	collect := func(_ string, e entry) bool {
+		all = append(all, e.summary)
+		return true
+	}
+	s.records.Range(now, collect)
+	s.failed.Range(now, collect)
+	s.mu.Unlock()
+	return store.PageOf(&q, now, all), nil
+}
+
+// GetCache implements store.Cache.
+func (s *Store) GetCache(ctx context.Context, key string) (store.CacheEntry, bool, error) {
+	v, ok, err := s.lookup(ctx, key, s.cache)
+	if err != nil || !ok {
+		return store.CacheEntry{}, false, err
+	}
+	var e store.CacheEntry
+	if err := json.Unmarshal(v.payload, &e); err != nil {
+		return store.CacheEntry{}, false, fmt.Errorf("decode cache entry: %w", err)
+	}
+	return e, true, nil
+}
+
+// PutCache implements store.Cache; ttl 0 means store.DefaultCacheTTL. It returns once
+// the entry is on disk.
+func (s *Store) PutCache(ctx context.Context, key string, e store.CacheEntry, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.CachedAgainst = maps.Clone(e.CachedAgainst)
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode cache entry: %w", err)
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		ttl = store.DefaultCacheTTL
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	expires := s.now().Add(ttl)
+	stamp, _ := s.put(s.cache, value{kind: kindCache, key: key, expires: expiry(expires)}, data)
+	s.cache.Put(key, entry{stamp: stamp}, expires)
+	b := s.next
+	s.mu.Unlock()
+	return s.wait(b)
+}
+
+// Allow implements store.Limiter with fixed windows aligned to the first event; a
+// window's count is stored with it, so a restart keeps counting in it. At most
+// maxWindows windows are kept, the oldest started going first. It returns once the
+// event is counted on disk.
+func (s *Store) Allow(ctx context.Context, key string, limit int, length time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
+	now := s.now()
+	w, ok := s.windows.Get(key, now)
+	if !ok {
+		w = entry{ends: now.Add(length)}
+	}
+	w.revision++
+	w.stamp, _ = s.put(s.windows, value{kind: kindWindow, key: key, expires: expiry(w.ends), revision: w.revision})
+	s.windows.Put(key, w, w.ends)
+	b := s.next
+	s.mu.Unlock()
+	if err := s.wait(b); err != nil {
+		return false, err
+	}
+	return w.revision <= int64(limit), nil
+}
+
+// checkKey refuses a key longer than bbolt stores.
+func checkKey(key string) error {
+	if len(key) == 0 || len(key) > bbolt.MaxKeySize {
+		return fmt.Errorf("key of %d bytes: the data store keeps keys of 1 to %d bytes", len(key), bbolt.MaxKeySize)
+	}
+	return nil
+}
+
+var (
+	_ engine.StateStore  = (*Store)(nil)
+	_ engine.RecordStore = (*Store)(nil)
+	_ store.RecordLister = (*Store)(nil)
+	_ store.Cache        = (*Store)(nil)
+	_ store.Limiter      = (*Store)(nil)
+)
