@@ -110,7 +110,7 @@ func verify(sig []byte, files map[string][]byte, vc *opabundle.VerificationConfi
 			return &Error{Kind: KindFileNotSigned, File: name, Message: "the signature does not list this file"}
 		}
 		if err := opabundle.VerifyBundleFile(name, *bytes.NewBuffer(files[name]), signedFiles); err != nil {
-			return fail(KindDigest, name, err)
+			return &Error{Kind: KindDigest, File: name, Message: "the file's hash is not the signed one", Err: err}
 		}
 	}
 	if len(signedFiles) > 0 {

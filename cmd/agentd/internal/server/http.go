@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/bundle"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/docs"
 	"github.com/agentd-dev/agentd/engine"
@@ -319,6 +320,9 @@ type StatusBody struct {
 	// Shadow is the shadow configuration's generation, last reload and disagreements
 	// with the live one, when agentd serve runs with --shadow.
 	Shadow *shadow.Summary `json:"shadow,omitempty"`
+	// Bundles is the state of each bundle the live config comes from (agentd serve
+	// --bundle), in OPA's status field names, keyed by bundle name.
+	Bundles map[string]bundle.Status `json:"bundles,omitempty"`
 }
 
 // Status describes the live generation and the last reload.
@@ -326,6 +330,9 @@ func (s *Service) Status() StatusBody {
 	body := StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	if s.cfg.Shadow != nil {
 		body.Shadow = s.cfg.Shadow()
+	}
+	if s.cfg.Bundles != nil {
+		body.Bundles = s.cfg.Bundles()
 	}
 	g := s.cfg.Registry.Current()
 	if g == nil {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
+	"github.com/agentd-dev/agentd/config/bundle"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
@@ -38,6 +39,9 @@ type Config struct {
 	Observer engine.Observer
 	// Shadow, when set, describes the shadow configuration in GET /v1/status.
 	Shadow func() *shadow.Summary
+	// Bundles, when set, is the state of each bundle the live config comes from, in
+	// OPA's status format (GET /v1/status, under bundles).
+	Bundles func() map[string]bundle.Status
 }
 
 // Service serves the API on a driver over the registry's generations. It is safe for
