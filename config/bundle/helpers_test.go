@@ -168,3 +168,11 @@ func rewrite(t testing.TB, data []byte, edit func([]entry) []entry) []byte {
 	t.Helper()
 	return pack(t, edit(entries(t, data)))
 }
+
+// writeFileAtomic replaces path with data in one rename.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
