@@ -69,7 +69,8 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startDaemon runs agentd serve on config with extra flags and waits until it is ready.
+// startDaemon runs agentd serve on config ("": none, for --bundle) with extra flags and
+// waits until it is ready.
 // The daemon is stopped with SIGTERM at cleanup, which must exit 0.
 func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 	t.Helper()
@@ -81,7 +82,10 @@ func startDaemonEnv(t *testing.T, env []string, config string, flags ...string) 
 	t.Helper()
 	addr := freeAddr(t)
 	d := &daemon{url: "http://" + addr, stderr: &capture.Buffer{}, exited: make(chan struct{})}
-	args := append([]string{"serve", "--config", config, "--addr", addr}, flags...)
+	args := append([]string{"serve", "--addr", addr}, flags...)
+	if config != "" { // "": the flags name the config (--bundle)
+		args = append(args, "--config", config)
+	}
 	d.cmd = exec.Command(binary, args...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.stderr
