@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/bundle"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -28,4 +29,7 @@ type StatusBody struct {
 	// with the live one, when agentd serve runs with --shadow (docs/openapi.yaml,
 	// ShadowSummary); a client reads it as decoded JSON.
 	Shadow any `json:"shadow,omitempty"`
+	// Bundles is the state of each bundle the live config comes from (agentd serve
+	// --bundle), in OPA's status field names, keyed by bundle name.
+	Bundles map[string]bundle.Status `json:"bundles,omitempty"`
 }

@@ -126,6 +126,39 @@ func ioMessage(err error) string {
 	return err.Error()
 }
 
+// SourceFile is one file of a config directory, named by its slash path relative to
+// the directory.
+type SourceFile struct {
+	Name string
+	Data []byte
+}
+
+// ReadFiles returns every file Load reads from the config directory dir: the hooks,
+// policies and data a generation is compiled from and, with tests, the pipeline test
+// cases; in name order. It is what a bundle of the directory holds (see package
+// config/bundle). A file that cannot be read is a diag.List error.
+func ReadFiles(dir string, tests bool) ([]SourceFile, error) {
+	cf, errs := readConfig(dir)
+	if len(errs) > 0 {
+		return nil, errs.Normalize(0)
+	}
+	var out []SourceFile
+	for _, s := range cf.hooks {
+		out = append(out, SourceFile{Name: s.Name, Data: s.Data})
+	}
+	groups := [][]file{cf.policies, cf.data}
+	if tests {
+		groups = append(groups, cf.tests)
+	}
+	for _, g := range groups {
+		for _, f := range g {
+			out = append(out, SourceFile{Name: f.name, Data: f.data})
+		}
+	}
+	slices.SortFunc(out, func(a, b SourceFile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
 // generationID hashes the names and contents of every file a generation is built
 // from, in name order.
 func (cf configFiles) generationID() (string, []string) {

@@ -9,11 +9,15 @@ import (
 )
 
 // Generation is one compiled configuration: what the driver runs (the embedded
-// engine.Generation, whose ID is a content hash of every loaded file, names and bytes)
+// engine.Generation, whose ID is a content hash of every loaded file, names and bytes,
+// or the revision of the bundle it came from)
 // and what describes it. It is immutable and safe for concurrent use; a reload builds a
 // new one beside it.
 type Generation struct {
 	engine.Generation
+	// Digest is the content hash of every loaded file (names and bytes). It is the ID
+	// unless the generation was loaded under a bundle revision (reload.Reloader.LoadAs).
+	Digest  string
 	Dir     string
 	Files   []string
 	Catalog *engine.Catalog

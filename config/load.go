@@ -114,7 +114,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
-		Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
+		Digest: id, Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
 		DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
 		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil

@@ -3,6 +3,7 @@
 //	agentd serve   --config DIR [flags]   run the HTTP API (and the MCP gateway at /mcp) on a config directory
 //	agentd mcp     --config DIR [flags]   serve the MCP gateway of a config directory over stdio
 //	agentd check   [--strict] DIR         compile a config directory, print its summary and warnings
+//	agentd build   [--signing-key KEY] --output B.tar.gz DIR   write a config directory as a (signed) OPA bundle
 //	agentd test    [--coverage] DIR       run the Rego tests and pipeline cases of DIR
 //	agentd eval    --config DIR --stage STAGE --input FILE [--explain]
 //	agentd replay  --config CANDIDATE --records FILE|URL [--allow-changes] [--json]
@@ -45,6 +46,7 @@ var commands = []command{
 	{"serve", "run the HTTP API on a config directory", runServe},
 	{"mcp", "serve the MCP gateway of a config directory over stdio", runMCP},
 	{"check", "compile a config directory and print its summary and warnings", runCheck},
+	{"build", "write a config directory as an OPA-format bundle, signed with --signing-key", runBuild},
 	{"test", "run the Rego tests and pipeline cases of a config directory", runTest},
 	{"eval", "run one stage on a JSON input and print the outcome", runEval},
 	{"replay", "re-run recorded plans and checks against a candidate config and print what would change", runReplay},

@@ -69,9 +69,10 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startDaemon runs agentd serve on config with extra flags and waits until it is ready.
-// Its default store keeps its file in a directory of t's (--data-dir, which flags may
-// override). The daemon is stopped with SIGTERM at cleanup, which must exit 0.
+// startDaemon runs agentd serve on config ("": none, for --bundle) with extra flags and
+// waits until it is ready. Its default store keeps its file in a directory of t's
+// (--data-dir, which flags may override). The daemon is stopped with SIGTERM at cleanup,
+// which must exit 0.
 func startDaemon(t *testing.T, config string, flags ...string) *daemon {
 	t.Helper()
 	return startDaemonEnv(t, nil, config, flags...)
@@ -82,7 +83,10 @@ func startDaemonEnv(t *testing.T, env []string, config string, flags ...string) 
 	t.Helper()
 	addr := freeAddr(t)
 	d := &daemon{url: "http://" + addr, stderr: &capture.Buffer{}, exited: make(chan struct{})}
-	args := append([]string{"serve", "--config", config, "--addr", addr, "--data-dir", t.TempDir()}, flags...)
+	args := append([]string{"serve", "--addr", addr, "--data-dir", t.TempDir()}, flags...)
+	if config != "" { // "": the flags name the config (--bundle)
+		args = append(args, "--config", config)
+	}
 	d.cmd = exec.Command(binary, args...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.stderr

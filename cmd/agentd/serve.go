@@ -43,6 +43,7 @@ type serveFlags struct {
 	// dataDir and dataBytes are the bolt store's directory and byte budget.
 	dataDir   string
 	dataBytes int64
+	bundle                                                              bundleFlags
 }
 
 const serveDoc = `
@@ -57,8 +58,8 @@ var errHelp = errors.New("help")
 
 func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, error) {
 	var f serveFlags
-	fs := newFlags("serve", "agentd serve --config DIR [flags]", serveDoc, stderr)
-	fs.StringVar(&f.config, "config", "", "config directory (required)")
+	fs := newFlags("serve", "agentd serve --config DIR | --bundle FILE|URL [flags]", serveDoc, stderr)
+	fs.StringVar(&f.config, "config", "", "config directory (or --bundle)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8181", "listen address")
 	fs.BoolVar(&f.watch, "watch", true, "reload when files in the config directory change")
 	fs.DurationVar(&f.debounce, "debounce", 100*time.Millisecond, "quiet period before a reload")
@@ -87,6 +88,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
 	f.evidence.register(fs.FlagSet)
+	f.bundle.register(fs.FlagSet)
 	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
 		if code == exitOK {
 			return nil, errHelp
@@ -96,11 +98,11 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	if err := f.evidence.check(stderr); err != nil {
 		return nil, err
 	}
-	switch {
-	case f.config == "":
-		fmt.Fprintln(stderr, "agentd serve: --config is required")
+	if err := f.bundle.check(f.config, stderr); err != nil {
 		fs.printUsage(stderr)
-		return nil, errUsage
+		return nil, err
+	}
+	switch {
 	case (f.tlsCert == "") != (f.tlsKey == ""):
 		fmt.Fprintln(stderr, "agentd serve: --tls-cert and --tls-key go together")
 		return nil, errUsage
@@ -185,17 +187,15 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		return err
 	}
 	defer stores.close()
-	registry := reload.NewRegistry(8)
-	reloader, err := reload.NewReloader(f.config, config.Options{
+	registry := reload.NewRegistry(f.bundle.keep)
+	source, err := openConfigSource(ctx, f, registry, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
-	}, registry, logger, tel.meter, reloadOptions(f)...)
+	}, logger, tel.meter)
 	if err != nil {
 		return err
 	}
-	if _, err := reloader.Reload(ctx); err != nil {
-		return fmt.Errorf("config %s does not compile:\n%s", f.config, registry.Status().Error)
-	}
+	defer source.close()
 	dlog, err := openDecisionLog(f, registry, logger, out, tel.meter)
 	if err != nil {
 		return err
@@ -205,7 +205,8 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	if dlog != nil {
 		observers = append(observers, dlog)
 	}
-	reloaders := []*reload.Reloader{reloader}
+	reloaders := source.watched()
+	refreshes := []func(context.Context){source.refresh}
 	var shadowStatus func() *shadow.Summary
 	if f.evidence.shadow != "" {
 		sh, err := openShadow(ctx, f, registry, dlog, logger, tel.meter)
@@ -214,11 +215,12 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		}
 		defer sh.Close()
 		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), sh.Summary
+		refreshes = append(refreshes, func(ctx context.Context) { _, _ = sh.Reloader().Reload(ctx) })
 	}
 	svc, err := server.New(server.Config{
 		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
-		Shadow: shadowStatus, Store: stores.kind,
+	Shadow: shadowStatus, Store: stores.kind, Bundles: source.statuses(),
 	})
 	if err != nil {
 		return err
@@ -232,7 +234,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 			}()
 		}
 	}
-	go reloadOnHangup(ctx, reloaders...)
+	go reloadOnHangup(ctx, refreshes...)
 	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
 	if err != nil {
 		return err
@@ -264,7 +266,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	}
 	errc := make(chan error, 1)
 	go func() {
-		logger.Info("agentd listening", "addr", ln.Addr().String(), "config", f.config,
+		logger.Info("agentd listening", "addr", ln.Addr().String(), "config", f.config, "bundle", f.bundle.location,
 			"generation", registry.Current().ID, "tls", f.tlsCert != "", "watch", f.watch,
 			"tokens", len(tokens), "max_connections", f.maxConns, "gc_headroom", gc.Headroom())
 		if f.tlsCert != "" {
@@ -354,8 +356,9 @@ func openStores(ctx context.Context, f *serveFlags, logger *slog.Logger) (*store
 	return &stores{states: rs, cache: rs, limiter: rs, records: rs.Records(retention), kind: "redis", close: func() { _ = rs.Close() }}, nil
 }
 
-// reloadOnHangup forces a reload of every reloader on every SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, reloaders ...*reload.Reloader) {
+// reloadOnHangup runs every refresh (a reload, a bundle fetch) on every SIGHUP until
+// ctx is done.
+func reloadOnHangup(ctx context.Context, refreshes ...func(context.Context)) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -364,8 +367,8 @@ func reloadOnHangup(ctx context.Context, reloaders ...*reload.Reloader) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			for _, r := range reloaders {
-				_, _ = r.Reload(ctx)
+			for _, refresh := range refreshes {
+				refresh(ctx)
 			}
 		}
 	}

@@ -22,6 +22,7 @@ type Registry struct {
 	recent  []*config.Generation // oldest first, the live one last
 	keep    int
 	swapped chan struct{} // closed at the next Swap
+	miss    atomic.Pointer[func(id string)]
 }
 
 // Status is the outcome of the last reload attempt.
@@ -37,9 +38,26 @@ type Status struct {
 	Generation string `json:"generation"`
 }
 
-// NewRegistry returns an empty registry that retains keep generations (at least 1).
+// MaxKeep bounds the generations a registry retains.
+const MaxKeep = 64
+
+// NewRegistry returns an empty registry that retains keep generations, the live one
+// included (at least 1, at most MaxKeep).
 func NewRegistry(keep int) *Registry {
-	return &Registry{keep: max(keep, 1), swapped: make(chan struct{})}
+	return &Registry{keep: min(max(keep, 1), MaxKeep), swapped: make(chan struct{})}
+}
+
+// OnMiss sets what Get does when no retained generation has the id asked for: f may
+// make it live (a bundle source fetches its newest revision, which a request that
+// opened on another replica may run on) and Get then looks once more. f runs on the
+// caller's goroutine and must bound its own time; nil turns it off. Set it before the
+// registry serves.
+func (r *Registry) OnMiss(f func(id string)) {
+	if f == nil {
+		r.miss.Store(nil)
+		return
+	}
+	r.miss.Store(&f)
 }
 
 // Swapped returns a channel that is closed when the next generation goes live. Callers
@@ -54,8 +72,21 @@ func (r *Registry) Swapped() <-chan struct{} {
 // Current returns the live generation, nil before the first successful load.
 func (r *Registry) Current() *config.Generation { return r.current.Load() }
 
-// Get returns the retained generation with id, or nil when it has been retired.
+// Get returns the retained generation with id, or nil when it has been retired (or,
+// with OnMiss, when it is still unknown after the miss handler ran).
 func (r *Registry) Get(id string) *config.Generation {
+	if g := r.retained(id); g != nil {
+		return g
+	}
+	if f := r.miss.Load(); f != nil {
+		(*f)(id)
+		return r.retained(id)
+	}
+	return nil
+}
+
+// retained returns the retained generation with id, nil when there is none.
+func (r *Registry) retained(id string) *config.Generation {
 	if g := r.current.Load(); g != nil && g.ID == id {
 		return g
 	}

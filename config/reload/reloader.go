@@ -88,12 +88,24 @@ func NewReloader(dir string, opts config.Options, registry *Registry, logger *sl
 // agentd or a library it compiles with, on some input) is such a failure too: a config
 // never takes the daemon down.
 func (r *Reloader) Reload(ctx context.Context) (*config.Generation, error) {
+	return r.ReloadAs(ctx, "")
+}
+
+// ReloadAs is Reload under a bundle revision: when revision is not empty it is the new
+// generation's ID instead of the content hash, so replicas that load one bundle
+// revision run generations of one identity and a request can move between them. A
+// revision that a retained generation already has with other content is refused (see
+// RevisionError): one id never stands for two configs.
+func (r *Reloader) ReloadAs(ctx context.Context, revision string) (*config.Generation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	gen, err := r.compile(ctx)
 	result := "error"
 	if err == nil {
-		if err = r.boundary(gen); err != nil {
+		if revision != "" {
+			gen.ID = revision
+		}
+		if err = r.admit(gen); err != nil {
 			result = "refused"
 		}
 	}
@@ -114,6 +126,27 @@ func (r *Reloader) Reload(ctx context.Context) (*config.Generation, error) {
 	r.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", "ok")))
 	r.logger.InfoContext(ctx, "config generation live", "generation", gen.ID, "files", len(gen.Files), "hooks", len(gen.Hooks))
 	return gen, nil
+}
+
+// admit refuses a compiled generation that may not replace the live one: a weaker
+// boundary, or an id a retained generation of other content has.
+func (r *Reloader) admit(gen *config.Generation) error {
+	if old := r.registry.retained(gen.ID); old != nil && old.Digest != gen.Digest {
+		return &RevisionError{Revision: gen.ID, Retained: old.Digest, Loaded: gen.Digest}
+	}
+	return r.boundary(gen)
+}
+
+// RevisionError refuses a bundle revision that a retained generation already has with
+// other content: a bundle rebuilt without a new revision.
+type RevisionError struct {
+	Revision string
+	// Retained and Loaded are the content hashes of the retained and the new files.
+	Retained, Loaded string
+}
+
+func (e *RevisionError) Error() string {
+	return fmt.Sprintf("revision %q is already loaded with other content (%s, now %s): give a changed bundle a new revision", e.Revision, e.Retained, e.Loaded)
 }
 
 // compile loads the directory, turning a panic into an error (logged with its stack).

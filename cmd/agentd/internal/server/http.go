@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/agentd-dev/agentd/api"
-
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/docs"
 	"github.com/agentd-dev/agentd/engine"
@@ -315,6 +314,9 @@ func (s *Service) Status() api.StatusBody {
 		if sum := s.cfg.Shadow(); sum != nil {
 			body.Shadow = sum
 		}
+	}
+	if s.cfg.Bundles != nil {
+		body.Bundles = s.cfg.Bundles()
 	}
 	g := s.cfg.Registry.Current()
 	if g == nil {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
+	"github.com/agentd-dev/agentd/config/bundle"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
@@ -40,6 +41,9 @@ type Config struct {
 	Observer engine.Observer
 	// Shadow, when set, describes the shadow configuration in GET /v1/status.
 	Shadow func() *shadow.Summary
+	// Bundles, when set, is the state of each bundle the live config comes from, in
+	// OPA's status format (GET /v1/status, under bundles).
+	Bundles func() map[string]bundle.Status
 	// Store is the kind of store the states and records live in (bolt, memory or
 	// redis), shown by GET /v1/status.
 	Store string
