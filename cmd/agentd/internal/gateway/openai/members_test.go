@@ -38,6 +38,13 @@ func FuzzVetMembers(f *testing.F) {
 				t.Fatalf("%s rules: vetMembers(%s) = %v; the tokenizer finds a problem: %v", name, data, got, want)
 			}
 		}
+		// Arguments the gateway accepts are parameters the engine admits: its check of
+		// the decoded object agrees.
+		if args, err := parseArguments(string(data)); err == nil {
+			if a, b, ambiguous := engine.AmbiguousMember(args); ambiguous {
+				t.Fatalf("parseArguments(%s) accepted members %q and %q", data, a, b)
+			}
+		}
 	})
 }
 
