@@ -233,6 +233,12 @@ type Opening struct {
 	// afresh. For a session of independent calls (an MCP session), where one refused
 	// call must not end the others; by default a rejection fails the request.
 	PhasesIndependent bool
+	// InvalidPlanFails fails the request when an incoming plan breaks a plan rule
+	// (*PlanError), as a required hook's rejection does: for an entry point whose
+	// planner cannot be asked again (a model's round of tool calls, answered once). By
+	// default an invalid plan is refused and the request goes on, so the planner can
+	// send a corrected one.
+	InvalidPlanFails bool
 }
 
 // Open starts request id afresh on the live generation, for a before_planning call:
@@ -365,7 +371,7 @@ func (d *Driver) openState(id string, gen *Generation, o Opening) *RequestState 
 	return &RequestState{
 		ID: id, Generation: gen.ID, Request: o.Text, Metadata: o.Metadata, Enrichments: enrichments,
 		CacheVary: cloneStrings(o.CacheVary), CacheReadDisabled: o.CacheReadDisabled,
-		PhasesIndependent: o.PhasesIndependent, Lifecycle: LifecycleOpen, OpenedAt: d.now().UTC(),
+		PhasesIndependent: o.PhasesIndependent, InvalidPlanFails: o.InvalidPlanFails, Lifecycle: LifecycleOpen, OpenedAt: d.now().UTC(),
 	}
 }
 

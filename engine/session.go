@@ -202,9 +202,11 @@ type PlanResult struct {
 
 // AfterPlanning reviews the plan of one phase: phase > 0 sets its number, else the
 // plan's own phase_number, else the next phase. The incoming plan is validated first
-// (a *PlanError, the request goes on); then after_planning runs on it. A rejection by
-// the required hook (*RequiredAfterPlanningError) fails the request; an accepted plan
-// becomes the phase's plan, and its steps the prior steps of later phases.
+// (a *PlanError; the request goes on unless it opened with InvalidPlanFails); then
+// after_planning runs on it. A rejection by the required hook
+// (*RequiredAfterPlanningError) fails the request (unless PhasesIndependent); an
+// accepted plan becomes the phase's plan, and its steps the prior steps of later
+// phases.
 //
 // A call that re-sends the last accepted phase's plan (its plan_id and at least one of
 // its step ids, with no other phase number) is answered from the record as it was the
@@ -233,7 +235,11 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 	}
 	planID := plan.PlanID
 	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
-		if werr := s.writeRecord(c.detached(), s.rejected(c, plan, err).record); werr != nil {
+		if ch := s.rejected(c, plan, err); ch.state != nil { // the request fails with it
+			if werr := s.commit(c, ch); werr != nil {
+				return nil, werr
+			}
+		} else if werr := s.writeRecord(c.detached(), ch.record); werr != nil {
 			return nil, s.d.refuse(c.ctx, c.stage, st.ID, werr)
 		}
 		s.done(c, OutcomeInvalidPlan, err)

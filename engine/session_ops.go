@@ -36,6 +36,12 @@ type CheckResult struct {
 // guard an *op.GuardError (fail closed: the call must not run), a request that may not
 // go on or a store failure a *RefusalError.
 func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) {
+	return d.check(ctx, nil, call)
+}
+
+// check is Check on session s, the request's, or with s nil on the request call names,
+// attached afresh.
+func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckResult, error) {
 	started := time.Now()
 	id := decisionID(ctx)
 	ctx = WithDecisionID(ctx, id)
@@ -48,10 +54,12 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 		report.Outcome, report.Err = CheckOutcomeOf(err), err
 		return nil, err
 	}
-	s, err := d.attach(ctx, call.RequestID)
-	if err != nil {
-		report.Outcome, report.Err = CheckOutcomeOf(err), err
-		return nil, err
+	if s == nil {
+		var err error
+		if s, err = d.attach(ctx, call.RequestID); err != nil {
+			report.Outcome, report.Err = CheckOutcomeOf(err), err
+			return nil, err
+		}
 	}
 	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
 	if st := s.known(); st != nil {

@@ -33,7 +33,8 @@ func failed(err error) change {
 }
 
 // rejected records a plan phase that was not accepted; a rejection by the required
-// hook also fails the request, unless its phases are independent.
+// hook also fails the request, unless its phases are independent, and so does an
+// invalid plan of a request opened with InvalidPlanFails.
 func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 	r := PlanRejection{DecisionID: c.id, Phase: plan.PhaseNumber, Cause: CauseOf(err), Error: err.Error(), At: s.d.now().UTC()}
 	ch := change{}
@@ -47,6 +48,9 @@ func (s *Session) rejected(c *stageCall, plan *RoutingPlan, err error) change {
 		}
 	} else if pe, ok := AsPlanError(err); ok {
 		r.Cause, r.Rule, r.Code, r.StepID = CauseInvalidPlan, pe.Rule, pe.Code, pe.StepID
+		if s.state.InvalidPlanFails {
+			ch = failed(err)
+		}
 	}
 	r.Plan = s.ownPlan(plan)
 	fail := ch.record

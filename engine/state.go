@@ -34,6 +34,7 @@ type RequestState struct {
 	CacheVary         map[string]string `json:"cache_vary,omitempty"`
 	CacheReadDisabled bool              `json:"cache_read_disabled,omitempty"`
 	PhasesIndependent bool              `json:"phases_independent,omitempty"`
+	InvalidPlanFails  bool              `json:"invalid_plan_fails,omitempty"`
 	Lifecycle         RequestLifecycle  `json:"lifecycle,omitempty"`
 	OpenedAt          time.Time         `json:"opened_at"`
 	PriorSteps        []RoutingStep     `json:"prior_steps,omitempty"`

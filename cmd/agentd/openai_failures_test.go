@@ -50,7 +50,7 @@ func TestOpenAIGateway_UpstreamFailures(t *testing.T) {
 		{question: "legacy function call", status: http.StatusBadGateway, code: "upstream_malformed", message: "function_call"},
 		{question: "stream of garbage", stream: true, status: http.StatusBadGateway, code: "upstream_malformed", message: "chat.completion.chunk"},
 		{question: "stream without end", stream: true, status: http.StatusBadGateway, code: "upstream_malformed", message: "before a finish_reason"},
-		{question: "stream error event", stream: true, status: http.StatusBadGateway, code: "crash", message: "model crashed"},
+		{question: "stream error event", stream: true, status: http.StatusBadGateway, code: "upstream_error", message: "model crashed"},
 	}
 	for _, tt := range tests {
 		name := tt.question

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		c, id := g.complete(t, params)
 		msg := c.Choices[0].Message
 		if c.Choices[0].FinishReason != "tool_calls" || len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != "get_quote" ||
-			msg.ToolCalls[0].ID != "call_q" || msg.ToolCalls[0].Function.Arguments != `{"symbol":"ACME"}` {
+			issued(msg.ToolCalls[0].ID) != "1-1" || msg.ToolCalls[0].Function.Arguments != `{"symbol":"ACME"}` {
 			t.Fatalf("round 1 = %+v", c.Choices[0])
 		}
 		if !strings.HasPrefix(id, "oai-") {
@@ -130,7 +131,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		}
 		step := rec.Phases[0].Plan.Steps[0]
 		if step.StepID != "step-1-1" || step.AgentName != "stock-service" || step.Metadata["capability"] != "stock_quote" ||
-			step.Metadata["tool_call_id"] != "call_q" || rec.Phases[0].Results[0].StepID != "step-1-1" {
+			step.Metadata["tool_call_id"] != msg.ToolCalls[0].ID || rec.Phases[0].Results[0].StepID != "step-1-1" {
 			t.Errorf("phase 1 = %+v", rec.Phases[0])
 		}
 	})
@@ -172,7 +173,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 			t.Errorf("record: %s %s %d phases", rec.Status, rec.Lifecycle, len(rec.Phases))
 		}
 		again, id2 := g.complete(t, ask("trade: buy 100 ACME"))
-		if id2 != id+"-2" || !strings.Contains(again.Choices[0].Message.Content, "capability_not_allowed") {
+		if id2 == id || !strings.HasPrefix(id2, "oai-") || !strings.Contains(again.Choices[0].Message.Content, "capability_not_allowed") {
 			t.Errorf("the same conversation again: request %q (the first was %q), %+v", id2, id, again.Choices[0])
 		}
 	})
@@ -181,7 +182,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		t.Parallel()
 		params := ask("parallel: ACME and MSFT?")
 		c, id := g.complete(t, params)
-		if got := toolNames(c); !slices.Equal(got, []string{"call_a:get_quote", "call_m:get_quote"}) {
+		if got := toolNames(c); !slices.Equal(got, []string{"1-1:get_quote", "1-2:get_quote"}) {
 			t.Fatalf("round 1 calls = %v", got)
 		}
 		runTools(&params, c, quotes)
@@ -200,7 +201,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		params := ask("denied: ACME, HALTED and a wipe")
 		c, id := g.complete(t, params)
 		msg := c.Choices[0].Message
-		if got := toolNames(c); !slices.Equal(got, []string{"call_1:get_quote"}) || c.Choices[0].FinishReason != "tool_calls" {
+		if got := toolNames(c); !slices.Equal(got, []string{"1-1:get_quote"}) || c.Choices[0].FinishReason != "tool_calls" {
 			t.Fatalf("round 1 calls = %v (%s)", got, c.Choices[0].FinishReason)
 		}
 		for _, want := range []string{"Let me look.\n\nagentd withheld these tool calls:", "get_quote: symbol_halted: trading in this symbol is halted",
@@ -236,7 +237,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		t.Parallel()
 		params := ask("two rounds: quote then buy")
 		c, id := g.complete(t, params)
-		if got := toolNames(c); !slices.Equal(got, []string{"call_r1:get_quote"}) {
+		if got := toolNames(c); !slices.Equal(got, []string{"1-1:get_quote"}) {
 			t.Fatalf("round 1 calls = %v", got)
 		}
 		runTools(&params, c, quotes)
@@ -257,7 +258,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		runTools(&params, c, quotes)
 		first, _ := g.complete(t, params)
 		again, _ := g.complete(t, params) // the client did not get the first answer, say
-		if !slices.Equal(toolNames(first), []string{"call_m1:get_quote"}) || !slices.Equal(toolNames(again), []string{"call_m1:get_quote"}) {
+		if !slices.Equal(toolNames(first), []string{"2-1:get_quote"}) || !slices.Equal(toolNames(again), []string{"2r2-1:get_quote"}) {
 			t.Fatalf("round 2 = %v, sent again %v (%q)", toolNames(first), toolNames(again), again.Choices[0].Message.Content)
 		}
 		runTools(&params, again, quotes)
@@ -280,7 +281,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 	t.Run("a step an optional hook removed is not returned", func(t *testing.T) {
 		t.Parallel()
 		c, id := g.complete(t, ask("hidden: ACME and HIDDEN"))
-		if got := toolNames(c); !slices.Equal(got, []string{"call_x:get_quote"}) || c.Choices[0].Message.Content != "" {
+		if got := toolNames(c); !slices.Equal(got, []string{"1-1:get_quote"}) || c.Choices[0].Message.Content != "" {
 			t.Errorf("calls = %v, content %q", got, c.Choices[0].Message.Content)
 		}
 		if rec := g.record(t, id); len(rec.Phases) != 1 || len(rec.Phases[0].Plan.Steps) != 1 {
@@ -294,7 +295,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "invalid_tool_arguments") {
 			t.Errorf("answer = %+v", c.Choices[0])
 		}
-		if rec := g.record(t, id); rec.Status != "failed" || !strings.Contains(rec.Error, "arguments are not a JSON object") {
+		if rec := g.record(t, id); rec.Status != "failed" || !strings.Contains(rec.Error, "arguments are not an unambiguous JSON object") {
 			t.Errorf("record: %s %q", rec.Status, rec.Error)
 		}
 	})
@@ -323,13 +324,27 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 	})
 }
 
-// toolNames lists a completion's tool calls as "id:function".
+// toolNames lists a completion's tool calls as "step:function", step the part of the
+// id the gateway issued after its request token (see issued).
 func toolNames(c *openai.ChatCompletion) []string {
 	var out []string
 	for _, tc := range c.Choices[0].Message.ToolCalls {
-		out = append(out, tc.ID+":"+tc.Function.Name)
+		out = append(out, issued(tc.ID)+":"+tc.Function.Name)
 	}
 	return out
+}
+
+// issuedCallID is the form of the tool call ids the gateway issues:
+// call_<request token>_<step id without "step-">.
+var issuedCallID = regexp.MustCompile(`^call_[0-9a-f]{24}_([0-9r]+-[0-9]+)$`)
+
+// issued returns the step part of a tool call id the gateway issued, or the id whole
+// with a "!" when it is not one (the upstream's own id reached the client).
+func issued(id string) string {
+	if m := issuedCallID.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return "!" + id
 }
 
 var _ = http.MethodGet

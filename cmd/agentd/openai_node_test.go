@@ -36,12 +36,17 @@ func TestOpenAIGateway_NodeClient(t *testing.T) {
 		`{"user": "node: what is ACME trading at?", "round": 1, "chunk": 3,
 		  "tool_calls": [{"id": "call_node_quote", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\"}"}]}`,
 		`{"user": "node: what is ACME trading at?", "round": 2, "chunk": 4, "content": "ACME trades at 182.50 USD."}`,
+		`{"user": "node: falsy false", "raw": "data: {\"error\":false,\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_evil\",\"type\":\"function\",\"function\":{\"name\":\"get_quote\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"}`,
+		`{"user": "node: falsy zero", "raw": "data: {\"error\":0,\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_evil\",\"type\":\"function\",\"function\":{\"name\":\"get_quote\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"}`,
+		`{"user": "node: falsy empty", "raw": "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"},\"finish_reason\":null}]}\n\ndata: {\"error\":\"\",\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_evil\",\"type\":\"function\",\"function\":{\"name\":\"get_quote\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"}`,
+		`{"user": "node: folded amount", "round": 1,
+		  "tool_calls": [{"id": "call_node_fold", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\",\"amount\":5,\"Amount\":50000}"}]}`,
 	), "", nil)
 	cmd := exec.Command(node, "gateway.test.mjs")
 	cmd.Dir = nodeTestDir
 	cmd.Env = append(os.Environ(), "AGENTD_URL="+g.d.url)
 	out, err := cmd.CombinedOutput()
-	if err != nil || strings.Count(string(out), "ok   ") != 4 {
+	if err != nil || strings.Count(string(out), "ok   ") != 6 {
 		t.Fatalf("node gateway.test.mjs: %v\n%s\n--- agentd log ---\n%s", err, out, g.d.stderr)
 	}
 	t.Logf("%s", out)

@@ -96,7 +96,7 @@ func TestOpenAIGateway_Streaming(t *testing.T) {
 			t.Fatalf("%d chunks with tool calls, want the one assembled call", len(calls))
 		}
 		tc := calls[0].Choices[0].Delta.ToolCalls[0]
-		if tc.ID != "call_s" || tc.Function.Name != "get_quote" || tc.Function.Arguments != `{"symbol":"ACME"}` {
+		if issued(tc.ID) != "1-1" || tc.Function.Name != "get_quote" || tc.Function.Arguments != `{"symbol":"ACME"}` {
 			t.Errorf("tool call chunk = %s", calls[0].RawJSON())
 		}
 		c := s.acc.ChatCompletion
@@ -168,7 +168,7 @@ func TestOpenAIGateway_Streaming(t *testing.T) {
 			t.Fatal(s.err)
 		}
 		calls := s.toolCallChunks()
-		if s.header.Get("X-Agentd-Stream") != "buffered" || len(calls) != 1 || calls[0].Choices[0].Delta.ToolCalls[0].ID != "call_ns" {
+		if s.header.Get("X-Agentd-Stream") != "buffered" || len(calls) != 1 || issued(calls[0].Choices[0].Delta.ToolCalls[0].ID) != "1-1" {
 			t.Errorf("%s, tool call chunks:\n%s", s.header.Get("X-Agentd-Stream"), s.raw())
 		}
 		if c := s.acc.Choices[0]; c.Message.Content != "One moment." || c.FinishReason != "tool_calls" {

@@ -14,7 +14,6 @@ import (
 	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // refusal is why the gateway did not forward a call: a bounded code and a reason.
@@ -39,7 +38,8 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 			return refused(s.id, "", &refusal{Code: "invalid_arguments", Reason: "the arguments are not a JSON object: " + err.Error()}), nil
 		}
 	}
-	step, ref := g.admit(ctx, s, route, args)
+	call, ref := g.admit(ctx, s, route, args)
+	step := call.Step
 	if ref != nil {
 		return refused(s.id, step.StepID, ref), nil
 	}
@@ -48,18 +48,19 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 		return refused(s.id, step.StepID, &refusal{Code: "no_upstream", Reason: fmt.Sprintf(
 			"the reviewed step names %s/%s, which no upstream MCP server is", step.Namespace, step.AgentName)}), nil
 	}
-	res, err = g.forward(ctx, s, req, up, step)
+	res, err = g.forward(ctx, s, req, up, call)
 	if err != nil {
 		return annotate(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, s.id, step.StepID), nil
 	}
 	return annotate(res, s.id, step.StepID), nil
 }
 
-// forward calls the accepted step on up, with the tool's timeout and the client's
-// progress token routed back to it, and reports the outcome beside the answer (see
-// report).
-func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequest, up *upstream, step engine.RoutingStep) (*mcp.CallToolResult, error) {
-	params := &mcp.CallToolParams{Name: step.Capability(), Arguments: step.Metadata["parameters"]}
+// forward calls the admitted step on up with its canonical arguments, with the tool's
+// timeout and the client's progress token routed back to it, and reports the outcome
+// beside the answer (see report).
+func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequest, up *upstream, call engine.AdmittedCall) (*mcp.CallToolResult, error) {
+	step := call.Step
+	params := &mcp.CallToolParams{Name: step.Capability(), Arguments: json.RawMessage(call.Arguments)}
 	if token := req.Params.GetProgressToken(); token != nil {
 		upstreamToken, done := g.progress.add(ctx, req.Session, token)
 		defer done()
@@ -82,48 +83,37 @@ func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequ
 	return res, err
 }
 
-// admit runs the call's plan phase through the whole after_planning stage and the
-// accepted step through the tool_call guards. It returns the accepted step, or why the
-// call must not run.
-func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[string]any) (engine.RoutingStep, *refusal) {
+// admit runs the call's plan phase through the engine's admission
+// (engine.Session.Admit): the whole after_planning stage, then the accepted step's
+// tool_call check. It returns the admitted call (the accepted step and its canonical
+// arguments, all that forward sends the upstream), or why the call must not run.
+func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[string]any) (engine.AdmittedCall, *refusal) {
 	ctx = s.confine(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stepID := s.nextStepID()
 	s.calls++
-	refused := engine.RoutingStep{StepID: stepID}
+	refused := engine.AdmittedCall{Step: engine.RoutingStep{StepID: stepID}}
 	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterPlanning, s.id, s.opening)
 	if err != nil {
 		return refused, refusalOf(err)
 	}
-	out, err := sess.AfterPlanning(ctx, oneStep(stepID, r, args), 0)
+	a, err := sess.Admit(ctx, oneStep(stepID, r, args), 0)
 	if err != nil {
 		return refused, refusalOf(err)
 	}
-	var step engine.RoutingStep
-	for _, st := range out.Plan.Steps {
-		if st.StepID == stepID {
-			step = st
+	for _, call := range a.Allowed {
+		if call.Step.StepID == stepID {
+			return call, nil
 		}
 	}
-	if step.StepID == "" {
-		return refused, &refusal{Code: "removed_by_review", Reason: "the after_planning stage removed this call from the plan"}
+	for _, d := range a.Denied {
+		if d.Step.StepID == stepID {
+			code, reason := d.Reason()
+			return refused, &refusal{Code: code, Reason: reason}
+		}
 	}
-	params, ok := step.Metadata["parameters"].(map[string]any)
-	if !ok && step.Metadata["parameters"] != nil {
-		return refused, &refusal{Code: "invalid_arguments", Reason: "the reviewed step's parameters are not an object"}
-	}
-	check, err := g.cfg.Driver.Check(ctx, op.Call{
-		Operation: op.ToolCall, RequestID: s.id, StepID: stepID, Namespace: step.Namespace,
-		AgentName: step.AgentName, Capability: step.Capability(), Parameters: params,
-	})
-	switch {
-	case err != nil:
-		return refused, refusalOf(err)
-	case !check.Allowed:
-		return refused, &refusal{Code: check.Denial.Code, Reason: check.Denial.Reason}
-	}
-	return step, nil
+	return refused, &refusal{Code: "removed_by_review", Reason: "the after_planning stage removed this call from the plan"}
 }
 
 // report files the outcome of a forwarded call: the driver is told how the checked

@@ -12,9 +12,11 @@
 // tools/call. Each call is the request's next plan phase with one step: step_id
 // "step-N" (N counts the session's calls), namespace and agent_name the upstream's,
 // capability the tool's upstream name, metadata.parameters the arguments. The phase
-// passes the whole after_planning stage (Session.AfterPlanning, the required review
-// included) and then the tool_call guards (Driver.Check) for the step the stage
-// accepted; only then is the accepted step forwarded, with the accepted parameters.
+// is admitted by the engine (Session.Admit): the whole after_planning stage, the
+// required review included, and then the tool_call check of the step the stage
+// accepted; only then is the admitted call forwarded, with its canonical arguments
+// (the accepted parameters encoded anew; parameters with member names that differ
+// only by case are refused, ambiguous_parameters).
 // Any refusal (an invalid plan, the review's rejection, a guard's denial, a refused or
 // failed driver call) is a tool result with isError true whose text is "<code>:
 // <reason>" and whose _meta "dev.agentd/refusal" is {code, reason}; the upstream is

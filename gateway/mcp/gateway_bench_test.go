@@ -78,12 +78,12 @@ func BenchmarkReviewAndReport(b *testing.B) {
 				if i%calls == 0 {
 					s = &session{id: requestID(newSessionID()), opening: sessionOpening(nil)}
 				}
-				step, ref := h.gw.admit(ctx, s, route, map[string]any{"message": "m"})
+				admitted, ref := h.gw.admit(ctx, s, route, map[string]any{"message": "m"})
 				if ref != nil {
 					b.Fatal(ref)
 				}
 				res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "m"}}}
-				h.gw.report(ctx, s, step, res, nil, time.Millisecond)
+				h.gw.report(ctx, s, admitted.Step, res, nil, time.Millisecond)
 			}
 			for i := range calls {
 				call(i)

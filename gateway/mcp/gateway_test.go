@@ -91,6 +91,9 @@ func TestGateway_RefusedCallsNeverReachTheUpstream(t *testing.T) {
 		{"another letter case of an allowed tool", "ECHO", "unknown_tool", nil, false},
 		{"a qualified name without a collision", "local__wipe", "unknown_tool", nil, false},
 		{"a guard denies it", "echo", "forbidden_message", map[string]any{"message": "forbidden"}, true},
+		// The guard reads "message"; a server matching names without regard to case
+		// could read the other one.
+		{"arguments that differ only by case", "echo", "ambiguous_parameters", map[string]any{"message": "hi", "Message": "forbidden"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl := h.connect()

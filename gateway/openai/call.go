@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,9 +19,10 @@ type chatCall struct {
 	req  *chatRequest
 	conv *conversation
 	id   string
-	// derived is set when id was derived from the conversation (see requestID); it is
-	// returned in the response header idHeader.
-	derived  bool
+	// token is carried by the ids the gateway issues for the request's tool calls (see
+	// callID, requestID).
+	token    string
+	tenant   string
 	idHeader string
 	// gen and cfg are the live generation's until the request is known, then its own.
 	gen  *config.Generation
@@ -69,12 +69,8 @@ func (c *chatCall) serve(ctx context.Context) *apiError {
 	if e != nil {
 		return e
 	}
-	out, err := completionBody(rep, ans)
-	if err != nil {
-		return malformed("%v", err)
-	}
 	c.w.Header().Set("Content-Type", "application/json")
-	_, _ = c.w.Write(out)
+	_, _ = c.w.Write(completionBody(rep, ans))
 	return nil
 }
 
@@ -83,9 +79,9 @@ func (c *chatCall) serve(ctx context.Context) *apiError {
 // resume the request, report how each call of the last round ended, and run
 // after_execution on the turn's combined result.
 func (c *chatCall) begin(ctx context.Context) (*string, *apiError) {
-	o := engine.Opening{Text: c.conv.text, Metadata: c.req.metadata}
+	o := c.opening()
 	if c.conv.newTurn {
-		sess, err := c.open(ctx, o)
+		sess, err := c.g.driver.Open(ctx, c.id, o)
 		if err != nil {
 			return nil, driverError(err)
 		}
@@ -99,15 +95,18 @@ func (c *chatCall) begin(ctx context.Context) (*string, *apiError) {
 		}
 		return nil, nil
 	}
-	sess, rec, err := c.resume(ctx, o)
+	sess, err := c.g.driver.Resume(ctx, engine.StageAfterExecution, c.id, o)
 	if err != nil {
 		return nil, driverError(err)
 	}
 	c.pin(sess)
-	c.rec = rec
 	steps := stepIndex{}
-	if rec != nil {
-		steps = indexSteps(rec)
+	switch rec, err := sess.Record(ctx); {
+	case errors.Is(err, engine.ErrRecordNotFound): // opened afresh, as for a state that expired
+	case err != nil:
+		return nil, driverError(&engine.RefusalError{Code: engine.RefusedStoreUnavailable, RequestID: c.id, Err: err})
+	default:
+		c.rec, steps = rec, indexSteps(rec)
 	}
 	result := combinedResult(c.cfg, c.id, c.conv, steps)
 	if e := c.report(ctx, result, steps); e != nil {
@@ -119,48 +118,12 @@ func (c *chatCall) begin(ctx context.Context) (*string, *apiError) {
 	return nil, nil
 }
 
-// open opens the request of a user turn. A derived id whose request failed (an
-// identical conversation was refused, and its evidence is kept) is passed over for the
-// next one (see derivedN).
-func (c *chatCall) open(ctx context.Context, o engine.Opening) (*engine.Session, error) {
-	base := c.id
-	for n := 1; ; n++ {
-		c.id = derivedN(base, n)
-		sess, err := c.g.driver.Open(ctx, c.id, o)
-		if r, ok := engine.AsRefusal(err); !ok || r.Code != engine.RefusedRequestFailed || !c.derived || n == maxDerived {
-			return sess, err
-		}
-	}
-}
-
-// resume loads the request tool results continue, with its record (nil when it has
-// none yet). A derived id stands for id, id-2, …: the request is the first whose record
-// holds the conversation's first round; else the first id not taken (the request is
-// then opened afresh, as for a state that expired); else the failed one, refused.
-func (c *chatCall) resume(ctx context.Context, o engine.Opening) (*engine.Session, *engine.ExecutionRecord, error) {
-	base, failed := c.id, error(nil)
-	for n := 1; n <= maxDerived; n++ {
-		c.id = derivedN(base, n)
-		sess, err := c.g.driver.Resume(ctx, engine.StageAfterExecution, c.id, o)
-		if r, ok := engine.AsRefusal(err); ok && r.Code == engine.RefusedRequestFailed && c.derived {
-			failed = cmp.Or(failed, err)
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		rec, err := sess.Record(ctx)
-		switch {
-		case errors.Is(err, engine.ErrRecordNotFound):
-			return sess, nil, nil
-		case err != nil:
-			return nil, nil, &engine.RefusalError{Code: engine.RefusedStoreUnavailable, RequestID: c.id, Err: err}
-		case !c.derived || c.conv.continues(rec):
-			return sess, rec, nil
-		}
-	}
-	c.id = base
-	return nil, nil, cmp.Or(failed, error(&engine.RefusalError{Code: engine.RefusedConflict, RequestID: base}))
+// opening is how the call opens its request, or reopens one whose state is gone: the
+// turn's text and the body's metadata; an invalid round of tool calls fails the
+// request (a model's round is answered once, never sent again corrected); and the
+// request's cache dimensions (see cacheVary).
+func (c *chatCall) opening() engine.Opening {
+	return engine.Opening{Text: c.conv.text, Metadata: c.req.metadata, InvalidPlanFails: true, CacheVary: c.cacheVary()}
 }
 
 // report tells the driver how each tool call of the last round ended: as the client
@@ -227,21 +190,32 @@ type answer struct {
 }
 
 // decide runs the stage of an upstream reply. An answer goes through after_synthesis,
-// which completes the request. A round of tool calls is reviewed (see review): its
-// accepted, allowed calls are returned, each withheld call is stated after the reply's
-// content; when nothing may run, the rejection is answered as on_reject says.
+// which completes the request: its text is the content, or, when the reply has no
+// content but a refusal, the refusal, answered as the refusal; a refusal beside
+// content is dropped, so no text reaches the client that after_synthesis did not see.
+// A round of tool calls is reviewed (see review): its accepted, allowed calls are
+// returned, each withheld call is stated after the reply's content (a refusal beside
+// tool calls is dropped); when nothing may run, the rejection is answered as
+// on_reject says.
 func (c *chatCall) decide(ctx context.Context, rep *reply) (*answer, *apiError) {
 	if rep.final() {
-		draft := ""
-		if rep.content != nil {
+		draft, refusal := "", rep.content == nil || *rep.content == ""
+		refusal = refusal && rep.refusal != nil && *rep.refusal != ""
+		switch {
+		case refusal:
+			draft = *rep.refusal
+		case rep.content != nil:
 			draft = *rep.content
 		}
 		out, err := c.sess.AfterSynthesis(ctx, draft)
 		if err != nil {
 			return nil, driverError(err)
 		}
-		ans := &answer{refusal: rep.refusal, finish: rep.finish}
-		if rep.content != nil || out.Response != "" {
+		ans := &answer{finish: rep.finish}
+		switch {
+		case refusal:
+			ans.refusal = &out.Response
+		case rep.content != nil || out.Response != "":
 			ans.content = &out.Response
 		}
 		return ans, nil
@@ -261,7 +235,7 @@ func (c *chatCall) decide(ctx context.Context, rep *reply) (*answer, *apiError) 
 		text := v.text()
 		return &answer{content: &text, tail: separated(own, text), finish: "stop"}, nil
 	}
-	ans := &answer{calls: v.calls, finish: "tool_calls", refusal: rep.refusal}
+	ans := &answer{calls: v.calls, finish: "tool_calls"}
 	if len(v.denials) > 0 {
 		ans.tail = separated(own, v.text())
 	}
@@ -281,16 +255,17 @@ func separated(before, text string) string {
 	return "\n\n" + text
 }
 
-// review puts one round of tool calls through the plan review and the guards: the
-// round is the next phase's plan (see buildPlan), which the whole after_planning stage
-// reviews; each accepted step is then checked as a tool_call operation. A required
-// hook's rejection, an invalid plan or invalid arguments reject the round (the last
-// two fail the request, as a broken planner does); a call with no catalog identity or
-// denied by a guard is withheld.
+// review puts one round of tool calls through the engine's admission
+// (engine.Session.Admit): the round is the next phase's plan (see buildPlan), which the
+// whole after_planning stage reviews; each accepted step is then checked as a
+// tool_call operation. A required hook's rejection, an invalid plan or invalid
+// arguments reject the round (the last two fail the request, as a broken planner
+// does); a call with no catalog identity or denied by a guard is withheld. Only the
+// admitted calls, in their canonical form, reach the client.
 func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *apiError) {
 	phase := len(c.conv.rounds) + 1
 	v := &verdict{}
-	p, err := buildPlan(c.cfg, c.id, c.conv.text, phase, c.attempt(phase), calls, time.Now())
+	p, err := buildPlan(c.cfg, c.id, c.token, c.conv.text, phase, c.attempt(phase), calls, time.Now())
 	if ae, ok := err.(*argumentsError); ok {
 		c.failRequest(ctx, ae)
 		v.rejection = &rejection{code: codeInvalidToolArguments, message: ae.Error()}
@@ -304,30 +279,19 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 		v.rejection = &rejection{code: codeToolCallsDenied}
 		return v, nil
 	}
-	out, err := c.sess.AfterPlanning(ctx, p.plan, phase)
+	a, err := c.sess.Admit(ctx, p.plan, phase)
 	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
 		v.rejection = requiredRejection(r)
 		return v, nil
 	}
 	if pe, ok := engine.AsPlanError(err); ok {
-		c.failRequest(ctx, err)
 		v.rejection = &rejection{code: codeInvalidPlan, message: pe.Error()}
 		return v, nil
 	}
 	if err != nil {
 		return nil, driverError(err)
 	}
-	for _, step := range out.Plan.Steps {
-		call, d, e := c.check(ctx, p, step)
-		if e != nil {
-			return nil, e
-		}
-		if d != nil {
-			v.denials = append(v.denials, *d)
-			continue
-		}
-		v.calls = append(v.calls, call)
-	}
+	v.admitted(c.cfg, a)
 	if len(v.calls) == 0 {
 		v.rejection = &rejection{code: codeToolCallsDenied}
 	}

@@ -4,47 +4,30 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"slices"
 	"time"
 )
 
-// completionBody is a non-streamed reply with the answer in place: the reply as the
-// upstream sent it when the answer is its own (same content, calls and finish reason),
-// else its members as they were but for the message's content and tool calls and the
-// choice's finish_reason.
-func completionBody(rep *reply, ans *answer) (json.RawMessage, error) {
-	if ans.finish == rep.finish && equalText(ans.content, rep.content) && slices.Equal(ans.calls, rep.calls) {
-		return rep.raw, nil
-	}
-	var body, choice, msg map[string]json.RawMessage
-	var choices []json.RawMessage
-	if err := json.Unmarshal(rep.raw, &body); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(body["choices"], &choices); err != nil || len(choices) != 1 {
-		return nil, fmt.Errorf("choices: %v", err)
-	}
-	if err := json.Unmarshal(choices[0], &choice); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(choice["message"], &msg); err != nil {
-		return nil, err
-	}
-	msg["content"] = mustJSON(ans.content)
-	delete(msg, "tool_calls")
+// completionBody is the non-streamed answer the client gets for a reply, written by the
+// gateway: the reply's id, created, model, system_fingerprint and usage, and one choice
+// with the reviewed message (content, refusal, tool calls) and finish reason. Nothing
+// else of the upstream's reply is relayed.
+func completionBody(rep *reply, ans *answer) json.RawMessage {
+	msg := map[string]any{"role": "assistant", "content": ans.content, "refusal": ans.refusal}
 	if len(ans.calls) > 0 {
-		msg["tool_calls"] = mustJSON(ans.calls)
+		msg["tool_calls"] = ans.calls
 	}
-	choice["message"] = mustJSON(msg)
-	choice["finish_reason"] = mustJSON(ans.finish)
-	body["choices"] = mustJSON([]any{choice})
-	return mustJSON(body), nil
-}
-
-func equalText(a, b *string) bool {
-	return a == nil && b == nil || a != nil && b != nil && *a == *b
+	body := map[string]any{
+		"id": rep.meta.ID, "object": "chat.completion", "created": rep.meta.Created, "model": rep.meta.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": ans.finish}},
+	}
+	if rep.meta.SystemFingerprint != "" {
+		body["system_fingerprint"] = rep.meta.SystemFingerprint
+	}
+	if rep.usage != nil {
+		body["usage"] = rep.usage
+	}
+	return mustJSON(body)
 }
 
 // mustJSON encodes values the gateway built itself, which always encode.

@@ -29,14 +29,15 @@ func TestGateway_ConcurrentConversations(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			user := `{"role":"user","content":"quote ` + strconv.Itoa(i) + `"}`
-			rec, _ := post(`{"messages":[` + user + `]}`)
+			rec, out := post(`{"messages":[` + user + `]}`)
 			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"get_quote"`) {
 				t.Errorf("conversation %d, round 1: %d %s", i, rec.Code, rec.Body)
 				return
 			}
 			ids[i] = rec.Header().Get("X-Request-Id")
-			assistant := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_quote","arguments":"{\"symbol\":\"ACME\"}"}}]}`
-			tool := `{"role":"tool","tool_call_id":"call_1","content":"{\"price\":` + strconv.Itoa(i) + `}"}`
+			callID := out["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["id"].(string)
+			assistant := `{"role":"assistant","content":null,"tool_calls":[{"id":"` + callID + `","type":"function","function":{"name":"get_quote","arguments":"{\"symbol\":\"ACME\"}"}}]}`
+			tool := `{"role":"tool","tool_call_id":"` + callID + `","content":"{\"price\":` + strconv.Itoa(i) + `}"}`
 			rec, _ = post(`{"messages":[` + user + `,` + assistant + `,` + tool + `]}`)
 			if rec.Code != http.StatusOK || rec.Header().Get("X-Request-Id") != ids[i] {
 				t.Errorf("conversation %d, round 2: %d %s (request %q, round 1 was %q)", i, rec.Code, rec.Body, rec.Header().Get("X-Request-Id"), ids[i])

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/config"
-	"github.com/agentd-dev/agentd/engine"
 )
 
 // conversation is where a request stands, as its messages tell. The last user message
@@ -87,48 +87,82 @@ func (c *conversation) answered(m message) (toolResult, bool) {
 // maxRequestID bounds a request id given by the client.
 const maxRequestID = 128
 
-// requestID returns the call's request id: the configured header, else the configured
-// body field, else one derived from the conversation up to its last user message (and
-// the body's user), which every round of the turn shares (derived is then set).
-func requestID(cfg *config.OpenAIGateway, h http.Header, req *chatRequest, conv *conversation) (id string, derived bool, e *apiError) {
+// requestID returns the call's request id and the token of the tool call ids the
+// gateway issues for it (callID). The token is the one the ids of the turn's first
+// round carry when they all carry one (the client sends back the calls it was given),
+// else a fresh one. The id is the configured header, else the configured body field,
+// else one derived from the tenant and the token (derivedID): a new turn is a new
+// request with a fresh id, whatever conversation it continues, and each later round of
+// the turn finds it by the token in the call ids it answers. Two conversations that
+// begin alike therefore never share a request, and the tenant's part in the id keeps
+// a token sent by another tenant from naming any request of this one.
+func requestID(cfg *config.OpenAIGateway, h http.Header, req *chatRequest, conv *conversation, tenant string) (id, token string, e *apiError) {
+	token = conv.token()
+	if token == "" {
+		token = newToken()
+	}
 	if id := h.Get(cfg.RequestIDHeader); id != "" {
-		return id, false, checkID(id, cfg.RequestIDHeader)
+		return id, token, checkID(id, cfg.RequestIDHeader)
 	}
 	if cfg.RequestIDField != nil {
 		if raw, ok := lookup(req.fields, cfg.RequestIDField); ok {
 			var id string
 			param := strings.Join(cfg.RequestIDField, ".")
 			if json.Unmarshal(raw, &id) != nil || id == "" {
-				return "", false, badRequest(codeInvalidField, param, "%s must be a non-empty string: it is the request id", param)
+				return "", "", badRequest(codeInvalidField, param, "%s must be a non-empty string: it is the request id", param)
 			}
-			return id, false, checkID(id, param)
+			return id, token, checkID(id, param)
 		}
 	}
-	return derivedID(req, conv), true, nil
+	return derivedID(tenant, token), token, nil
 }
 
-// maxDerived bounds the ids a derived id stands for: id, id-2, … id-16.
-const maxDerived = 16
+// tokenBytes is the size of a request token, written as twice as many hex digits.
+const tokenBytes = 12
 
-// derivedN is the n-th id (1-based) of derived id base: a later identical conversation
-// takes the next one when an earlier one's request failed, whose id stays taken.
-func derivedN(base string, n int) string {
-	if n == 1 {
-		return base
+// newToken returns a fresh request token.
+func newToken() string {
+	b := make([]byte, tokenBytes)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// validToken reports whether s has the form of a request token.
+func validToken(s string) bool {
+	if len(s) != 2*tokenBytes {
+		return false
 	}
-	return base + "-" + strconv.Itoa(n)
-}
-
-// continues reports whether rec is the request the conversation continues: its first
-// phase holds every tool call of the conversation's first round.
-func (c *conversation) continues(rec *engine.ExecutionRecord) bool {
-	steps := indexSteps(rec)[1]
-	for _, call := range c.rounds[0] {
-		if _, ok := steps[call.ID]; !ok {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
 	}
-	return len(c.rounds[0]) > 0
+	return true
+}
+
+// token returns the request token every tool call of the turn's first round carries,
+// or "" (a new turn, or calls the gateway did not issue).
+func (c *conversation) token() string {
+	if c.newTurn || len(c.rounds) == 0 || len(c.rounds[0]) == 0 {
+		return ""
+	}
+	token := tokenOf(c.rounds[0][0].ID)
+	for _, call := range c.rounds[0][1:] {
+		if tokenOf(call.ID) != token {
+			return ""
+		}
+	}
+	return token
+}
+
+// derivedID is the request id of token for tenant: a hash of both.
+func derivedID(tenant, token string) string {
+	h := sha256.New()
+	h.Write([]byte("agentd openai request\x00"))
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write([]byte(token))
+	return "oai-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func checkID(id, param string) *apiError {
@@ -159,28 +193,30 @@ func lookup(fields map[string]json.RawMessage, path []string) (json.RawMessage, 
 	return raw, ok && string(raw) != "null"
 }
 
-// derivedID hashes what every round of a turn repeats: each message up to the turn's
-// user message (role, text, tool calls, the call a tool result answers) and the body's
-// user. Two identical conversations share an id; clients that run such conversations
-// side by side send a request id instead.
-func derivedID(req *chatRequest, conv *conversation) string {
+// Reserved cache dimensions of a gateway turn (engine.Opening.CacheVary).
+const (
+	varyConversation = "openai.conversation"
+	varyTenant       = "tenant"
+)
+
+// cacheVary are the reserved cache dimensions of the call's request: the tenant and a
+// digest of the whole conversation the upstream is sent (every message as sent, the
+// tools offered, the tool choice and the model). A response cache (cache.lookup)
+// serves a turn only an answer stored by a turn with the same dimensions (docs/
+// semantics.md §8.17): another conversation that ends with the same question, under
+// another system prompt or other history, or another tenant's, never gets it.
+func (c *chatCall) cacheVary() map[string]string {
 	h := sha256.New()
-	put := func(s string) {
-		h.Write([]byte(strconv.Itoa(len(s))))
+	put := func(b []byte) {
+		h.Write([]byte(strconv.Itoa(len(b))))
 		h.Write([]byte{':'})
-		h.Write([]byte(s))
+		h.Write(b)
 	}
-	for _, m := range req.messages[:conv.turn+1] {
-		t, _ := text(m.Content)
-		put(m.Role)
-		put(t)
-		put(m.ToolCallID)
-		for _, c := range m.ToolCalls {
-			put(c.ID)
-			put(c.Function.Name)
-			put(c.Function.Arguments)
-		}
+	for _, m := range c.req.messages {
+		put(m.raw)
 	}
-	put(req.user)
-	return "oai-" + hex.EncodeToString(h.Sum(nil)[:16])
+	for _, k := range [...]string{"tools", "tool_choice", "model"} {
+		put(c.req.fields[k])
+	}
+	return map[string]string{varyConversation: hex.EncodeToString(h.Sum(nil)), varyTenant: c.tenant}
 }

@@ -12,10 +12,19 @@
 //     result of the last round, and runs after_execution on the combined result of the
 //     turn's tool messages;
 //   - an upstream reply with tool_calls is the next plan phase: one step per call,
-//     reviewed by the whole after_planning stage, then a tool_call check per accepted
-//     step; only accepted, allowed calls reach the client, in the accepted plan's form;
+//     admitted by the engine (engine.Session.Admit: the whole after_planning stage,
+//     then a tool_call check per accepted step); only the admitted calls reach the
+//     client, written by the gateway from their canonical form (ids it issues, the
+//     reviewed parameters encoded anew), never as the upstream's bytes;
 //   - a reply without tool calls goes through after_synthesis, which completes the
-//     request, and the client gets the rewritten content.
+//     request, and the client gets the rewritten content in an answer the gateway
+//     writes (no member of the upstream's reply that the review did not see).
+//
+// Client bodies, upstream replies and tool call arguments that a reader could take
+// differently from the review (repeated member names, names that fold together, a
+// read member in another case) are refused (vetMembers). Each user turn is a new
+// request (requestID); its cache dimensions cover the whole conversation and the
+// tenant (cacheVary).
 //
 // The gateway reads gateways.openai of the live generation for every call, and of the
 // request's own generation once the request is known, so configuration hot-reloads with

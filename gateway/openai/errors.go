@@ -24,6 +24,7 @@ const (
 	codeInvalidJSON          = "invalid_json"
 	codeInvalidMessages      = "invalid_messages"
 	codeInvalidField         = "invalid_field"
+	codeAmbiguousMembers     = "ambiguous_members"
 	codeBodyTooLarge         = "body_too_large"
 	codeNotConfigured        = "gateway_not_configured"
 	codeMisconfigured        = "gateway_misconfigured"
@@ -48,10 +49,9 @@ type apiError struct {
 	Message string
 	// Details are further members of the error object (hook, violations, denials).
 	Details map[string]any
-	// raw, when set, is answered instead: an upstream error body passed through, of
-	// content type rawType.
-	raw     []byte
-	rawType string
+	// raw, when set, is answered instead: an upstream's JSON error body passed through
+	// (scrubbed, see exchange.errorBody).
+	raw json.RawMessage
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -114,10 +114,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 		writeJSON(w, e.Status, e)
 		return
 	}
-	if e.rawType == "" {
-		e.rawType = "application/json"
-	}
-	w.Header().Set("Content-Type", e.rawType)
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(e.raw)
 }

@@ -32,9 +32,9 @@ func FuzzChatRequest(f *testing.F) {
 		if e != nil {
 			return
 		}
-		id, _, e := requestID(cfg, http.Header{}, req, conv)
-		if e == nil && (id == "" || len(id) > maxRequestID) {
-			t.Fatalf("request id %q", id)
+		id, token, e := requestID(cfg, http.Header{}, req, conv, "t")
+		if e == nil && (id == "" || len(id) > maxRequestID || !validToken(token)) {
+			t.Fatalf("request id %q, token %q", id, token)
 		}
 		raw := make([]json.RawMessage, len(req.messages))
 		for i, m := range req.messages {
@@ -63,8 +63,8 @@ func FuzzUpstreamReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if rep, e := parseCompletion(data); e == nil {
 			assertCalls(t, rep.calls)
-			if out, err := completionBody(rep, &answer{finish: "stop"}); err != nil || !json.Valid(out) {
-				t.Fatalf("rewritten reply %q: %v", out, err)
+			if out := completionBody(rep, &answer{finish: "stop"}); !json.Valid(out) {
+				t.Fatalf("rewritten reply %q", out)
 			}
 		}
 		a := &assembler{}

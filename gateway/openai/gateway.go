@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -116,19 +117,25 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	id, derived, e := requestID(cfg, r.Header, req, conv)
+	tenant, confined := engine.TenantFrom(r.Context())
+	if !confined {
+		tenant = engine.TenantOf(req.metadata)
+	}
+	id, token, e := requestID(cfg, r.Header, req, conv, tenant)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	c := &chatCall{g: g, w: w, req: req, conv: conv, id: id, derived: derived, idHeader: cfg.RequestIDHeader, gen: gen, cfg: cfg}
+	c := &chatCall{g: g, w: w, req: req, conv: conv, id: id, token: token, tenant: tenant, idHeader: cfg.RequestIDHeader, gen: gen, cfg: cfg}
 	if e := c.serve(r.Context()); e != nil && e != errClientGone {
 		g.logger.WarnContext(r.Context(), "openai gateway call failed", "request_id", c.id, "status", e.Status, "code", e.Code, "error", e.Message)
 		writeError(w, e)
 	}
 }
 
-// models serves GET /v1/models and /v1/models/{model} from the upstream.
+// models serves GET /v1/models and /v1/models/{model} from the upstream: its answer
+// when that is JSON (the key scrubbed from it), else a 502. The gateway answers JSON
+// only, never an upstream's page from agentd's origin.
 func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
 	_, cfg, e := g.live()
 	if e != nil {
@@ -152,11 +159,12 @@ func (g *Gateway) models(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	ct := x.resp.Header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/json"
+	body, ok := x.scrubJSON(data)
+	if !ok || !isJSON(x.resp.Header.Get("Content-Type")) {
+		writeError(w, malformed("the models list is not JSON (%s)", cmp.Or(x.resp.Header.Get("Content-Type"), "no content type")))
+		return
 	}
-	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(x.resp.StatusCode)
-	_, _ = w.Write(x.scrub(data))
+	_, _ = w.Write(body)
 }

@@ -4,38 +4,60 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
-// readMembers maps the folded form of each member name the gateway reads of an
-// upstream reply or chunk to its spelling.
-var readMembers = func() map[string]string {
-	m := map[string]string{}
-	for _, name := range []string{"choices", "message", "delta", "content", "refusal", "tool_calls", "function_call",
-		"finish_reason", "function", "name", "arguments", "id", "type", "index", "error", "usage",
-		"created", "model", "system_fingerprint"} {
-		m[fold(name)] = name
+// memberRules say which member names of a JSON document the gateway reads: in an
+// object where they apply, a member whose name folds to a read name must be spelled
+// as it (see vetMembers).
+type memberRules struct {
+	// read maps the folded form of each member name the gateway reads to its spelling.
+	read map[string]string
+	// scope, when set, confines read to the root object and the subtree of its member
+	// named scope: the rest of the document (a client's tool schemas, its metadata) is
+	// the client's own, checked for repeated names only.
+	scope string
+}
+
+func readNames(names ...string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, name := range names {
+		m[engine.FoldName(name)] = name
 	}
 	return m
-}()
+}
 
-// vetMembers refuses a reply that a client could read differently from the gateway.
-// encoding/json matches member names without regard to case and keeps the last of
-// repeated ones, while clients in other languages match names exactly (and some keep
-// the first): in an object with two members whose names fold together, or with a
-// member the gateway reads spelled in another case, the review could see one answer
-// and the client act on another (a tool call the review never saw, or the text a
-// redaction replaced). Such a reply is malformed, whatever else it holds.
+// Member rules of what the gateway reads: an upstream reply or chunk, a client's
+// chat-completions body (its top-level members and its messages), and a tool call's
+// arguments (read as a whole: any names, none repeated or folding together).
+var (
+	replyMembers = memberRules{read: readNames("choices", "message", "delta", "content", "refusal", "tool_calls",
+		"function_call", "finish_reason", "function", "name", "arguments", "id", "type", "index", "error", "usage",
+		"created", "model", "system_fingerprint")}
+	requestMembers = memberRules{scope: "messages", read: readNames("messages", "role", "content", "tool_calls",
+		"tool_call_id", "type", "text", "function", "name", "arguments", "id", "stream", "model", "user", "metadata", "n")}
+	argumentMembers = memberRules{}
+)
+
+// vetMembers refuses a document that a reader could take differently from the
+// gateway. encoding/json matches member names without regard to case and keeps the
+// last of repeated ones, while clients in other languages match names exactly (and
+// some keep the first): in an object with two members whose names fold together
+// (engine.FoldName), or with a member the gateway reads (rules) spelled in another
+// case, the review could see one thing and the client or the upstream act on another
+// (a tool call the review never saw, an amount the guard never checked, the text a
+// redaction replaced). Such a document is refused, whatever else it holds.
 //
 // data must be valid JSON (the caller has decoded it already): vetMembers scans it
 // once, reading only its structure and member names.
-func vetMembers(data []byte) error {
+func vetMembers(data []byte, rules memberRules) error {
 	type frame struct {
 		object    int // -1 for an array
 		expectKey bool
+		strict    bool   // rules.read applies to the object's members
+		key       string // the member being read, in the root object
 	}
 	var (
 		stack   []frame
@@ -48,13 +70,22 @@ func vetMembers(data []byte) error {
 			memberMaps.Put(names)
 		}
 	}()
+	strict := func() bool { // whether a container opening now is in the rules' scope
+		switch len(stack) {
+		case 0:
+			return true
+		case 1:
+			return rules.scope == "" || stack[0].key == rules.scope
+		}
+		return stack[len(stack)-1].strict
+	}
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '{':
-			stack = append(stack, frame{object: objects, expectKey: true})
+			stack = append(stack, frame{object: objects, expectKey: true, strict: strict()})
 			objects++
 		case '[':
-			stack = append(stack, frame{object: -1})
+			stack = append(stack, frame{object: -1, strict: strict()})
 		case '}', ']':
 			stack = stack[:len(stack)-1]
 		case ',':
@@ -69,14 +100,17 @@ func vetMembers(data []byte) error {
 				if err != nil {
 					return err
 				}
-				key := member{stack[top].object, fold(name)}
+				key := member{stack[top].object, engine.FoldName(name)}
 				if prev, seen := names[key]; seen {
 					return fmt.Errorf("members %q and %q of one object have the same name but for case, or repeat", prev, name)
 				}
-				if read, ok := readMembers[key.name]; ok && read != name {
+				if read, ok := rules.read[key.name]; ok && read != name && stack[top].strict {
 					return fmt.Errorf("member %q is %q spelled in another case", name, read)
 				}
 				names[key] = name
+				if top == 0 {
+					stack[0].key = name
+				}
 			}
 			i = end
 		}
@@ -117,33 +151,4 @@ func memberName(quoted []byte) (string, error) {
 	var name string
 	err := json.Unmarshal(quoted, &name)
 	return name, err
-}
-
-// fold is the form two names share when encoding/json takes them for the same member
-// name: ASCII letters without case, and every other rune as the least rune of its
-// Unicode simple case folding orbit (so "ſ" is "s", "K" (Kelvin) is "k", while "ı" is
-// only itself). Names in lower-case ASCII, the common case, are their own form.
-func fold(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; 'A' <= c && c <= 'Z' || c >= utf8.RuneSelf {
-			var b strings.Builder
-			for _, r := range name {
-				if r = leastInOrbit(r); r < utf8.RuneSelf {
-					r = unicode.ToLower(r)
-				}
-				b.WriteRune(r)
-			}
-			return b.String()
-		}
-	}
-	return name
-}
-
-// leastInOrbit returns the least rune that simple case folding reaches from r.
-func leastInOrbit(r rune) rune {
-	least := r
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		least = min(least, f)
-	}
-	return least
 }

@@ -7,18 +7,24 @@ import (
 	"io"
 	"reflect"
 	"testing"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // FuzzVetMembers checks vetMembers' one-pass scan against a reading of the same JSON
-// through encoding/json's tokenizer: on every valid document both find the same
-// problem (a repeated or case-folded member name, a read member in another case) or
-// none.
+// through encoding/json's tokenizer, under the rules of each document the gateway
+// vets (upstream replies, client bodies, tool call arguments): on every valid
+// document both find the same problem (a repeated or case-folded member name, a read
+// member in another case where the rules read it) or none.
 func FuzzVetMembers(f *testing.F) {
 	for _, seed := range []string{
 		toolRound,
 		`{"choices":[],"Choices":[]}`, `{"a":1,"a":2}`, `{"x":{"a":1},"y":{"a":1}}`, `[{"a":1},{"a":1}]`,
 		`{"Tool_Calls":[]}`, `{"\u0041":1,"a":2}`, `{"k":1,"\u212a":2}`, `{"a\"b":{"c":"\"{"}}`,
 		`{"s":"}","t":[1,"]",{"u":"\\"}]}`, `"x"`, `1`, `{}`,
+		`{"amount":5,"Amount":50000}`, `{"amount":5,"amount":50000}`,
+		`{"messages":[{"role":"user","Content":"x"}]}`, `{"messages":[{"role":"user","content":[{"type":"text","Text":"x"}]}]}`,
+		`{"tools":[{"type":"function","function":{"parameters":{"properties":{"Name":{}}}}}],"messages":[]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -26,25 +32,50 @@ func FuzzVetMembers(f *testing.F) {
 		if !json.Valid(data) {
 			return
 		}
-		got, want := vetMembers(data), membersByTokens(t, data)
-		if (got != nil) != want {
-			t.Fatalf("vetMembers(%s) = %v; the tokenizer finds a problem: %v", data, got, want)
+		for name, rules := range map[string]memberRules{"reply": replyMembers, "request": requestMembers, "arguments": argumentMembers} {
+			got, want := vetMembers(data, rules), membersByTokens(t, data, rules)
+			if (got != nil) != want {
+				t.Fatalf("%s rules: vetMembers(%s) = %v; the tokenizer finds a problem: %v", name, data, got, want)
+			}
+		}
+		// Arguments the gateway accepts are parameters the engine admits: its check of
+		// the decoded object agrees.
+		if args, err := parseArguments(string(data)); err == nil {
+			if a, b, ambiguous := engine.AmbiguousMember(args); ambiguous {
+				t.Fatalf("parseArguments(%s) accepted members %q and %q", data, a, b)
+			}
 		}
 	})
 }
 
 // membersByTokens reports whether some object of data has two members whose names
-// fold together or a member the gateway reads spelled in another case.
-func membersByTokens(t *testing.T, data []byte) bool {
+// fold together or a member the rules read spelled in another case, in an object
+// where they apply.
+func membersByTokens(t *testing.T, data []byte, rules memberRules) bool {
 	type object struct {
 		names     map[string]bool
 		expectKey bool
+		strict    bool
+		key       string
 	}
-	var stack []*object // nil for an array
+	type frame struct {
+		obj    *object // nil for an array
+		strict bool
+	}
+	var stack []frame
 	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1] != nil {
-			stack[n-1].expectKey = true
+		if n := len(stack); n > 0 && stack[n-1].obj != nil {
+			stack[n-1].obj.expectKey = true
 		}
+	}
+	strict := func() bool {
+		switch len(stack) {
+		case 0:
+			return true
+		case 1:
+			return rules.scope == "" || stack[0].obj != nil && stack[0].obj.key == rules.scope
+		}
+		return stack[len(stack)-1].strict
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // a number too large for a float64 is still valid JSON
@@ -56,25 +87,27 @@ func membersByTokens(t *testing.T, data []byte) bool {
 		if err != nil {
 			t.Fatalf("tokenizing valid JSON: %v", err)
 		}
-		if n := len(stack); n > 0 && stack[n-1] != nil && stack[n-1].expectKey {
+		if n := len(stack); n > 0 && stack[n-1].obj != nil && stack[n-1].obj.expectKey {
+			o := stack[n-1].obj
 			name, ok := tok.(string)
 			if !ok {
 				stack = stack[:n-1]
 				valueDone()
 				continue
 			}
-			f := fold(name)
-			if read, known := readMembers[f]; stack[n-1].names[f] || known && read != name {
+			f := engine.FoldName(name)
+			if read, known := rules.read[f]; o.names[f] || known && read != name && o.strict {
 				return true
 			}
-			stack[n-1].names[f], stack[n-1].expectKey = true, false
+			o.names[f], o.expectKey, o.key = true, false, name
 			continue
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &object{names: map[string]bool{}, expectKey: true})
+			st := strict()
+			stack = append(stack, frame{obj: &object{names: map[string]bool{}, expectKey: true, strict: st}, strict: st})
 		case json.Delim('['):
-			stack = append(stack, nil)
+			stack = append(stack, frame{strict: strict()})
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
 			valueDone()
@@ -84,7 +117,7 @@ func membersByTokens(t *testing.T, data []byte) bool {
 	}
 }
 
-// fold relates two names exactly when encoding/json decodes a member named one into a
+// engine.FoldName relates two names exactly when encoding/json decodes a member named one into a
 // field tagged with the other.
 func TestFold_RelatesWhatEncodingJSONMatches(t *testing.T) {
 	names := []string{"id", "ID", "Id", "ıd", "İd", "index", "İndex", "INDEX", "key", "\u212aey", "KEY", "choices",
@@ -103,7 +136,7 @@ func TestFold_RelatesWhatEncodingJSONMatches(t *testing.T) {
 		}
 		for _, member := range names {
 			matched := matches(member)
-			if related := fold(member) == fold(tag); related != matched {
+			if related := engine.FoldName(member) == engine.FoldName(tag); related != matched {
 				t.Errorf("member %+q, field %+q: encoding/json matches: %v, fold relates: %v", member, tag, matched, related)
 			}
 		}

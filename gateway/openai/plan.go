@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentd-dev/agentd/config"
@@ -18,8 +18,7 @@ import (
 // for the same round of any request, so that a policy's decision memo answers rounds
 // it has seen. A later attempt at a phase already accepted (the client sent the same
 // round again and the upstream answered anew) is marked: step-<phase>r<attempt>-<n>,
-// so that its steps repeat none of the first's (plan rule 8). The call's own id is
-// kept in the step's metadata.tool_call_id.
+// so that its steps repeat none of the first's (plan rule 8).
 func stepID(phase, attempt, n int) string {
 	return "step-" + phaseTag(phase, attempt) + "-" + strconv.Itoa(n)
 }
@@ -29,6 +28,25 @@ func phaseTag(phase, attempt int) string {
 		return strconv.Itoa(phase)
 	}
 	return strconv.Itoa(phase) + "r" + strconv.Itoa(attempt)
+}
+
+// callID is the id the gateway issues for the tool call of step stepID of a request
+// whose calls carry token (see requestToken): call_<token>_<step id without "step-">.
+// The upstream's own call ids never reach the client; the token in the ids is how the
+// rounds after the first find their request (see requestID). The id is kept in the
+// step's metadata.tool_call_id.
+func callID(token, stepID string) string {
+	return "call_" + token + "_" + strings.TrimPrefix(stepID, "step-")
+}
+
+// tokenOf returns the request token of a tool call id the gateway issued, or "".
+func tokenOf(id string) string {
+	rest, ok := strings.CutPrefix(id, "call_")
+	token, _, cut := strings.Cut(rest, "_")
+	if !ok || !cut || !validToken(token) {
+		return ""
+	}
+	return token
 }
 
 // metaToolCallID is the step metadata key holding the tool call's id.
@@ -42,38 +60,36 @@ func planID(requestID string, phase, attempt int) string {
 // phasePlan is a round of tool calls as the plan of one phase.
 type phasePlan struct {
 	plan *engine.RoutingPlan
-	// calls and args are the round's mapped calls and their parsed arguments, by step id.
-	calls map[string]toolCall
-	args  map[string]map[string]any
 	// unmapped are the calls with no catalog identity: denied, not in the plan.
 	unmapped []toolCall
 }
 
-// argumentsError reports a tool call whose arguments are not a JSON object: the round
-// is no valid plan.
+// argumentsError reports a tool call whose arguments are not a JSON object, or an
+// ambiguous one (repeated member names, or names that fold together): the round is no
+// valid plan.
 type argumentsError struct {
 	call toolCall
 	err  error
 }
 
 func (e *argumentsError) Error() string {
-	return fmt.Sprintf("tool call %q (%s): arguments are not a JSON object: %v", e.call.ID, e.call.Function.Name, e.err)
+	return fmt.Sprintf("tool call %q (%s): the arguments are not an unambiguous JSON object: %v", e.call.ID, e.call.Function.Name, e.err)
 }
 
 // buildPlan turns a round of tool calls into the plan of an attempt at phase: one step
 // per mapped call, with the mapping's namespace, agent and capability, the function
-// name as instruction and the parsed arguments as metadata.parameters. The plan is not
-// terminal: the model answers after the tools ran. Arguments that are not a JSON
-// object (an empty string is taken as {}) are an *argumentsError.
-func buildPlan(cfg *config.OpenAIGateway, requestID, request string, phase, attempt int, calls []toolCall, now time.Time) (*phasePlan, error) {
+// name as instruction, the parsed arguments as metadata.parameters and the id the
+// gateway issues for the call (callID with token) as metadata.tool_call_id. The plan
+// is not terminal: the model answers after the tools ran. Arguments that are not a
+// JSON object (an empty string is taken as {}) or are ambiguous are an
+// *argumentsError.
+func buildPlan(cfg *config.OpenAIGateway, requestID, token, request string, phase, attempt int, calls []toolCall, now time.Time) (*phasePlan, error) {
 	notTerminal := false
 	p := &phasePlan{
 		plan: &engine.RoutingPlan{
 			PlanID: planID(requestID, phase, attempt), OriginalRequest: request, Mode: engine.ModeAutonomous,
 			Steps: make([]engine.RoutingStep, 0, len(calls)), CreatedAt: now.UTC(), Terminal: &notTerminal, PhaseNumber: phase,
 		},
-		calls: make(map[string]toolCall, len(calls)),
-		args:  make(map[string]map[string]any, len(calls)),
 	}
 	for i, c := range calls {
 		args, err := parseArguments(c.Function.Arguments)
@@ -86,24 +102,24 @@ func buildPlan(cfg *config.OpenAIGateway, requestID, request string, phase, atte
 			continue
 		}
 		sid := stepID(phase, attempt, i+1)
-		p.calls[sid], p.args[sid] = c, args
 		p.plan.Steps = append(p.plan.Steps, engine.RoutingStep{
 			StepID: sid, Namespace: id.Namespace, AgentName: id.Agent, Instruction: c.Function.Name,
 			Metadata: map[string]any{
-				"capability": id.Capability, "parameters": args, "function": c.Function.Name, metaToolCallID: c.ID,
+				"capability": id.Capability, "parameters": args, "function": c.Function.Name, metaToolCallID: callID(token, sid),
 			},
 		})
 	}
 	return p, nil
 }
 
-// parseArguments decodes tool call arguments, which must be a JSON object; "" is {}.
+// parseArguments decodes tool call arguments, which must be a JSON object with no
+// repeated member names and no two that fold together (argumentMembers); "" is {}.
 func parseArguments(s string) (map[string]any, error) {
 	if len(bytes.TrimSpace([]byte(s))) == 0 {
 		return map[string]any{}, nil
 	}
 	var args map[string]any
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec := json.NewDecoder(strings.NewReader(s))
 	if err := dec.Decode(&args); err != nil {
 		return nil, err
 	}
@@ -113,41 +129,31 @@ func parseArguments(s string) (map[string]any, error) {
 	if jsonread.Trailing([]byte(s), dec.InputOffset()) >= 0 {
 		return nil, fmt.Errorf("the arguments go on after their JSON value")
 	}
+	if err := vetMembers([]byte(s), argumentMembers); err != nil {
+		return nil, err
+	}
 	return args, nil
 }
 
-// callFor returns the tool call an accepted step is returned to the client as: the
-// round's call with that step id, its arguments re-encoded when a hook changed the
-// parameters, its function the one mapped to the step's identity. A step with an
-// identity no tool maps to cannot be returned (ok false).
-func (p *phasePlan) callFor(cfg *config.OpenAIGateway, step engine.RoutingStep) (toolCall, bool) {
+// issuedCall is the tool call the client gets for an admitted step: the id the
+// gateway issued for it (metadata.tool_call_id), the function mapped to the step's
+// identity, and the step's canonical arguments (engine.AdmittedCall.Arguments), never
+// the upstream's text. A step whose identity no function maps to cannot be returned
+// (ok false).
+func issuedCall(cfg *config.OpenAIGateway, a engine.AdmittedCall) (toolCall, bool) {
+	step := a.Step
 	id := config.ToolIdentity{Namespace: step.Namespace, Agent: step.AgentName, Capability: step.Capability()}
-	c, known := p.calls[step.StepID]
-	if !known {
-		c = toolCall{ID: "call_" + step.StepID, Type: "function"}
-	}
-	if mapped, ok := cfg.Tool(c.Function.Name); !known || !ok || mapped != id {
-		name, ok := cfg.ToolFor(id)
-		if !ok {
+	name, _ := step.Metadata["function"].(string)
+	if mapped, ok := cfg.Tool(name); !ok || mapped != id {
+		if name, ok = cfg.ToolFor(id); !ok {
 			return toolCall{}, false
 		}
-		c.Function.Name = name
 	}
-	params := step.Parameters()
-	if params == nil {
-		params = map[string]any{}
+	callID, _ := step.Metadata[metaToolCallID].(string)
+	if callID == "" {
+		callID = "call_" + step.StepID
 	}
-	if !known || !reflect.DeepEqual(params, p.args[step.StepID]) {
-		data, err := json.Marshal(params)
-		if err != nil {
-			return toolCall{}, false
-		}
-		c.Function.Arguments = string(data)
-	}
-	if c.Type == "" {
-		c.Type = "function"
-	}
-	return c, true
+	return toolCall{ID: callID, Type: "function", Function: functionCall{Name: name, Arguments: string(a.Arguments)}}, true
 }
 
 // combinedResult is the turn's tool messages as the combined execution result: one

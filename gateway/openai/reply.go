@@ -14,10 +14,8 @@ type reply struct {
 	refusal *string
 	calls   []toolCall
 	finish  string
-	// raw is a non-streamed reply as the upstream sent it, forwarded as it is when the
-	// answer is the reply's own.
-	raw []byte
-	// meta and usage come from the chunks of a streamed reply.
+	// meta and usage are the reply's (of a streamed reply, its chunks'): the members
+	// of the answer the gateway writes that are not the reviewed message.
 	meta  chunkMeta
 	usage json.RawMessage
 }
@@ -27,6 +25,8 @@ func (r *reply) final() bool { return len(r.calls) == 0 }
 
 // completionWire is what the gateway reads of a non-streamed chat completion.
 type completionWire struct {
+	chunkMeta
+	Usage   json.RawMessage `json:"usage"`
 	Choices []struct {
 		Message *struct {
 			Content      *string         `json:"content"`
@@ -41,7 +41,9 @@ type completionWire struct {
 // parseCompletion decodes and checks a non-streamed chat completion: exactly one choice
 // with a message whose content and refusal are strings or null and whose tool calls
 // are well formed. A legacy function_call is refused: it would be a tool call the
-// gateway cannot review.
+// gateway cannot review. What the gateway does not read of it (logprobs,
+// reasoning_content, annotations, audio, ...) never reaches the client: the answer is
+// written anew (completionBody).
 func parseCompletion(data []byte) (*reply, *apiError) {
 	var w completionWire
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -51,7 +53,7 @@ func parseCompletion(data []byte) (*reply, *apiError) {
 		}
 		return nil, malformed("not a JSON object")
 	}
-	if err := vetMembers(data); err != nil {
+	if err := vetMembers(data, replyMembers); err != nil {
 		return nil, malformed("%v", err)
 	}
 	if len(w.Choices) != 1 {
@@ -64,7 +66,10 @@ func parseCompletion(data []byte) (*reply, *apiError) {
 	if fc := c.Message.FunctionCall; len(fc) > 0 && !bytes.Equal(fc, []byte("null")) {
 		return nil, malformed("legacy function_call is not supported; the upstream must answer with tool_calls")
 	}
-	r := &reply{content: c.Message.Content, refusal: c.Message.Refusal, calls: c.Message.ToolCalls, raw: data}
+	r := &reply{content: c.Message.Content, refusal: c.Message.Refusal, calls: c.Message.ToolCalls, meta: w.chunkMeta}
+	if len(w.Usage) > 0 && !bytes.Equal(w.Usage, jsonNull) {
+		r.usage = w.Usage
+	}
 	if c.FinishReason != nil {
 		r.finish = *c.FinishReason
 	}
@@ -146,12 +151,11 @@ func (a *assembler) add(data []byte) (content, refusal string, e *apiError) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return "", "", malformed("a stream event is not a chat.completion.chunk: %v", err)
 	}
-	if err := vetMembers(data); err != nil {
+	if err := vetMembers(data, replyMembers); err != nil {
 		return "", "", malformed("a stream event: %v", err)
 	}
-	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
-		return "", "", &apiError{Status: http.StatusBadGateway, Type: typeUpstream, Code: codeUpstreamError,
-			Message: "the upstream sent an error event", raw: append([]byte(nil), data...)}
+	if len(c.Error) > 0 && !bytes.Equal(c.Error, jsonNull) {
+		return "", "", upstreamEventError(c.Error)
 	}
 	if c.ID != "" {
 		a.r.meta = c.chunkMeta
@@ -190,6 +194,21 @@ func (a *assembler) add(data []byte) (content, refusal string, e *apiError) {
 		return "", "", malformed("the reply exceeds %d bytes", maxReplyBytes)
 	}
 	return content, refusal, nil
+}
+
+// upstreamEventError is the error the gateway answers for an upstream's error event:
+// its own error object, with the upstream error's message when it has one. Any
+// present error member but null ends the stream so (false, 0 and "" too): the event
+// is never relayed, and nothing else it holds (a tool call) reaches the client.
+func upstreamEventError(raw json.RawMessage) *apiError {
+	e := newError(http.StatusBadGateway, typeUpstream, codeUpstreamError, "the upstream sent an error event")
+	var body struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &body) == nil && body.Message != "" {
+		e.Message += ": " + body.Message
+	}
+	return e
 }
 
 // addCall merges one tool call delta: by index, or, for servers that send none, as a

@@ -70,11 +70,17 @@ func readBody(r io.Reader, limit int64) ([]byte, *apiError) {
 
 // parseRequest decodes and checks a chat-completions body: a JSON object with a
 // non-empty messages array of known roles, at most one choice (n), and well-formed
-// tool calls and tool results.
+// tool calls and tool results. A body with repeated member names, or names that fold
+// together, or a member the gateway reads spelled in another case (see vetMembers,
+// requestMembers) is refused: the messages are forwarded as sent, so the upstream must
+// read in them exactly what the review read.
 func parseRequest(body []byte) (*chatRequest, *apiError) {
 	req := &chatRequest{}
 	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
 		return nil, badRequest(codeInvalidJSON, "", "request body must be a JSON object")
+	}
+	if err := vetMembers(body, requestMembers); err != nil {
+		return nil, badRequest(codeAmbiguousMembers, "", "the request body is ambiguous: %v", err)
 	}
 	raw := req.fields["messages"]
 	var msgs []json.RawMessage

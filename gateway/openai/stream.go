@@ -55,6 +55,7 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 		}
 		content, refusal, e := asm.add(data)
 		if e != nil {
+			e.Message = string(x.scrub([]byte(e.Message)))
 			return s.fail(e)
 		}
 		s.meta = asm.r.meta
@@ -236,15 +237,12 @@ func (s *streamWriter) finish(ans *answer, usage json.RawMessage) {
 
 // fail ends the stream with e. Before anything was written it returns e for an HTTP
 // error response; after, it writes e as an error event, the way OpenAI streams report
-// errors, and returns nil.
+// errors, and returns nil. The event is the gateway's own error object: an upstream's
+// error event is never relayed.
 func (s *streamWriter) fail(e *apiError) *apiError {
 	if !s.started || e == errClientGone {
 		return e
 	}
-	if e.raw != nil && json.Valid(e.raw) && bytes.HasPrefix(bytes.TrimSpace(e.raw), []byte(`{"error"`)) {
-		s.event(e.raw)
-	} else {
-		s.event(mustJSON(e))
-	}
+	s.event(mustJSON(&apiError{Status: e.Status, Type: e.Type, Code: e.Code, Param: e.Param, Message: e.Message, Details: e.Details}))
 	return nil
 }

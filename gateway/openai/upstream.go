@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // Bounds on what the gateway reads from the upstream.
@@ -110,12 +114,25 @@ func (u *upstream) call(ctx context.Context, cfg *config.OpenAIGateway, method, 
 		if x.resp.StatusCode/100 == 3 {
 			return nil, newError(http.StatusBadGateway, typeUpstream, codeMalformed, "upstream answered %s (redirects are not followed)", x.resp.Status)
 		}
-		return nil, &apiError{
-			Status: x.resp.StatusCode, Type: typeUpstream, Code: codeUpstreamError,
-			Message: "upstream answered " + x.resp.Status, raw: x.scrub(data), rawType: x.resp.Header.Get("Content-Type"),
-		}
+		return nil, x.errorBody(data)
 	}
 	return x, nil
+}
+
+// errorBody is the answer to an upstream's error response: its status, and its body
+// when that is JSON, passed through with the key scrubbed from every string in it
+// (scrubJSON); any other body (an HTML error page) is not passed through, the gateway
+// says what it was instead.
+func (x *exchange) errorBody(data []byte) *apiError {
+	e := &apiError{Status: x.resp.StatusCode, Type: typeUpstream, Code: codeUpstreamError, Message: "upstream answered " + x.resp.Status}
+	if body, ok := x.scrubJSON(data); ok {
+		e.raw = body
+		return e
+	}
+	if len(data) > 0 {
+		e.Message += fmt.Sprintf(" (a body of %d bytes that is not JSON, not passed through)", len(data))
+	}
+	return e
 }
 
 // failure classifies a transport error: the client gone, the upstream silent past the
@@ -133,12 +150,68 @@ func (x *exchange) failure(err error) *apiError {
 	return newError(http.StatusBadGateway, typeUpstream, codeUnreachable, "the upstream is unreachable: %s", x.scrub([]byte(err.Error())))
 }
 
+// redacted replaces the upstream key wherever it is scrubbed.
+const redacted = "[REDACTED]"
+
 // scrub removes the upstream key from text the client or a log may see.
 func (x *exchange) scrub(data []byte) []byte {
 	if x.key == "" {
 		return data
 	}
-	return bytes.ReplaceAll(data, []byte(x.key), []byte("[REDACTED]"))
+	return bytes.ReplaceAll(data, []byte(x.key), []byte(redacted))
+}
+
+// scrubJSON returns data, a JSON value, with the upstream key removed from every string
+// and member name in it, however the text escapes it (the value is decoded, scrubbed
+// and encoded again when any string holds the key); ok is false when data is not one
+// JSON value.
+func (x *exchange) scrubJSON(data []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || jsonread.Trailing(data, dec.InputOffset()) >= 0 {
+		return nil, false
+	}
+	if x.key == "" {
+		return data, true
+	}
+	v, changed := scrubValue(v, x.key)
+	if !changed {
+		return data, true
+	}
+	out, err := json.Marshal(v)
+	return out, err == nil
+}
+
+// scrubValue replaces key in every string and member name of v, a decoded JSON value.
+func scrubValue(v any, key string) (any, bool) {
+	switch v := v.(type) {
+	case string:
+		if strings.Contains(v, key) {
+			return strings.ReplaceAll(v, key, redacted), true
+		}
+	case []any:
+		changed := false
+		for i, x := range v {
+			var c bool
+			v[i], c = scrubValue(x, key)
+			changed = changed || c
+		}
+		return v, changed
+	case map[string]any:
+		changed := false
+		for k, x := range v {
+			x, c := scrubValue(x, key)
+			if nk := strings.ReplaceAll(k, key, redacted); nk != k {
+				delete(v, k)
+				k, c = nk, true
+			}
+			v[k] = x
+			changed = changed || c
+		}
+		return v, changed
+	}
+	return v, false
 }
 
 // readAll reads the whole body, at most maxReplyBytes.

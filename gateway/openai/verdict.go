@@ -1,13 +1,13 @@
 package openai
 
 import (
-	"context"
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
-	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // verdict is the outcome of reviewing one round of tool calls.
@@ -48,37 +48,24 @@ func requiredRejection(r *engine.RequiredAfterPlanningError) *rejection {
 	return &rejection{code: codeRequiredAfterPlan, hook: r.Hook, cause: r.DecisionCause(), message: r.Error(), violations: violations}
 }
 
-// check asks the guards about an accepted step as a tool_call operation and returns
-// the call the client gets for it, or the denial when the step may not run: a guard
-// denied it, a guard broke (fail closed), or no tool maps to its identity. A store
-// failure is the call's error.
-func (c *chatCall) check(ctx context.Context, p *phasePlan, step engine.RoutingStep) (toolCall, *denial, *apiError) {
-	call, ok := p.callFor(c.cfg, step)
-	d := &denial{Tool: call.Function.Name, StepID: step.StepID}
-	if !ok {
-		d.Tool, d.Code, d.Reason = step.Instruction, "tool_not_mapped", "no function in gateways.openai.tools maps to the accepted step's identity"
-		return call, d, nil
+// admitted turns an admission into the verdict's calls and denials: each allowed step
+// as the call the client gets (issuedCall), each denied one, and an allowed step no
+// function maps to, as a denial.
+func (v *verdict) admitted(cfg *config.OpenAIGateway, a *engine.Admission) {
+	for _, d := range a.Denied {
+		name, _ := d.Step.Metadata["function"].(string)
+		code, reason := d.Reason()
+		v.denials = append(v.denials, denial{Tool: cmp.Or(name, d.Step.Instruction), StepID: d.Step.StepID, Code: code, Reason: reason})
 	}
-	res, err := c.g.driver.Check(ctx, op.Call{
-		Operation: op.ToolCall, RequestID: c.id, StepID: step.StepID, Namespace: step.Namespace,
-		AgentName: step.AgentName, Capability: step.Capability(), Parameters: step.Parameters(),
-	})
-	if _, refused := engine.AsRefusal(err); refused {
-		return call, nil, driverError(err)
+	for _, ac := range a.Allowed {
+		call, ok := issuedCall(cfg, ac)
+		if !ok {
+			v.denials = append(v.denials, denial{Tool: ac.Step.Instruction, StepID: ac.Step.StepID, Code: "tool_not_mapped",
+				Reason: "no function in gateways.openai.tools maps to the accepted step's identity"})
+			continue
+		}
+		v.calls = append(v.calls, call)
 	}
-	if ge, isGuard := op.AsGuardError(err); isGuard {
-		d.Code, d.Reason = "guard_error", ge.Error()
-		return call, d, nil
-	}
-	if err != nil {
-		d.Code, d.Reason = "invalid_call", err.Error()
-		return call, d, nil
-	}
-	if !res.Allowed {
-		d.Code, d.Reason = res.Denial.Code, res.Denial.Reason
-		return call, d, nil
-	}
-	return call, nil, nil
 }
 
 // text states the verdict for the model and the user: the rejection, or the calls

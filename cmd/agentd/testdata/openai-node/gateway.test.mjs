@@ -2,7 +2,9 @@
 // another language's agent would: a streamed round the allow-list rejects must not leak
 // its tool call in any chunk; an allowed streamed round reaches the client whole and,
 // once the client ran the tool, the answer completes the request, whose record shows
-// the phase. AGENTD_URL is the daemon; the upstream behind it replays a script (no
+// the phase; a streamed chunk whose error member is falsy never hands the client its
+// tool call; tool call arguments a client could read differently from the guard
+// reject the round. AGENTD_URL is the daemon; the upstream behind it replays a script (no
 // model runs). Exits non-zero on the first failed check.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -72,3 +74,33 @@ assert.equal(record.phases.length, 1);
 assert.equal(record.phases[0].plan.steps[0].metadata.capability, 'stock_quote');
 assert.equal(record.phases[0].results.length, 1);
 console.log('ok   the record shows the phase and its result');
+
+// 5. An upstream chunk whose error member is falsy (false, 0, ""), carrying a tool call:
+// the Node library would take such a chunk for a normal one; the gateway ends the
+// stream with its own error instead, and no chunk carries the call.
+for (const question of ['node: falsy false', 'node: falsy zero', 'node: falsy empty']) {
+  const chunks = [];
+  let failure;
+  try {
+    const stream = await client.chat.completions.create({ model: 'scripted', stream: true, messages: [{ role: 'user', content: question }], tools });
+    for await (const chunk of stream) chunks.push(chunk);
+  } catch (e) {
+    failure = e;
+  }
+  assert.ok(failure, `${question}: the stream ended without an error`);
+  assert.equal(toolCallChunks(chunks).length, 0, `${question}: a chunk carries a tool call`);
+  assert.ok(!JSON.stringify(chunks).includes('call_evil'), `${question}: a chunk carries the upstream's call`);
+}
+console.log('ok   a chunk with a falsy error member never hands over its tool call');
+
+// 6. Arguments with members that differ only by case: the guard would read one amount
+// and a case-insensitive client the other; the round is rejected, neither reaches the
+// client.
+{
+  const c = await client.chat.completions.create({ model: 'scripted', messages: [{ role: 'user', content: 'node: folded amount' }], tools });
+  const msg = c.choices[0].message;
+  assert.equal((msg.tool_calls ?? []).length, 0, `tool calls reached the client: ${JSON.stringify(msg)}`);
+  assert.match(msg.content, /invalid_tool_arguments/);
+  assert.ok(!JSON.stringify(c).includes('50000'), `the answer repeats the ambiguous arguments: ${JSON.stringify(c)}`);
+  console.log('ok   arguments with case-folded member names reject the round');
+}
