@@ -38,6 +38,7 @@ type serveFlags struct {
 	maxBody, memoryBytes, gcHeadroom                                    int64
 	maxRecords, maxFailedRecords, maxRecordEntries, maxConns            int
 	evidence                                                            evidenceFlags
+	boundary                                                            boundaryFlags
 }
 
 const serveDoc = `
@@ -80,6 +81,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
 	f.evidence.register(fs.FlagSet)
+	f.boundary.register(fs.FlagSet)
 	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
 		if code == exitOK {
 			return nil, errHelp
@@ -87,6 +89,9 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 		return nil, errUsage
 	}
 	if err := f.evidence.check(stderr); err != nil {
+		return nil, err
+	}
+	if err := f.boundary.check(stderr); err != nil {
 		return nil, err
 	}
 	switch {
@@ -223,7 +228,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		}
 	}
 	go reloadOnHangup(ctx, reloaders...)
-	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, f.mcpConfig(svc.Driver(), registry, logger))
 	if err != nil {
 		return err
 	}
@@ -242,8 +247,9 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 			Mounts: append(append(gateway.Mounts(),
 				server.Mount{Pattern: "/mcp", Handler: mcpGateway.Handler(), Role: server.RoleOrchestrator, Stream: true}),
 				viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
-			Gateways:  map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
-			LoginPage: viewer.LoginPage,
+			Gateways:     map[string]func(context.Context) any{"mcp": func(ctx context.Context) any { return mcpGateway.Status(ctx) }},
+			LoginPage:    viewer.LoginPage,
+			AllowedHosts: f.boundary.hosts(),
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,

@@ -93,7 +93,7 @@ func FuzzAPIBodies(f *testing.F) {
 		}
 		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		h.ServeHTTP(rec, newRequest(http.MethodPost, path, bytes.NewReader(body)))
 		var answer struct {
 			Error *struct {
 				Type    ErrorType `json:"type"`

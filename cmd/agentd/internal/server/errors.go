@@ -36,6 +36,10 @@ const (
 	TypeUnauthorized          ErrorType = "unauthorized"
 	TypeForbidden             ErrorType = "forbidden"
 	TypeTenantForbidden       ErrorType = "tenant_forbidden"
+	TypeHostForbidden         ErrorType = "host_forbidden"
+	TypeCrossOrigin           ErrorType = "cross_origin"
+	TypeUnsupportedMediaType  ErrorType = "unsupported_media_type"
+	TypeTooManySessions       ErrorType = "too_many_sessions" // the MCP gateway's
 	TypeRequestTimeout        ErrorType = "request_timeout"
 	TypeNotReady              ErrorType = "not_ready"
 	TypeGenerationRetired     ErrorType = "generation_retired"

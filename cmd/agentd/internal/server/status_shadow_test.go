@@ -52,7 +52,7 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	svc.Handler(HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
+	svc.Handler(HTTPOptions{}).ServeHTTP(rec, newRequest(http.MethodGet, "/v1/status", nil))
 	schema, _ := apitest.Load(t).Response(t, http.MethodGet, "/v1/status", "200")
 	apitest.Validate(t, "status with a shadow", schema, rec.Body.Bytes())
 	if s := sh.Summary(); s.Disagreed != 2 || s.Changes["newly_allowed"] != 1 || s.Changes["changed"] != 1 || len(s.Recent) != 2 ||
