@@ -143,6 +143,9 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 	}))
 	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(ctx context.Context, _ *http.Request) (any, int, *APIError) {
 		body := s.Status()
+		if tenant, ok := engine.TenantFrom(ctx); ok && body.Shadow != nil {
+			body.Shadow = body.Shadow.ForTenant(tenant)
+		}
 		for name, status := range opts.Gateways {
 			if body.Gateways == nil {
 				body.Gateways = map[string]any{}
@@ -322,7 +325,8 @@ type StatusBody struct {
 	// Gateways is the state of each protocol gateway (HTTPOptions.Gateways).
 	Gateways map[string]any `json:"gateways,omitempty"`
 	// Shadow is the shadow configuration's generation, last reload and disagreements
-	// with the live one, when agentd serve runs with --shadow.
+	// with the live one, when agentd serve runs with --shadow; to a caller confined to
+	// a tenant, only its tenant's disagreements (shadow.Summary.ForTenant).
 	Shadow *shadow.Summary `json:"shadow,omitempty"`
 }
 

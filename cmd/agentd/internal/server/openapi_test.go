@@ -416,7 +416,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		by(globexToken, post("other tenant's after_synthesis", as, `{"request_id":"r1","response":"x"}`, 403)),
 		by(globexToken, post("other tenant's check", oc, `{"call":{"operation":"turn","request_id":"r1"}}`, 403)),
 		by(globexToken, post("other tenant's finish", of, `{"request_id":"r1","step_id":"step-1","status":"succeeded"}`, 403)),
-		by(globexViewerToken, get("other tenant's record", "/v1/executions/r1", 403)),
+		by(globexViewerToken, get("other tenant's record", "/v1/executions/r1", 404)),
 		by(viewerToken, get("viewer record", "/v1/executions/r1", 200)),
 		slow(post("stalled before_planning", bp, `{"request_id":`, 408)),
 		slow(post("stalled after_planning", ap, `{"request_id":`, 408)),

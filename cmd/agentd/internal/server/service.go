@@ -105,7 +105,8 @@ func driverError(err error) *APIError {
 }
 
 // Execution returns the stored record of a request; a call confined to a tenant
-// (engine.WithTenant) reads only records of that tenant.
+// (engine.WithTenant) reads only records of that tenant, and is answered 404 for
+// another tenant's, as for a record that does not exist.
 func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRecord, *APIError) {
 	rec, err := s.cfg.Records.Get(ctx, id)
 	switch {
@@ -116,7 +117,8 @@ func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRe
 		return nil, apiError(http.StatusServiceUnavailable, TypeStoreUnavailable, "state store unavailable")
 	}
 	if err := engine.CheckTenant(ctx, id, rec.Tenant); err != nil {
-		return nil, driverError(err)
+		// Another tenant's record is answered as no record: its id tells nothing.
+		return nil, apiError(http.StatusNotFound, TypeNotFound, "no execution record for request %q", id)
 	}
 	rec.Lifecycle = rec.LifecycleAt(time.Now())
 	return rec, nil
