@@ -159,7 +159,7 @@ func TestHardening_RolesAndTenants(t *testing.T) {
 		{"viewer reads status", "viewer-all", "GET", "/v1/status", "", 200, ""},
 		{"viewer reads metrics", "viewer-all", "GET", "/metrics", "", 200, ""},
 		{"tenant viewer reads its tenant's record", "viewer-acme", "GET", "/v1/executions/acme-1", "", 200, ""},
-		{"tenant viewer reads another tenant's record", "viewer-acme", "GET", "/v1/executions/globex-1", "", 403, "tenant_forbidden"},
+		{"tenant viewer reads another tenant's record", "viewer-acme", "GET", "/v1/executions/globex-1", "", 404, "not_found"},
 		{"admin reads any record", "admin-secret", "GET", "/v1/executions/acme-1", "", 200, ""},
 		{"a hash is not a token", hash("admin-secret"), "GET", "/v1/status", "", 401, "unauthorized"},
 	} {
