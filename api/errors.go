@@ -32,6 +32,10 @@ const (
 	TypeUnauthorized          ErrorType = "unauthorized"
 	TypeForbidden             ErrorType = "forbidden"
 	TypeTenantForbidden       ErrorType = ErrorType(engine.RefusedTenantForbidden)
+	TypeHostForbidden         ErrorType = "host_forbidden"
+	TypeCrossOrigin           ErrorType = "cross_origin"
+	TypeUnsupportedMediaType  ErrorType = "unsupported_media_type"
+	TypeTooManySessions       ErrorType = "too_many_sessions" // the MCP gateway's
 	TypeRequestTimeout        ErrorType = "request_timeout"
 	TypeNotReady              ErrorType = ErrorType(engine.RefusedNotReady)
 	TypeGenerationRetired     ErrorType = ErrorType(engine.RefusedGenerationRetired)

@@ -95,7 +95,7 @@ type flood struct {
 // is opened again once the daemon closes it.
 func startFlood(addr string, n int) *flood {
 	f := &flood{done: make(chan struct{})}
-	head := "POST /v1/hooks/before_planning HTTP/1.1\r\nHost: agentd\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+	head := "POST /v1/hooks/before_planning HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
 	for range n {
 		f.wg.Add(1)
 		go func() {
@@ -163,6 +163,7 @@ func authorizedCall(url, auth string) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

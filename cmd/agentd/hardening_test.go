@@ -59,7 +59,7 @@ func TestHardening_UnauthorizedIsClosedUnread(t *testing.T) {
 	d := startDaemon(t, filepath.Join(repoRoot(t), "examples", "stock-agent"), "--token-file", tokenFile, "--read-timeout", "10m")
 	for name, auth := range map[string]string{"no token": "", "wrong token": "Authorization: Bearer nope\r\n"} {
 		t.Run(name, func(t *testing.T) {
-			status, closing, body := rawCall(t, d.url, "POST /v1/hooks/before_planning HTTP/1.1\r\nHost: agentd\r\n"+auth+"Content-Length: 100000\r\n\r\n{")
+			status, closing, body := rawCall(t, d.url, "POST /v1/hooks/before_planning HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+auth+"Content-Length: 100000\r\n\r\n{")
 			if status != http.StatusUnauthorized || !closing || !strings.Contains(body, `"type":"unauthorized"`) {
 				t.Fatalf("answer = %d (Connection: close %v) %s", status, closing, body)
 			}
@@ -71,7 +71,7 @@ func TestHardening_UnauthorizedIsClosedUnread(t *testing.T) {
 // 408 request_timeout once the read timeout has passed, and its connection closed.
 func TestHardening_SlowBodyIsCutAtTheReadTimeout(t *testing.T) {
 	d := startDaemon(t, filepath.Join(repoRoot(t), "examples", "stock-agent"), "--read-timeout", "1s")
-	status, _, body := rawCall(t, d.url, "POST /v1/hooks/before_planning HTTP/1.1\r\nHost: agentd\r\nContent-Length: 100\r\n\r\n{\"request_id\":")
+	status, _, body := rawCall(t, d.url, "POST /v1/hooks/before_planning HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"request_id\":")
 	if status != http.StatusRequestTimeout || !strings.Contains(body, `"type":"request_timeout"`) {
 		t.Fatalf("answer = %d %s", status, body)
 	}
@@ -159,7 +159,7 @@ func TestHardening_RolesAndTenants(t *testing.T) {
 		{"viewer reads status", "viewer-all", "GET", "/v1/status", "", 200, ""},
 		{"viewer reads metrics", "viewer-all", "GET", "/metrics", "", 200, ""},
 		{"tenant viewer reads its tenant's record", "viewer-acme", "GET", "/v1/executions/acme-1", "", 200, ""},
-		{"tenant viewer reads another tenant's record", "viewer-acme", "GET", "/v1/executions/globex-1", "", 403, "tenant_forbidden"},
+		{"tenant viewer reads another tenant's record", "viewer-acme", "GET", "/v1/executions/globex-1", "", 404, "not_found"},
 		{"admin reads any record", "admin-secret", "GET", "/v1/executions/acme-1", "", 200, ""},
 		{"a hash is not a token", hash("admin-secret"), "GET", "/v1/status", "", 401, "unauthorized"},
 	} {

@@ -90,7 +90,7 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	gateway, stop, err := startMCPGateway(ctx, driver, registry, logger)
+	gateway, stop, err := startMCPGateway(ctx, mcpgw.Config{Driver: driver, Generations: registry, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -106,11 +106,12 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// startMCPGateway starts an MCP gateway following registry's live generation. Its
-// upstreams outlive ctx (a draining daemon still forwards in-flight calls) until stop,
-// which returns once they are down.
-func startMCPGateway(ctx context.Context, driver *engine.Driver, registry *reload.Registry, logger *slog.Logger) (*mcpgw.Gateway, func(), error) {
-	gateway, err := mcpgw.New(mcpgw.Config{Driver: driver, Generations: registry, Logger: logger, Version: buildVersion()})
+// startMCPGateway starts an MCP gateway of cfg (its Version set here) following the
+// live generation of cfg.Generations. Its upstreams outlive ctx (a draining daemon
+// still forwards in-flight calls) until stop, which returns once they are down.
+func startMCPGateway(ctx context.Context, cfg mcpgw.Config) (*mcpgw.Gateway, func(), error) {
+	cfg.Version = buildVersion()
+	gateway, err := mcpgw.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

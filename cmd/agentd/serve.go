@@ -43,7 +43,8 @@ type serveFlags struct {
 	// dataDir and dataBytes are the bolt store's directory and byte budget.
 	dataDir   string
 	dataBytes int64
-	bundle                                                              bundleFlags
+	bundle    bundleFlags
+	boundary  boundaryFlags
 }
 
 const serveDoc = `
@@ -89,6 +90,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "how long SIGTERM waits for in-flight calls")
 	f.evidence.register(fs.FlagSet)
 	f.bundle.register(fs.FlagSet)
+	f.boundary.register(fs.FlagSet)
 	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
 		if code == exitOK {
 			return nil, errHelp
@@ -96,6 +98,9 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 		return nil, errUsage
 	}
 	if err := f.evidence.check(stderr); err != nil {
+		return nil, err
+	}
+	if err := f.boundary.check(stderr); err != nil {
 		return nil, err
 	}
 	if err := f.bundle.check(f.config, stderr); err != nil {
@@ -220,7 +225,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	svc, err := server.New(server.Config{
 		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
 		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
-	Shadow: shadowStatus, Store: stores.kind, Bundles: source.statuses(),
+		Shadow: shadowStatus, Store: stores.kind, Bundles: source.statuses(),
 	})
 	if err != nil {
 		return err
@@ -235,7 +240,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		}
 	}
 	go reloadOnHangup(ctx, refreshes...)
-	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, f.mcpConfig(svc.Driver(), registry, logger))
 	if err != nil {
 		return err
 	}
@@ -254,8 +259,9 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 			Mounts: append(append(openAIMounts(gateway),
 				server.Mount{Pattern: "/mcp", Handler: mcpGateway.Handler(), Role: server.RoleOrchestrator, Stream: true}),
 				viewer.Mounts(viewer.Options{Service: svc, TraceURL: f.traceURL})...),
-			Gateways:  map[string]func() any{"mcp": func() any { return mcpGateway.Status() }},
-			LoginPage: viewer.LoginPage,
+			Gateways:     map[string]func(context.Context) any{"mcp": func(ctx context.Context) any { return mcpGateway.Status(ctx) }},
+			LoginPage:    viewer.LoginPage,
+			AllowedHosts: f.boundary.hosts(),
 		}),
 		ReadHeaderTimeout: f.readHeaderTimeout,
 		IdleTimeout:       f.idleTimeout,

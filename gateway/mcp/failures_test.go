@@ -48,7 +48,7 @@ func TestGateway_ToolTimeout(t *testing.T) {
 	if text(c.call(t, "echo", map[string]any{"message": "after"})) != "Echo: after (from local)" {
 		t.Error("the upstream does not answer after a timed-out call")
 	}
-	if st := h.gw.Status().Servers[0]; st.Restarts != 0 {
+	if st := h.gw.Status(context.Background()).Servers[0]; st.Restarts != 0 {
 		t.Errorf("a timeout restarted the upstream: %+v", st)
 	}
 	h.waitUpstreamSaw("local slow cancelled") // the timed-out call was cancelled upstream
@@ -68,7 +68,7 @@ func TestGateway_MalformedUpstreamMessages(t *testing.T) {
 	if res := c.call(t, "echo", map[string]any{"message": "still"}); res.IsError {
 		t.Fatalf("echo after malformed messages: %q", text(res))
 	}
-	if st := h.gw.Status().Servers[0]; st.Restarts != 0 || st.State != stateReady {
+	if st := h.gw.Status(context.Background()).Servers[0]; st.Restarts != 0 || st.State != stateReady {
 		t.Errorf("malformed messages took the upstream down: %+v", st)
 	}
 	logs := h.logs.String()

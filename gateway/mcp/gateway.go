@@ -28,9 +28,24 @@ type Config struct {
 	Logger      *slog.Logger
 	// Version is the gateway's version in its MCP implementation info.
 	Version string
-	// SessionTimeout closes an HTTP session idle for that long; 0 means the driver's
-	// default state TTL, so a session ends no later than its request's state.
+	// SessionTimeout closes an HTTP session nobody has called for that long; 0 means
+	// DefaultSessionIdle.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the HTTP sessions open at once, MaxSessionsPerCaller those of
+	// one caller; 0 means DefaultMaxSessions and DefaultMaxSessionsPerCaller. A session
+	// past either is refused 429 too_many_sessions (see Handler).
+	MaxSessions, MaxSessionsPerCaller int
+	// MaxBody bounds the body of one HTTP request to /mcp; 0 means the MCP SDK's
+	// default (4 MiB). A larger one is answered 413.
+	MaxBody int64
+	// Caller names the caller of an HTTP request (the daemon: a digest of the token
+	// it presented), whose sessions only it may use and which count against its
+	// MaxSessionsPerCaller. nil, or "", is one anonymous caller.
+	Caller func(context.Context) string
+	// DisableLocalhostProtection turns the transport's own Host check off, for a
+	// server in front that checks Host headers itself (the daemon's, which also takes
+	// --allowed-hosts).
+	DisableLocalhostProtection bool
 	// Backoff is the delay before an upstream's first reconnect, doubled per further
 	// failure up to MaxBackoff; 0 means 250ms and 30s.
 	Backoff, MaxBackoff time.Duration
@@ -50,7 +65,7 @@ type Gateway struct {
 
 	tools    atomic.Pointer[map[string]toolRoute] // listed tool name -> route
 	sessions sync.Map                             // *mcp.ServerSession -> *session
-	tenants  sync.Map                             // MCP session id -> tenant of the caller that opened it
+	owners   *owners                              // who opened each HTTP session, and how many are open
 	progress progressRoutes
 	inflight atomic.Int64 // tools/call being served
 	applied  atomic.Bool  // set once Run applied a generation
@@ -65,7 +80,16 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = engine.DefaultStateTTL
+		cfg.SessionTimeout = DefaultSessionIdle
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSessionsPerCaller <= 0 {
+		cfg.MaxSessionsPerCaller = DefaultMaxSessionsPerCaller
+	}
+	if cfg.Caller == nil {
+		cfg.Caller = func(context.Context) string { return "" }
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 250 * time.Millisecond
@@ -73,7 +97,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.MaxBackoff < cfg.Backoff {
 		cfg.MaxBackoff = max(30*time.Second, cfg.Backoff)
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger.With("gateway", "mcp"), progress: progressRoutes{routes: map[string]progressRoute{}}}
+	g := &Gateway{cfg: cfg, log: cfg.Logger.With("gateway", "mcp"), progress: progressRoutes{routes: map[string]progressRoute{}},
+		owners: newOwners(cfg.MaxSessions, cfg.MaxSessionsPerCaller)}
 	g.tools.Store(&map[string]toolRoute{})
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{

@@ -24,7 +24,7 @@ func TestGateway_ListsOnlyToolsAOneStepPlanCouldUse(t *testing.T) {
 	if _, err := h.mem.Get(context.Background(), c.requestID()); err == nil {
 		t.Error("listing tools wrote the session's record")
 	}
-	if st := h.gw.Status().Servers[0]; !slices.Equal(st.Uncataloged, []string{"secret"}) || !slices.Contains(st.Tools, "wipe") {
+	if st := h.gw.Status(context.Background()).Servers[0]; !slices.Equal(st.Uncataloged, []string{"secret"}) || !slices.Contains(st.Tools, "wipe") {
 		t.Errorf("status: tools %v, uncataloged %v; want every offered tool and secret uncataloged", st.Tools, st.Uncataloged)
 	}
 }

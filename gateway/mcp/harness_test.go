@@ -100,6 +100,12 @@ func jsonString(s string) string {
 
 func newHarness(t testing.TB, servers string) *harness {
 	t.Helper()
+	return newHarnessWith(t, servers, nil)
+}
+
+// newHarnessWith is newHarness with the gateway's Config changed by configure first.
+func newHarnessWith(t testing.TB, servers string, configure func(*Config)) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	policies, err := filepath.Abs("../../policies")
 	if err != nil {
@@ -118,8 +124,12 @@ func newHarness(t testing.TB, servers string) *harness {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.gw, err = New(Config{Driver: driver, Generations: h.reg, Logger: logger, Version: "test",
-		Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	cfg := Config{Driver: driver, Generations: h.reg, Logger: logger, Version: "test",
+		Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	if configure != nil {
+		configure(&cfg)
+	}
+	h.gw, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +185,7 @@ func (h *harness) waitFor(what string, ok func(Status) bool) Status {
 	h.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		st := h.gw.Status()
+		st := h.gw.Status(context.Background())
 		if ok(st) {
 			return st
 		}

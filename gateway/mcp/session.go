@@ -61,7 +61,8 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 		client = p.ClientInfo
 	}
-	s := &session{id: requestID(id), tenant: g.tenantOf(ss.ID()), opening: sessionOpening(client)}
+	who, _ := g.owners.of(ss.ID())
+	s := &session{id: requestID(id), tenant: who.tenant, opening: sessionOpening(client)}
 	if s.tenant != "" {
 		s.opening.Metadata[engine.TenantKey] = s.tenant
 	}
@@ -70,7 +71,6 @@ func (g *Gateway) sessionOf(ss *mcp.ServerSession, client *mcp.Implementation) *
 		go func() {
 			_ = ss.Wait()
 			g.sessions.Delete(ss)
-			g.tenants.Delete(ss.ID())
 		}()
 	}
 	return v.(*session)

@@ -6,11 +6,23 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // Status is the gateway's state, for GET /v1/status.
 type Status struct {
 	Servers []ServerStatus `json:"servers"`
+	// Sessions are the HTTP sessions open and their bounds (Config).
+	Sessions SessionsStatus `json:"sessions"`
+}
+
+// SessionsStatus counts the HTTP sessions open, of the caller's tenant only for a
+// caller confined to one, and states the bounds they are held to.
+type SessionsStatus struct {
+	Open         int    `json:"open"`
+	Max          int    `json:"max"`
+	MaxPerCaller int    `json:"max_per_caller"`
+	IdleTimeout  string `json:"idle_timeout"`
 }
 
 // ServerStatus is one upstream's state: starting, ready, restarting (down, with the
@@ -31,13 +43,18 @@ type ServerStatus struct {
 	Uncataloged []string `json:"uncataloged,omitempty"`
 }
 
-// Status returns the state of every upstream, in configuration order.
-func (g *Gateway) Status() Status {
+// Status returns the state of every upstream, in configuration order, and of the
+// sessions: those of ctx's tenant when ctx is confined to one (engine.WithTenant).
+func (g *Gateway) Status(ctx context.Context) Status {
 	g.mu.Lock()
 	ups := slices.Clone(g.upstreams)
 	offered := g.offered.tools
 	g.mu.Unlock()
-	out := Status{Servers: []ServerStatus{}}
+	out := Status{Servers: []ServerStatus{}, Sessions: SessionsStatus{
+		Max: g.cfg.MaxSessions, MaxPerCaller: g.cfg.MaxSessionsPerCaller, IdleTimeout: g.cfg.SessionTimeout.String(),
+	}}
+	tenant, confined := engine.TenantFrom(ctx)
+	out.Sessions.Open = g.owners.count(tenant, confined)
 	for _, u := range ups {
 		s := u.settings()
 		st := ServerStatus{Name: u.name, Namespace: s.Namespace, Transport: "stdio", Tools: []string{}}
@@ -71,7 +88,7 @@ func (g *Gateway) WaitStarted(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		starting := g.cfg.Generations.Current() != nil && !g.applied.Load()
-		for _, s := range g.Status().Servers {
+		for _, s := range g.Status(ctx).Servers {
 			starting = starting || s.State == stateStarting
 		}
 		if !starting {

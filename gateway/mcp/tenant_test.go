@@ -63,7 +63,7 @@ func TestGateway_SessionsBelongToTheTenantThatOpenedThem(t *testing.T) {
 	defer resp.Body.Close()
 	var body struct{ Error struct{ Type string } }
 	_ = json.NewDecoder(resp.Body).Decode(&body)
-	if resp.StatusCode != http.StatusForbidden || body.Error.Type != "tenant_forbidden" {
-		t.Errorf("another tenant's call on the session = %d %+v, want 403 tenant_forbidden", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusNotFound || body.Error.Type != "not_found" {
+		t.Errorf("another tenant's call on the session = %d %+v, want 404 not_found", resp.StatusCode, body)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -88,11 +89,22 @@ func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 				With("role", tok.Role).With("required_role", role))
 			return
 		}
+		ctx := context.WithValue(r.Context(), callerKey{}, string(tok.SHA256[:]))
 		if tok.Tenant != "" {
-			r = r.WithContext(engine.WithTenant(r.Context(), tok.Tenant))
+			ctx = engine.WithTenant(ctx, tok.Tenant)
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+type callerKey struct{}
+
+// CallerOf names the token a call authorize admitted presented, itself or through a
+// browser session it opened: an opaque key, the same for every call of one token and
+// never the token's text; "" when the daemon has no tokens (every caller is one).
+func CallerOf(ctx context.Context) string {
+	c, _ := ctx.Value(callerKey{}).(string)
+	return c
 }
 
 // refuseUnauthenticated answers 401 and closes the connection without reading the

@@ -95,7 +95,7 @@ func FuzzAPIBodies(f *testing.F) {
 		}
 		path := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		h.ServeHTTP(rec, newRequest(http.MethodPost, path, bytes.NewReader(body)))
 		var answer struct {
 			Error *struct {
 				Type    api.ErrorType `json:"type"`

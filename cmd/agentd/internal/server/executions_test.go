@@ -16,7 +16,7 @@ import (
 
 func call(t *testing.T, h http.Handler, method, path, body string) (int, []byte) {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := newRequest(method, path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -109,11 +109,11 @@ func TestExecutions_BadQueriesNameTheParameter(t *testing.T) {
 func TestExecutions_TenantTokensListTheirTenantOnly(t *testing.T) {
 	h := stockHandler(t)
 	call(t, h, http.MethodPost, "/v1/hooks/before_planning", `{"request_id":"acme-1","request":"q","metadata":{"tenant":"acme"}}`)
-	req := httptest.NewRequest(http.MethodPost, "/v1/hooks/before_planning", strings.NewReader(`{"request_id":"globex-1","request":"q","metadata":{"tenant":"globex"}}`))
+	req := newRequest(http.MethodPost, "/v1/hooks/before_planning", strings.NewReader(`{"request_id":"globex-1","request":"q","metadata":{"tenant":"globex"}}`))
 	req.Header.Set("Authorization", "Bearer "+globexToken)
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	for token, want := range map[string][]string{viewerToken: {"acme-1", "globex-1"}, globexViewerToken: {"globex-1"}} {
-		req := httptest.NewRequest(http.MethodGet, "/v1/executions", nil)
+		req := newRequest(http.MethodGet, "/v1/executions", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

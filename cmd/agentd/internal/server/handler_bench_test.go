@@ -43,7 +43,7 @@ func BenchmarkHandler_AfterPlanning(b *testing.B) {
 		i++
 		body := `{"request_id":"r` + strconv.Itoa(i) + `","request":"quote ACME","plan":` + plan + `}`
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body)))
+		h.ServeHTTP(rec, newRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body)))
 		if rec.Code != http.StatusOK {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
@@ -59,7 +59,7 @@ func BenchmarkAuthorize(b *testing.B) {
 		tokens = append(tokens, Token{SHA256: sha256.Sum256([]byte("token-" + strconv.Itoa(i))), Role: RoleOrchestrator, Tenant: "acme"})
 	}
 	h := authorize(HTTPOptions{Tokens: tokens}, RoleOrchestrator, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	req := httptest.NewRequest(http.MethodPost, "/v1/hooks/before_planning", nil)
+	req := newRequest(http.MethodPost, "/v1/hooks/before_planning", nil)
 	req.Header.Set("Authorization", "Bearer token-7")
 	b.ReportAllocs()
 	for b.Loop() {

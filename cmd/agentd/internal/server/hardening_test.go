@@ -123,7 +123,7 @@ func TestHardening_RouteRoles(t *testing.T) {
 	} {
 		for _, tok := range []string{"", "nope", "admin", "orchestrator", "viewer"} {
 			t.Run(rc.method+" "+rc.path+" as "+cmpOr(tok, "nobody"), func(t *testing.T) {
-				req := httptest.NewRequest(rc.method, rc.path, strings.NewReader("{}"))
+				req := newRequest(rc.method, rc.path, strings.NewReader("{}"))
 				if tok != "" {
 					req.Header.Set("Authorization", "Bearer "+tok)
 				}
@@ -223,7 +223,7 @@ func TestHardening_WriteTimeoutSpareHealthyStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := io.WriteString(c, "GET /unread HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET /unread HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentd-dev/agentd/api"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/docs"
 	"github.com/agentd-dev/agentd/engine"
@@ -30,11 +31,15 @@ type HTTPOptions struct {
 	// Mounts are further routes served beside the API (the gateways, the viewer),
 	// behind the same authorization, deadlines and panic recovery.
 	Mounts []Mount
-	// Gateways report their state in GET /v1/status, under gateways.<name>.
-	Gateways map[string]func() any
+	// Gateways report their state in GET /v1/status, under gateways.<name>, as the
+	// caller may see it (a caller confined to a tenant: engine.TenantFrom(ctx)).
+	Gateways map[string]func(context.Context) any
 	// Sessions are the browser sessions that stand for a token on GET and HEAD calls
 	// (see Sessions); nil means a store of this handler's own.
 	Sessions *Sessions
+	// AllowedHosts are the Host names, besides the loopback ones, that a call reaching
+	// the server at a loopback address may name (see browserBoundary).
+	AllowedHosts []string
 	// LoginPage, when set, is where a browser loading a page without a token or a
 	// session is sent (303), instead of answered 401.
 	LoginPage string
@@ -59,9 +64,10 @@ type Mount struct {
 
 // Handler returns the HTTP API of s. Every route it serves is described in
 // docs/openapi.yaml, which it serves at GET /v1/openapi.json, and names here the role
-// a token needs to call it (see Role); /healthz and /readyz need none.
+// a token needs to call it (see Role); /healthz and /readyz need none. Every route is
+// behind the browser boundary (browserBoundary): Host, Origin and Content-Type checks.
 func (s *Service) Handler(opts HTTPOptions) http.Handler {
-	return withDeadlines(opts.Timeouts, s.recoverPanics(s.routes(opts)))
+	return withDeadlines(opts.Timeouts, s.recoverPanics(browserBoundary(opts.AllowedHosts, s.routes(opts))))
 }
 
 // apiMux is the API's ServeMux. It remembers the pattern of every route it serves
@@ -135,13 +141,18 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		rec, e := s.Execution(ctx, r.PathValue("id"))
 		return rec, http.StatusOK, e
 	}))
-	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(context.Context, *http.Request) (any, int, *api.Error) {
+	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(ctx context.Context, _ *http.Request) (any, int, *api.Error) {
 		body := s.Status()
+		if sum, _ := body.Shadow.(*shadow.Summary); sum != nil {
+			if tenant, ok := engine.TenantFrom(ctx); ok {
+				body.Shadow = sum.ForTenant(tenant)
+			}
+		}
 		for name, status := range opts.Gateways {
 			if body.Gateways == nil {
 				body.Gateways = map[string]any{}
 			}
-			body.Gateways[name] = status()
+			body.Gateways[name] = status(ctx)
 		}
 		return body, http.StatusOK, nil
 	}))

@@ -63,7 +63,7 @@ func TestOpenAPI_RoutesMatchHandler(t *testing.T) {
 	param := regexp.MustCompile(`\{[^}]*\}`)
 	for _, op := range doc.Operations() {
 		method, path, _ := strings.Cut(op, " ")
-		req := httptest.NewRequest(method, param.ReplaceAllString(path, "x"), nil)
+		req := newRequest(method, param.ReplaceAllString(path, "x"), nil)
 		if _, pattern := mux.Handler(req); !slices.Contains(mux.served, pattern) {
 			t.Errorf("docs/openapi.yaml documents %s, which the handler does not serve (it matched %q): register the route in http.go, list its mount in mountedRoutes, or remove it from the document's paths", op, pattern)
 		}
@@ -250,7 +250,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		if c.slow {
 			body = stalledBody{body}
 		}
-		req := httptest.NewRequest(c.method, c.path, body)
+		req := newRequest(c.method, c.path, body)
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
@@ -363,7 +363,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		bad(session("log in without a token", `{}`, 400)),
 		bad(session("oversized log in", huge, 413)),
 		bad(apiCall{name: "log in by a form", method: http.MethodPost, path: "/v1/session", body: "token=" + testToken,
-			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, want: 400}),
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, want: 415}),
 		{name: "log out", method: http.MethodDelete, path: "/v1/session", want: 204},
 		get("rejected record", "/v1/executions/r3", 200),
 		get("no record", "/v1/executions/nobody", 404),
@@ -416,7 +416,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		by(globexToken, post("other tenant's after_synthesis", as, `{"request_id":"r1","response":"x"}`, 403)),
 		by(globexToken, post("other tenant's check", oc, `{"call":{"operation":"turn","request_id":"r1"}}`, 403)),
 		by(globexToken, post("other tenant's finish", of, `{"request_id":"r1","step_id":"step-1","status":"succeeded"}`, 403)),
-		by(globexViewerToken, get("other tenant's record", "/v1/executions/r1", 403)),
+		by(globexViewerToken, get("other tenant's record", "/v1/executions/r1", 404)),
 		by(viewerToken, get("viewer record", "/v1/executions/r1", 200)),
 		slow(post("stalled before_planning", bp, `{"request_id":`, 408)),
 		slow(post("stalled after_planning", ap, `{"request_id":`, 408)),
@@ -514,7 +514,7 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		{http.MethodGet, "/v1/nothing-here", "#/components/responses/RouteNotFound", 404},
 	} {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(c.method, c.path, nil)
+		req := newRequest(c.method, c.path, nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		stock.ServeHTTP(rec, req)
 		if rec.Code != c.want {

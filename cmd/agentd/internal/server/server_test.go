@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,7 +50,7 @@ func newTestService(t *testing.T, hooks ...engine.Hook) (*Service, *store.Memory
 
 func post(h http.Handler, path, body string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	h.ServeHTTP(rec, newRequest(http.MethodPost, path, strings.NewReader(body)))
 	return rec
 }
 
@@ -77,7 +78,7 @@ func TestHandler_NotReadyWithoutGeneration(t *testing.T) {
 	}
 	h := svc.Handler(HTTPOptions{})
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	h.ServeHTTP(rec, newRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz without a generation = %d", rec.Code)
 	}
@@ -216,4 +217,14 @@ func TestService_ResentPlanIsAnsweredFromTheRecord(t *testing.T) {
 			t.Fatalf("call %d: record %s, want %s", i+1, got, step.wantRecord)
 		}
 	}
+}
+
+// newRequest is httptest.NewRequest declaring a JSON body, as the browser boundary
+// wants of a POST, PUT or PATCH.
+func newRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	if bodyMethod(method) {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
 }

@@ -82,7 +82,8 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Driver() *engine.Driver { return s.driver }
 
 // Execution returns the stored record of a request; a call confined to a tenant
-// (engine.WithTenant) reads only records of that tenant.
+// (engine.WithTenant) reads only records of that tenant, and is answered 404 for
+// another tenant's, as for a record that does not exist.
 func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRecord, *api.Error) {
 	rec, err := s.cfg.Records.Get(ctx, id)
 	switch {
@@ -93,7 +94,8 @@ func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRe
 		return nil, api.Errorf(http.StatusServiceUnavailable, api.TypeStoreUnavailable, "state store unavailable")
 	}
 	if err := engine.CheckTenant(ctx, id, rec.Tenant); err != nil {
-		return nil, api.ErrorOf(err)
+		// Another tenant's record is answered as no record: its id tells nothing.
+		return nil, api.Errorf(http.StatusNotFound, api.TypeNotFound, "no execution record for request %q", id)
 	}
 	rec.Lifecycle = rec.LifecycleAt(time.Now())
 	return rec, nil

@@ -150,17 +150,13 @@ type SessionRequest struct {
 }
 
 // serveSessions serves POST /v1/session (log in: the token in a JSON body, which a
-// cross-site form cannot send; 204 and the cookie, or 401) and DELETE /v1/session (log
+// cross-site form cannot send, as browserBoundary checks; 204 and the cookie, or 401) and DELETE /v1/session (log
 // out: 204, the session ended and its cookie cleared). Neither needs a token in the
 // Authorization header. With no token configured, logging in opens no session: every
 // route is open anyway.
 func serveSessions(mux *apiMux, opts HTTPOptions) {
 	sessions := opts.Sessions
 	mux.serve("POST /v1/session", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-			writeError(w, api.Errorf(http.StatusBadRequest, api.TypeInvalidJSON, "the body must be JSON (Content-Type: application/json)"))
-			return
-		}
 		var req SessionRequest
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			writeError(w, e)

@@ -18,7 +18,7 @@ func login(t *testing.T, h http.Handler, tlsConn bool) *http.Cookie {
 
 func loginAs(t *testing.T, h http.Handler, token string, tlsConn bool) *http.Cookie {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/v1/session", strings.NewReader(`{"token":"`+token+`"}`))
+	req := newRequest(http.MethodPost, "/v1/session", strings.NewReader(`{"token":"`+token+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	if tlsConn {
 		req.TLS = &tls.ConnectionState{}
@@ -34,7 +34,7 @@ func loginAs(t *testing.T, h http.Handler, token string, tlsConn bool) *http.Coo
 
 // withCookie calls h with the cookie and no Authorization header.
 func withCookie(h http.Handler, c *http.Cookie, method, path, body string) int {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := newRequest(method, path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if c != nil {
 		req.AddCookie(c)
@@ -103,7 +103,7 @@ func TestSessions_EndAtLogoutTTLAndBound(t *testing.T) {
 	h := sessionHandler(t, sessions)
 
 	c := login(t, h, false)
-	req := httptest.NewRequest(http.MethodDelete, "/v1/session", nil)
+	req := newRequest(http.MethodDelete, "/v1/session", nil)
 	req.AddCookie(c)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -137,7 +137,7 @@ func TestSessions_EndAtLogoutTTLAndBound(t *testing.T) {
 func TestSessions_NoTokenNoSession(t *testing.T) {
 	svc, _ := newTestService(t)
 	h := svc.Handler(HTTPOptions{})
-	req := httptest.NewRequest(http.MethodPost, "/v1/session", strings.NewReader(`{"token":"anything"}`))
+	req := newRequest(http.MethodPost, "/v1/session", strings.NewReader(`{"token":"anything"}`))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

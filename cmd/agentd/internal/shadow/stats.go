@@ -45,6 +45,8 @@ type Disagreement struct {
 	Change     compare.Change  `json:"change"`
 	Live       compare.Verdict `json:"live"`
 	Shadow     compare.Verdict `json:"shadow"`
+	// tenant is the request's tenant ("" for none), which ForTenant filters on.
+	tenant string
 }
 
 type stats struct {
@@ -76,10 +78,13 @@ func (s *Shadow) disagree(j job, gen *config.Generation, change compare.Change, 
 	liveGen := ""
 	if r := j.check; r != nil {
 		d.DecisionID, d.RequestID, d.Operation, d.StepID, d.At = r.DecisionID, r.Call.RequestID, r.Call.Operation, r.Call.StepID, r.Started.UTC()
+		if r.State != nil {
+			d.tenant = engine.TenantOf(r.State.Metadata)
+		}
 		e.PolicyRevision, liveGen = r.PolicyRevision, r.Generation
 	} else {
 		r := j.stage
-		d.DecisionID, d.RequestID, d.Stage, d.At = r.DecisionID, r.RequestID, r.Stage, r.Started.UTC()
+		d.DecisionID, d.RequestID, d.Stage, d.At, d.tenant = r.DecisionID, r.RequestID, r.Stage, r.Started.UTC(), engine.TenantOf(r.Metadata)
 		e.PolicyRevision, liveGen = r.PolicyRevision, r.Generation
 	}
 	e.DecisionID, e.RequestID, e.Stage, e.Operation, e.StepID, e.Timestamp, e.Generation = d.DecisionID, d.RequestID, d.Stage, d.Operation, d.StepID, d.At, liveGen
@@ -119,6 +124,20 @@ func (s *Shadow) Summary() *Summary {
 	}
 	for i := len(s.stats.recent) - 1; i >= 0; i-- {
 		out.Recent = append(out.Recent, s.stats.recent[i])
+	}
+	return out
+}
+
+// ForTenant is the summary as a caller confined to tenant may see it: the recent
+// disagreements of that tenant's requests only, and none of the daemon-wide counts
+// (all 0), which would tell of other tenants' calls.
+func (s *Summary) ForTenant(tenant string) *Summary {
+	out := &Summary{Dir: s.Dir, Generation: s.Generation, PolicyRevision: s.PolicyRevision, LastReload: s.LastReload,
+		Changes: map[compare.Change]int64{}, Recent: []Disagreement{}}
+	for _, d := range s.Recent {
+		if d.tenant == tenant {
+			out.Recent = append(out.Recent, d)
+		}
 	}
 	return out
 }
