@@ -5,29 +5,72 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // completionBody is the non-streamed answer the client gets for a reply, written by the
 // gateway: the reply's id, created, model, system_fingerprint and usage, and one choice
 // with the reviewed message (content, refusal, tool calls) and finish reason. Nothing
-// else of the upstream's reply is relayed.
-func completionBody(rep *reply, ans *answer) json.RawMessage {
-	msg := map[string]any{"role": "assistant", "content": ans.content, "refusal": ans.refusal}
-	if len(ans.calls) > 0 {
-		msg["tool_calls"] = ans.calls
+// else of the upstream's reply is relayed. It is appended directly, as encoding/json
+// would write it, without reflection: it is written on every round.
+func completionBody(rep *reply, ans *answer) []byte {
+	n := 256 + len(rep.meta.ID) + len(rep.meta.Model) + len(rep.usage)
+	if ans.content != nil {
+		n += len(*ans.content)
 	}
-	body := map[string]any{
-		"id": rep.meta.ID, "object": "chat.completion", "created": rep.meta.Created, "model": rep.meta.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": ans.finish}},
+	for _, c := range ans.calls {
+		n += 64 + len(c.ID) + len(c.Function.Name) + 2*len(c.Function.Arguments)
 	}
+	b := append(make([]byte, 0, n), `{"id":`...)
+	b = engine.AppendJSONString(b, rep.meta.ID)
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, rep.meta.Created, 10)
+	b = append(b, `,"model":`...)
+	b = engine.AppendJSONString(b, rep.meta.Model)
 	if rep.meta.SystemFingerprint != "" {
-		body["system_fingerprint"] = rep.meta.SystemFingerprint
+		b = append(b, `,"system_fingerprint":`...)
+		b = engine.AppendJSONString(b, rep.meta.SystemFingerprint)
 	}
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = appendOptional(b, ans.content)
+	b = append(b, `,"refusal":`...)
+	b = appendOptional(b, ans.refusal)
+	if len(ans.calls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range ans.calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = engine.AppendJSONString(b, c.ID)
+			b = append(b, `,"type":`...)
+			b = engine.AppendJSONString(b, c.Type)
+			b = append(b, `,"function":{"name":`...)
+			b = engine.AppendJSONString(b, c.Function.Name)
+			b = append(b, `,"arguments":`...)
+			b = engine.AppendJSONString(b, c.Function.Arguments)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"logprobs":null,"finish_reason":`...)
+	b = engine.AppendJSONString(b, ans.finish)
+	b = append(b, "}]"...)
 	if rep.usage != nil {
-		body["usage"] = rep.usage
+		b = append(append(b, `,"usage":`...), rep.usage...)
 	}
-	return mustJSON(body)
+	return append(b, '}')
+}
+
+// appendOptional appends s as a JSON string, or null.
+func appendOptional(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return engine.AppendJSONString(b, *s)
 }
 
 // mustJSON encodes values the gateway built itself, which always encode.

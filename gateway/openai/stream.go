@@ -86,22 +86,13 @@ func (c *chatCall) unstreamed(ctx context.Context, x *exchange, s *streamWriter)
 	if e != nil {
 		return e
 	}
-	var meta chunkMeta
-	_ = json.Unmarshal(data, &meta)
-	var usage struct {
-		Usage json.RawMessage `json:"usage"`
-	}
-	_ = json.Unmarshal(data, &usage)
 	ans, e := c.decide(ctx, rep)
 	if e != nil {
 		return e
 	}
-	s.mode, s.meta = modeBuffered, meta
+	s.mode, s.meta = modeBuffered, rep.meta
 	s.w.Header().Set(HeaderStreamMode, modeBuffered)
-	if bytes.Equal(usage.Usage, jsonNull) {
-		usage.Usage = nil
-	}
-	s.finish(ans, usage.Usage)
+	s.finish(ans, rep.usage)
 	return nil
 }
 
