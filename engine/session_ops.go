@@ -71,7 +71,9 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 		report.Outcome, report.Err = CheckOutcomeOf(err), err
 		return nil, err
 	}
-	end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(verdict), Err: verdict})
+	if end != nil { // nil when the call, given the request's context, is invalid
+		end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: outcomeOf(verdict), Err: verdict})
+	}
 	report.Outcome, report.Err = CheckOutcomeOf(verdict), verdict
 	var warnings []Finding
 	if report.Record != nil {
