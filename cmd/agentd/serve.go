@@ -20,7 +20,6 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -196,14 +195,14 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		observers = append(observers, dlog)
 	}
 	reloaders := []*reload.Reloader{reloader}
-	var shadowStatus func() *shadow.Summary
+	var shadowStatus func() any
 	if f.evidence.shadow != "" {
 		sh, err := openShadow(ctx, f, registry, dlog, logger, tel.meter)
 		if err != nil {
 			return err
 		}
 		defer sh.Close()
-		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), sh.Summary
+		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), func() any { return sh.Summary() }
 	}
 	svc, err := server.New(server.Config{
 		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,

@@ -312,9 +312,7 @@ func writeError(w http.ResponseWriter, e *api.Error) { writeJSON(w, e.Status, e)
 func (s *Service) Status() api.StatusBody {
 	body := api.StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status()}
 	if s.cfg.Shadow != nil {
-		if sum := s.cfg.Shadow(); sum != nil {
-			body.Shadow = sum
-		}
+		body.Shadow = s.cfg.Shadow()
 	}
 	g := s.cfg.Registry.Current()
 	if g == nil {

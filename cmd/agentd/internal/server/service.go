@@ -14,7 +14,6 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
@@ -38,8 +37,9 @@ type Config struct {
 	// Observer is told about every call after the service's own metrics: the decision
 	// log and the shadow configuration (see engine.Observers). Nil tells no one else.
 	Observer engine.Observer
-	// Shadow, when set, describes the shadow configuration in GET /v1/status.
-	Shadow func() *shadow.Summary
+	// Shadow, when set, describes the shadow configuration in GET /v1/status
+	// (api.StatusBody.Shadow); nil leaves it out.
+	Shadow func() any
 }
 
 // Service serves the API on a driver over the registry's generations. It is safe for

@@ -47,7 +47,7 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem, Shadow: sh.Summary})
+	svc, err := New(Config{Registry: registry, States: mem, Records: mem, Shadow: func() any { return sh.Summary() }})
 	if err != nil {
 		t.Fatal(err)
 	}
