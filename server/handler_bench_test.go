@@ -25,7 +25,7 @@ import (
 // stock-agent example through the whole HTTP handler (decode, state, policy, record,
 // encode), without the network.
 func BenchmarkHandler_AfterPlanning(b *testing.B) {
-	gen, err := config.Load("../../../../examples/stock-agent", config.Options{})
+	gen, err := config.Load("../examples/stock-agent", config.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

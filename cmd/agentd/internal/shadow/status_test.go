@@ -1,4 +1,4 @@
-package server
+package shadow_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // GET /v1/status with a shadow configuration that disagreed on a check and on an answer matches the document.
@@ -47,12 +48,12 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem, Shadow: func() any { return sh.Summary() }})
+	svc, err := server.New(server.Config{Registry: registry, States: mem, Records: mem, Shadow: func() any { return sh.Summary() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	svc.Handler(HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
+	svc.Handler(server.HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
 	schema, _ := apitest.Load(t).Response(t, http.MethodGet, "/v1/status", "200")
 	apitest.Validate(t, "status with a shadow", schema, rec.Body.Bytes())
 	if s := sh.Summary(); s.Disagreed != 2 || s.Changes["newly_allowed"] != 1 || s.Changes["changed"] != 1 || len(s.Recent) != 2 ||

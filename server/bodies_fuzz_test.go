@@ -74,7 +74,7 @@ func FuzzAPIBodies(f *testing.F) {
 	} {
 		f.Add(seed.route, []byte(seed.body))
 	}
-	gen, err := config.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), config.Options{})
+	gen, err := config.Load(filepath.Join("..", "examples", "stock-agent"), config.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

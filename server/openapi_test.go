@@ -174,7 +174,7 @@ func (b stalledBody) Read(p []byte) (int, error) {
 // stockHandler serves examples/stock-agent, as `agentd serve` would, with a token.
 func stockHandler(t *testing.T) http.Handler {
 	t.Helper()
-	gen, err := config.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), config.Options{})
+	gen, err := config.Load(filepath.Join("..", "examples", "stock-agent"), config.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
