@@ -11,13 +11,13 @@ import (
 	"os"
 	"slices"
 
-	"github.com/agentd-dev/agentd/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/jsonread"
 	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // evalRoutes maps a call name (--stage, or "call" in a script) to the API route whose

@@ -19,7 +19,6 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
-	"github.com/agentd-dev/agentd/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -27,6 +26,7 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
 	gwopenai "github.com/agentd-dev/agentd/gateway/openai"
+	"github.com/agentd-dev/agentd/server"
 )
 
 type serveFlags struct {

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/api"
-	"github.com/agentd-dev/agentd/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // The daemon's tokens: a viewer's and an admin's.
