@@ -181,7 +181,7 @@ func stockHandler(t *testing.T) http.Handler {
 	registry := reload.NewRegistry(2)
 	registry.Swap(gen)
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem})
+	svc, err := newService(hostConfig{Registry: registry, States: mem, Records: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func stockHandler(t *testing.T) http.Handler {
 // pipelineHandler serves one generation of Go hooks on the given stores.
 func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records store.RecordStore) http.Handler {
 	t.Helper()
-	svc, err := New(Config{Registry: registry, States: states, Records: records})
+	svc, err := newService(hostConfig{Registry: registry, States: states, Records: records})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,10 +204,23 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		defer sh.Close()
 		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), func() any { return sh.Summary() }
 	}
+	metrics, err := server.NewMetrics(tel.meter, logger)
+	if err != nil {
+		return err
+	}
+	// The host builds the driver every transport runs on: the stage API, both
+	// gateways, and the observers (metrics first) see the same calls.
+	driver, err := engine.NewDriver(engine.DriverConfig{
+		Generations: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
+		Observer:  engine.Observers(append([]engine.Observer{metrics}, observers...)...),
+		KeepPlans: true, // the handlers decode every plan anew, the gateways build theirs, and all only read answers
+	})
+	if err != nil {
+		return err
+	}
 	svc, err := server.New(server.Config{
-		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
-		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
-		Shadow: shadowStatus,
+		Registry: registry, Driver: driver, Records: stores.records,
+		Logger: logger, LogPayloads: f.logPayloads, Shadow: shadowStatus,
 	})
 	if err != nil {
 		return err
@@ -222,7 +235,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		}
 	}
 	go reloadOnHangup(ctx, reloaders...)
-	mcpGateway, stopMCP, err := startMCPGateway(ctx, svc.Driver(), registry, logger)
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, driver, registry, logger)
 	if err != nil {
 		return err
 	}
@@ -233,7 +246,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		return err
 	}
 	ln := connlimit.New(tcp, f.maxConns)
-	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: svc.Driver(), Logger: logger, MaxBody: f.maxBody})
+	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: driver, Logger: logger, MaxBody: f.maxBody})
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,

@@ -48,7 +48,11 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := server.New(server.Config{Registry: registry, States: mem, Records: mem, Shadow: func() any { return sh.Summary() }})
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem, KeepPlans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem, Shadow: func() any { return sh.Summary() }})
 	if err != nil {
 		t.Fatal(err)
 	}
