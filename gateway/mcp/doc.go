@@ -33,7 +33,7 @@
 // "<server>__<tool>" when several upstreams offer that name (the first in
 // configuration order keeps a qualified name that equals another listed name), are
 // listed only when a one-step plan with the session's next step id could pass the
-// after_planning stage now (Session.Preview, which records nothing). A tool the
+// after_planning stage now (Session.Evaluate, which records nothing). A tool the
 // server's catalog entry (gateways.mcp.servers[].tools) does not list therefore never
 // shows: config.Load makes each server a catalog agent whose capabilities are those
 // tools, so plan validation, not the gateway, decides.
