@@ -53,4 +53,4 @@
 // its in-flight calls with an error result and is reconnected with exponential backoff
 // while every session stays open. Each forwarded call has the tool's timeout. Status
 // reports each upstream's state, last error and restarts (GET /v1/status, gateways.mcp).
-package mcpgw
+package mcp
