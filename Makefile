@@ -1,7 +1,7 @@
 GO ?= go
 # Packages with concurrency (engine, stores, reload, daemon) run under the race detector.
-RACE_PKGS := ./engine/... ./config/... ./cmd/...
-OTHER_PKGS := ./builtin/... ./schemas/...
+RACE_PKGS := ./engine/... ./config/... ./cmd/... ./api/... ./server/... ./gateway/... ./internal/...
+OTHER_PKGS := ./builtin/... ./schemas/... ./examples/embedding/...
 EXAMPLE ?= examples/stock-agent
 # Every fuzz target, as package:Func:count. `make fuzz` runs each for FUZZTIME; `make test`
 # runs each for its count of executions (about 5s on the CI machine): a count, unlike a
@@ -10,13 +10,13 @@ EXAMPLE ?= examples/stock-agent
 # when a Fuzz function of the repository is missing here.
 FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine/ref:FuzzScan:80000 \
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 \
-	./cmd/agentd/internal/server:FuzzAPIBodies:8000 ./engine/policy/reads:FuzzPlanMemo_KeysSound:4000 \
-	./engine/policy/reads:FuzzCanon_AgreesWithJSON:5000 ./cmd/agentd/internal/server:FuzzParseTokenFile:20000 \
+	./server:FuzzAPIBodies:8000 ./engine/policy/reads:FuzzPlanMemo_KeysSound:4000 \
+	./engine/policy/reads:FuzzCanon_AgreesWithJSON:5000 ./server:FuzzParseTokenFile:20000 \
 	./gateway/openai:FuzzChatRequest:6000 ./gateway/openai:FuzzUpstreamReply:10000 \
-	./gateway/mcp:FuzzVetLine:3000 ./cmd/agentd/internal/server:FuzzListQuery:10000 \
+	./gateway/mcp:FuzzVetLine:3000 ./server:FuzzListQuery:10000 \
 	./cmd/agentd/internal/replay:FuzzRead:3000 ./gateway/openai:FuzzVetMembers:20000 \
 	./engine:FuzzAppendJSON_AgreesWithEncodingJSON:8000 ./engine/jsonread:FuzzReader_AgreesWithEncodingJSON:20000 \
-	./cmd/agentd/internal/server:FuzzFastBodies_AgreeWithEncodingJSON:20000
+	./server:FuzzFastBodies_AgreeWithEncodingJSON:20000 ./api:FuzzErrorBody:5000
 FUZZTIME ?= 10s
 # BENCH_FLAGS are extra agentd-bench flags for make bench (see bench/README.md).
 BENCH_FLAGS ?=

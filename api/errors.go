@@ -37,18 +37,18 @@ const (
 	TypeUnsupportedMediaType  ErrorType = "unsupported_media_type"
 	TypeTooManySessions       ErrorType = "too_many_sessions" // the MCP gateway's
 	TypeRequestTimeout        ErrorType = "request_timeout"
-	TypeNotReady              ErrorType = ErrorType(engine.RefusedNotReady)
-	TypeGenerationRetired     ErrorType = ErrorType(engine.RefusedGenerationRetired)
-	TypeGenerationExpired     ErrorType = ErrorType(engine.RefusedGenerationExpired)
-	TypeRequestFailed         ErrorType = ErrorType(engine.RefusedRequestFailed)
-	TypeConflict              ErrorType = ErrorType(engine.RefusedConflict)
-	TypeRequestTooLarge       ErrorType = ErrorType(engine.RefusedTooLarge)
-	TypeInvalidEffect         ErrorType = ErrorType(engine.UpdateInvalidEffect)
-	TypeEffectTerminal        ErrorType = ErrorType(engine.UpdateTerminalEffect)
+	TypeNotReady              ErrorType = "not_ready"
+	TypeGenerationRetired     ErrorType = "generation_retired"
+	TypeGenerationExpired     ErrorType = "generation_expired"
+	TypeRequestFailed         ErrorType = "request_failed"
+	TypeConflict              ErrorType = "conflict"
+	TypeRequestTooLarge       ErrorType = "request_too_large"
+	TypeInvalidEffect         ErrorType = "invalid_effect"
+	TypeEffectTerminal        ErrorType = "effect_terminal"
 	TypeUnknownEffect         ErrorType = "unknown_effect"
-	TypeInvalidFinish         ErrorType = ErrorType(engine.FinishInvalid)
+	TypeInvalidFinish         ErrorType = "invalid_finish"
 	TypeNotStarted            ErrorType = "not_started"
-	TypeStoreUnavailable      ErrorType = ErrorType(engine.RefusedStoreUnavailable)
+	TypeStoreUnavailable      ErrorType = "store_unavailable"
 	TypeInternal              ErrorType = "internal"
 )
 

@@ -89,7 +89,7 @@ var enumFamilies = []struct {
 	{schema: "Cause", dir: "../engine", prefix: "Cause"},
 	{schema: "RuleMode", dir: "../engine", prefix: "Rule"},
 	{schema: "Operation", dir: "../engine/op", typ: "Operation"},
-	{schema: "ErrorType", dir: "../cmd/agentd/internal/server", prefix: "Type"},
+	{schema: "ErrorType", dir: "../api", prefix: "Type"},
 }
 
 // TestOpenAPI_EnumsMatchGoConstants fails when a constant of an enum family has no

@@ -95,7 +95,8 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	}
 }
 
-// info describes the request to the hooks of a call.
+// info describes the request to the hooks of a call; WhatIf.info describes it alike
+// to an evaluation (TestEvaluate_SeesTheRealPathsContext).
 func (s *Session) info(gate Gate) RequestInfo {
 	st := s.state
 	return RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate, Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/internal/capture"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // decisionOf returns the decision_id of an API answer.
@@ -172,5 +173,31 @@ func TestREADME_DecisionLogSnippetCompiles(t *testing.T) {
 	writeFile(t, dir, "hooks/40-log.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: log}\n"+snippet)
 	if code, out, errOut := runCLI(t, "check", dir); code != exitOK {
 		t.Fatalf("the README's decision_log snippet does not compile:\n%s%s", out, errOut)
+	}
+}
+
+// The decision log is an observer of the one driver serve builds, so the OpenAI
+// gateway's decisions are logged like the stage API's: a plain answer through the
+// gateway is a before_planning and an after_synthesis event of its request.
+func TestServe_DecisionLogCoversTheGateway(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "decisions.log")
+	g := startGateway(t, script(`{"user": "hello", "content": "hi there"}`), "", nil, "--decision-log-file", file)
+	_, id := g.complete(t, ask("hello"), option.WithHeader("X-Request-Id", "gw-logged"))
+	if status, answer := g.d.do(t, "POST", "/v1/hooks/before_planning", `{"request_id":"api-logged","request":"quote ACME"}`); status != 200 {
+		t.Fatalf("before_planning: %d %s", status, answer)
+	}
+	g.d.stop(t)
+	_, events := logEvents(t, file)
+	stages := map[string][]string{}
+	for _, e := range events {
+		rid, _ := e["request_id"].(string)
+		stage, _ := e["stage"].(string)
+		stages[rid] = append(stages[rid], stage)
+	}
+	if got := stages[id]; strings.Join(got, ",") != "before_planning,after_synthesis" {
+		t.Errorf("the gateway's request %s logged stages %v, want before_planning and after_synthesis", id, got)
+	}
+	if got := stages["api-logged"]; len(got) != 1 {
+		t.Errorf("the stage API's call logged %v", got)
 	}
 }

@@ -11,13 +11,13 @@ import (
 	"os"
 	"slices"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/jsonread"
 	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // evalRoutes maps a call name (--stage, or "call" in a script) to the API route whose
@@ -128,7 +128,12 @@ func evalService(dir string, stderr io.Writer) (*server.Service, error) {
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := server.New(server.Config{Registry: registry, States: mem, Records: mem})
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem, KeepPlans: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
+		return nil, err
+	}
+	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem})
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
 	}

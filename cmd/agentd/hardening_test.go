@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // rawCall sends head (request line and headers, no body) on a connection of its own,

@@ -19,8 +19,6 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -29,6 +27,7 @@ import (
 	boltstore "github.com/agentd-dev/agentd/engine/store/bolt"
 	redisstore "github.com/agentd-dev/agentd/engine/store/redis"
 	gwopenai "github.com/agentd-dev/agentd/gateway/openai"
+	"github.com/agentd-dev/agentd/server"
 )
 
 type serveFlags struct {
@@ -212,20 +211,33 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	}
 	reloaders := source.watched()
 	refreshes := []func(context.Context){source.refresh}
-	var shadowStatus func() *shadow.Summary
+	var shadowStatus func(context.Context) any
 	if f.evidence.shadow != "" {
 		sh, err := openShadow(ctx, f, registry, dlog, logger, tel.meter)
 		if err != nil {
 			return err
 		}
 		defer sh.Close()
-		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), sh.Summary
+		observers, reloaders, shadowStatus = append(observers, sh), append(reloaders, sh.Reloader()), sh.StatusFor
 		refreshes = append(refreshes, func(ctx context.Context) { _, _ = sh.Reloader().Reload(ctx) })
 	}
+	metrics, err := server.NewMetrics(tel.meter, logger)
+	if err != nil {
+		return err
+	}
+	// The host builds the driver every transport runs on: the stage API, both
+	// gateways, and the observers (metrics first) see the same calls.
+	driver, err := engine.NewDriver(engine.DriverConfig{
+		Generations: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
+		Observer:  engine.Observers(append([]engine.Observer{metrics}, observers...)...),
+		KeepPlans: true, // the handlers decode every plan anew, the gateways build theirs, and all only read answers
+	})
+	if err != nil {
+		return err
+	}
 	svc, err := server.New(server.Config{
-		Registry: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
-		Logger: logger, LogPayloads: f.logPayloads, MeterProvider: tel.meter, Observer: engine.Observers(observers...),
-		Shadow: shadowStatus, Store: stores.kind, Bundles: source.statuses(),
+		Registry: registry, Driver: driver, Records: stores.records,
+		Logger: logger, LogPayloads: f.logPayloads, Shadow: shadowStatus, Store: stores.kind, Bundles: source.statuses(),
 	})
 	if err != nil {
 		return err
@@ -240,7 +252,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		}
 	}
 	go reloadOnHangup(ctx, refreshes...)
-	mcpGateway, stopMCP, err := startMCPGateway(ctx, f.mcpConfig(svc.Driver(), registry, logger))
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, f.mcpConfig(driver, registry, logger))
 	if err != nil {
 		return err
 	}
@@ -251,7 +263,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		return err
 	}
 	ln := connlimit.New(tcp, f.maxConns)
-	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: svc.Driver(), Logger: logger, MaxBody: f.maxBody})
+	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: driver, Logger: logger, MaxBody: f.maxBody})
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/server"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	mcpgw "github.com/agentd-dev/agentd/gateway/mcp"

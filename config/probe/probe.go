@@ -112,9 +112,8 @@ type Miss struct {
 
 // prober holds one run's state.
 type prober struct {
-	gen      *config.Generation
-	pipeline *engine.Pipeline
-	allowed  map[string]bool
+	gen     *config.Generation
+	allowed map[string]bool
 }
 
 // reviewed is a case and its outcome.
@@ -139,7 +138,7 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	p := &prober{gen: gen, pipeline: gen.Pipeline, allowed: map[string]bool{}}
+	p := &prober{gen: gen, allowed: map[string]bool{}}
 	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}}
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))}
 	var bases []*base

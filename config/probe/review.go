@@ -36,31 +36,31 @@ type outcome struct {
 }
 
 // review runs c through what the daemon does with an after_planning call: decoding,
-// validation of the incoming plan, then the after_planning stage of the pipeline,
+// then the engine's what-if review (engine.Generation.EvaluatePlan: validation of the
+// incoming plan under the generation's limits, then the after_planning stage),
 // recording nothing. A hook panic is a rejection (the daemon answers 500).
 func (p *prober) review(ctx context.Context, c *Case) (out outcome) {
 	plan, err := decodePlan(c.Plan)
 	if err != nil {
 		return outcome{verdict: RejectedWire, err: err}
 	}
-	if err := p.pipeline.ValidatePlan(plan, c.Prior); err != nil {
-		return outcome{verdict: RejectedValidation, err: err}
-	}
 	defer func() {
 		if v := recover(); v != nil {
 			out = outcome{verdict: RejectedStage, err: fmt.Errorf("hook panic: %v", v)}
 		}
 	}()
-	pctx := &engine.PipelineContext{Request: c.Request, Metadata: cloneMap(c.Metadata), Enrichments: cloneMap(c.Enrichments)}
-	if pctx.Metadata == nil {
-		pctx.Metadata = map[string]any{}
+	w := engine.WhatIf{RequestID: "probe", Request: c.Request, Metadata: cloneMap(c.Metadata), Enrichments: cloneMap(c.Enrichments),
+		Prior: c.Prior, Phase: max(plan.PhaseNumber-1, 0), CacheReadDisabled: true}
+	if w.Metadata == nil {
+		w.Metadata = map[string]any{}
 	}
-	if pctx.Enrichments == nil {
-		pctx.Enrichments = map[string]any{}
+	if w.Enrichments == nil {
+		w.Enrichments = map[string]any{}
 	}
-	accepted, err := p.pipeline.AfterPlanning(ctx, pctx, plan, c.Prior, nil)
+	accepted, err := p.gen.EvaluatePlan(ctx, w, plan)
 	if err != nil {
-		if r, ok := engine.AsRequiredAfterPlanningError(err); ok && r.Reason == engine.ReasonInvalidPlan {
+		r, rejected := engine.AsRequiredAfterPlanningError(err)
+		if _, invalid := engine.AsPlanError(err); (invalid && !rejected) || (rejected && r.Reason == engine.ReasonInvalidPlan) {
 			return outcome{verdict: RejectedValidation, err: err}
 		}
 		out := outcome{verdict: RejectedStage, err: err, violations: []string{}}

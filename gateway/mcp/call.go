@@ -1,4 +1,4 @@
-package mcpgw
+package mcp
 
 import (
 	"context"

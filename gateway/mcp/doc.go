@@ -35,7 +35,7 @@
 // "<server>__<tool>" when several upstreams offer that name (the first in
 // configuration order keeps a qualified name that equals another listed name), are
 // listed only when a one-step plan with the session's next step id could pass the
-// after_planning stage now (Session.Preview, which records nothing). A tool the
+// after_planning stage now (Session.Evaluate, which records nothing). A tool the
 // server's catalog entry (gateways.mcp.servers[].tools) does not list therefore never
 // shows: config.Load makes each server a catalog agent whose capabilities are those
 // tools, so plan validation, not the gateway, decides.
@@ -55,4 +55,4 @@
 // its in-flight calls with an error result and is reconnected with exponential backoff
 // while every session stays open. Each forwarded call has the tool's timeout. Status
 // reports each upstream's state, last error and restarts (GET /v1/status, gateways.mcp).
-package mcpgw
+package mcp

@@ -1,4 +1,4 @@
-package mcpgw
+package mcp
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func (g *Gateway) review(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // callable returns the tools of listed that a one-step plan of the session's next call
-// could use now: Session.Preview accepts the plan with the step unchanged in namespace,
+// could use now: Session.Evaluate accepts the plan with the step unchanged in namespace,
 // agent and capability. The session's request is not opened or changed. A request
 // that takes no more calls (it failed, or its generation is gone) lists nothing; any
 // other refusal (no live generation, the store unreachable) fails the listing, since
@@ -78,7 +78,7 @@ func (g *Gateway) wouldPass(ctx context.Context, s *session, sess *engine.Sessio
 	}()
 	plan := oneStep(s.nextStepID(), r, map[string]any{})
 	want := plan.Steps[0]
-	out, err := sess.Preview(ctx, plan)
+	out, err := sess.Evaluate(ctx, plan)
 	if err != nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package mcpgw
+package mcp
 
 // qualifier joins a server name and a tool or prompt name in a qualified name.
 const qualifier = "__"

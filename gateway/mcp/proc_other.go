@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mcpgw
+package mcp
 
 import (
 	"os"

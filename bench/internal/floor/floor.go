@@ -1,7 +1,8 @@
 // Package floor is the HTTP floor of the benchmark: the least a Go server must do to
 // answer a plan review at all. It receives the after_planning body, decodes it the way
-// agentd's server does (bounded read, UTF-8 check, strict decoding into the engine's
-// wire types on jsonread's fast path, else with encoding/json; one value only) and
+// agentd's server does (bounded read, UTF-8 check, strict decoding into the API's
+// wire type, api.AfterPlanningRequest, on its jsonread fast path, else with
+// encoding/json; one value only) and
 // writes a fixed allowed answer.
 package floor
 
@@ -13,21 +14,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // maxBody bounds a request body as agentd's default does.
 const maxBody = 1 << 20
-
-// request has the fields of agentd's after_planning request body.
-type request struct {
-	RequestID string              `json:"request_id"`
-	Phase     int                 `json:"phase,omitempty"`
-	Plan      *engine.RoutingPlan `json:"plan"`
-	Request   *string             `json:"request,omitempty"`
-	Metadata  map[string]any      `json:"metadata,omitempty"`
-}
 
 // answer is the fixed allowed answer; it holds what the load generator checks.
 var answer = []byte(`{"decision_id":"floor","request_id":"floor","generation":"floor","plan":{"plan_id":"floor","steps":[]},"invocations":[]}` + "\n")
@@ -59,8 +51,8 @@ func decode(body io.Reader) error {
 	case !utf8.Valid(data):
 		return errNotUTF8
 	}
-	var req request
-	if !req.readJSON(data) {
+	var req api.AfterPlanningRequest
+	if !req.ReadJSON(data) {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
@@ -74,34 +66,6 @@ func decode(body io.Reader) error {
 		return errNoPlan
 	}
 	return nil
-}
-
-// requestFields are request's JSON names, in readJSON's order.
-var requestFields = jsonread.Fields[request]([]string{"request_id", "phase", "plan", "request", "metadata"})
-
-// readJSON is agentd's fast path for the body (jsonread), as its server takes it.
-func (q *request) readJSON(data []byte) bool {
-	r := jsonread.New(data)
-	var req request
-	ok := r.Struct(requestFields, func(i int) bool {
-		switch i {
-		case 0:
-			return r.String(&req.RequestID)
-		case 1:
-			return r.Int(&req.Phase)
-		case 2:
-			return engine.ReadPlan(r, &req.Plan)
-		case 3:
-			req.Request = new(string)
-			return r.String(req.Request)
-		default:
-			return r.Map(&req.Metadata)
-		}
-	}) && r.End()
-	if ok {
-		*q = req
-	}
-	return ok
 }
 
 type floorError string

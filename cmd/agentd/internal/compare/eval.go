@@ -23,25 +23,34 @@ type Input struct {
 	Draft       string
 }
 
-// context is pctx's request context for the hooks of gen, as the driver gives it.
-func (in *Input) context(ctx context.Context, gen *engine.Generation) context.Context {
+// whatIf is in as the engine's what-if request, cache reads off.
+func (in *Input) whatIf() engine.WhatIf {
 	phase := 0
 	if in.Plan != nil {
 		phase = max(in.Plan.PhaseNumber-1, 0)
 	}
-	return engine.WithRequestInfo(ctx, engine.RequestInfo{ID: in.RequestID, Generation: gen.ID, Gate: engine.NewGate(nil, true), Phase: phase})
+	return engine.WhatIf{RequestID: in.RequestID, Request: in.Request, Metadata: in.Metadata, Enrichments: in.Enrichments,
+		Prior: in.Prior, Phase: phase, CacheReadDisabled: true}
 }
 
-// Plan reviews in.Plan as gen's after_planning stage would: plan validation against
-// gen's catalog and limits, then every after_planning hook, the required one last. It
-// records nothing.
+// context is the request context for the hooks of gen, as the driver gives it.
+func (in *Input) context(ctx context.Context, gen *engine.Generation) context.Context {
+	return in.whatIf().Context(ctx, gen)
+}
+
+// Plan reviews in.Plan as gen's after_planning stage would, through the engine's one
+// what-if path (engine.Generation.EvaluatePlan): plan validation against gen's catalog
+// and limits, then every after_planning hook, the required one last. It records
+// nothing.
 func Plan(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
 	defer recovered(&v)
-	if err := gen.Pipeline.ValidatePlan(in.Plan, in.Prior); err != nil {
-		return planError(err)
+	_, err := gen.EvaluatePlan(ctx, in.whatIf(), in.Plan)
+	if _, rejected := engine.AsRequiredAfterPlanningError(err); !rejected {
+		if _, ok := engine.AsPlanError(err); ok {
+			return planError(err)
+		}
 	}
-	pctx := &engine.PipelineContext{Request: in.Request, Metadata: in.Metadata, Enrichments: in.Enrichments}
-	if _, err := gen.Pipeline.AfterPlanning(in.context(ctx, gen), pctx, in.Plan, in.Prior, nil); err != nil {
+	if err != nil {
 		return Verdict{Outcome: engine.OutcomeRejected, Cause: engine.CauseOf(err), Violations: engine.ViolationsOf(err)}
 	}
 	return Verdict{Outcome: engine.OutcomeAccepted}

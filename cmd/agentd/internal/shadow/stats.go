@@ -1,6 +1,7 @@
 package shadow
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -140,4 +141,18 @@ func (s *Summary) ForTenant(tenant string) *Summary {
 		}
 	}
 	return out
+}
+
+// StatusFor describes the shadow configuration to the caller of ctx, as GET /v1/status
+// shows it (server.Config.Shadow): to a caller confined to a tenant
+// (engine.TenantFrom), only that tenant's disagreements (Summary.ForTenant).
+func (s *Shadow) StatusFor(ctx context.Context) any {
+	sum := s.Summary()
+	if sum == nil {
+		return nil
+	}
+	if tenant, ok := engine.TenantFrom(ctx); ok {
+		return sum.ForTenant(tenant)
+	}
+	return sum
 }

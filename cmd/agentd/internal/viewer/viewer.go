@@ -18,7 +18,7 @@ import (
 	"io/fs"
 	"net/http"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
+	"github.com/agentd-dev/agentd/server"
 )
 
 //go:embed assets

@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/agentd-dev/agentd/api"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // The daemon's tokens: a viewer's and an admin's.
@@ -33,7 +34,11 @@ func daemon(t *testing.T) http.Handler {
 	registry := reload.NewRegistry(2)
 	registry.Swap(gen)
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := server.New(server.Config{Registry: registry, States: mem, Records: mem})
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem, KeepPlans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,35 +12,28 @@ import (
 
 	"github.com/agentd-dev/agentd/api"
 
-	"go.opentelemetry.io/otel/metric"
-
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config/bundle"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// Config configures a Service.
+// Config configures a Service. Registry, Driver and Records are required.
 type Config struct {
 	Registry *reload.Registry
-	States   engine.StateStore
-	Records  store.RecordStore
-	// RequestTTL is how long request state is kept between stage calls; 0 means
-	// engine.DefaultStateTTL.
-	RequestTTL time.Duration
-	Logger     *slog.Logger
-	// MaxRecordEntries bounds the entries of one execution record (see
-	// engine.DriverConfig); 0 means the engine's default.
-	MaxRecordEntries int
+	// Driver runs the stage calls and checks. The host builds it over Registry, with
+	// KeepPlans set (the handlers decode every plan anew and only read answers) and
+	// the service's Metrics among its observers.
+	Driver *engine.Driver
+	// Records are the execution records GET /v1/executions reads: the driver's.
+	Records store.RecordStore
+	Logger  *slog.Logger
 	// LogPayloads lets a hook panic's value into the log (it may quote the request).
-	LogPayloads   bool
-	MeterProvider metric.MeterProvider
-	// Observer is told about every call after the service's own metrics: the decision
-	// log and the shadow configuration (see engine.Observers). Nil tells no one else.
-	Observer engine.Observer
-	// Shadow, when set, describes the shadow configuration in GET /v1/status.
-	Shadow func() *shadow.Summary
+	LogPayloads bool
+	// Shadow, when set, describes the shadow configuration in GET /v1/status
+	// (api.StatusBody.Shadow) to the caller of ctx, who may be confined to a tenant
+	// (engine.TenantFrom); nil leaves it out.
+	Shadow func(ctx context.Context) any
 	// Bundles, when set, is the state of each bundle the live config comes from, in
 	// OPA's status format (GET /v1/status, under bundles).
 	Bundles func() map[string]bundle.Status
@@ -53,33 +46,19 @@ type Config struct {
 // concurrent use.
 type Service struct {
 	cfg    Config
-	tel    *telemetry
 	driver *engine.Driver
 }
 
 // New returns a service.
 func New(cfg Config) (*Service, error) {
+	if cfg.Registry == nil || cfg.Driver == nil || cfg.Records == nil {
+		return nil, errors.New("server: Config needs a Registry, a Driver and Records")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	tel, err := newTelemetry(cfg.MeterProvider)
-	if err != nil {
-		return nil, err
-	}
-	s := &Service{cfg: cfg, tel: tel}
-	s.driver, err = engine.NewDriver(engine.DriverConfig{
-		Generations: cfg.Registry, States: cfg.States, Records: cfg.Records,
-		StateTTL: cfg.RequestTTL, Observer: engine.Observers(s, cfg.Observer), MaxRecordEntries: cfg.MaxRecordEntries,
-		KeepPlans: true, // the handlers decode every plan anew, the gateways build theirs, and all only read answers
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &Service{cfg: cfg, driver: cfg.Driver}, nil
 }
-
-// Driver returns the request driver the service translates to.
-func (s *Service) Driver() *engine.Driver { return s.driver }
 
 // Execution returns the stored record of a request; a call confined to a tenant
 // (engine.WithTenant) reads only records of that tenant, and is answered 404 for

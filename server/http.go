@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/agentd-dev/agentd/api"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/docs"
 	"github.com/agentd-dev/agentd/engine"
@@ -142,12 +141,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		return rec, http.StatusOK, e
 	}))
 	route(RoleViewer, http.MethodGet, "/v1/status", endpoint(func(ctx context.Context, _ *http.Request) (any, int, *api.Error) {
-		body := s.Status()
-		if sum, _ := body.Shadow.(*shadow.Summary); sum != nil {
-			if tenant, ok := engine.TenantFrom(ctx); ok {
-				body.Shadow = sum.ForTenant(tenant)
-			}
-		}
+		body := s.Status(ctx)
 		for name, status := range opts.Gateways {
 			if body.Gateways == nil {
 				body.Gateways = map[string]any{}
@@ -319,12 +313,10 @@ const maxPooledResponse = 64 << 10
 func writeError(w http.ResponseWriter, e *api.Error) { writeJSON(w, e.Status, e) }
 
 // Status describes the live generation and the last reload.
-func (s *Service) Status() api.StatusBody {
+func (s *Service) Status(ctx context.Context) api.StatusBody {
 	body := api.StatusBody{Files: []string{}, DataMounts: []config.DataMount{}, Hooks: map[engine.Stage][]config.HookInfo{}, Guards: []config.GuardInfo{}, LastReload: s.cfg.Registry.Status(), Store: s.cfg.Store}
 	if s.cfg.Shadow != nil {
-		if sum := s.cfg.Shadow(); sum != nil {
-			body.Shadow = sum
-		}
+		body.Shadow = s.cfg.Shadow(ctx)
 	}
 	if s.cfg.Bundles != nil {
 		body.Bundles = s.cfg.Bundles()

@@ -74,14 +74,14 @@ func FuzzAPIBodies(f *testing.F) {
 	} {
 		f.Add(seed.route, []byte(seed.body))
 	}
-	gen, err := config.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), config.Options{})
+	gen, err := config.Load(filepath.Join("..", "examples", "stock-agent"), config.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
 	mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1000, Retention: store.Retention{Success: time.Second, Error: time.Second}})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem})
+	svc, err := newService(hostConfig{Registry: registry, States: mem, Records: mem})
 	if err != nil {
 		f.Fatal(err)
 	}

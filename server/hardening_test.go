@@ -242,7 +242,7 @@ func TestHardening_UnknownOperationsAreBounded(t *testing.T) {
 	registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g", Pipeline: p}})
 	reader := sdkmetric.NewManualReader()
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	svc, metrics, err := newMeteredService(hostConfig{Registry: registry, States: mem, Records: mem, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +270,13 @@ func TestHardening_UnknownOperationsAreBounded(t *testing.T) {
 	if fmt.Sprint(points) != "[unknown=300]" {
 		t.Fatalf("operation check points = %v, want [unknown=300]", points)
 	}
-	if n := len(svc.tel.sets.sets); n > 2 {
+	if n := len(metrics.tel.sets.sets); n > 2 {
 		t.Fatalf("the attribute-set cache holds %d sets after 300 unknown operations", n)
 	}
 	for i := range maxAttrSets + 100 {
-		svc.tel.sets.get(attrKey{k1: "k", v1: fmt.Sprint(i)})
+		metrics.tel.sets.get(attrKey{k1: "k", v1: fmt.Sprint(i)})
 	}
-	if n := len(svc.tel.sets.sets); n != maxAttrSets {
+	if n := len(metrics.tel.sets.sets); n != maxAttrSets {
 		t.Fatalf("the attribute-set cache holds %d sets, want its bound %d", n, maxAttrSets)
 	}
 }

@@ -72,6 +72,28 @@ func (a *attrSets) get(k attrKey) attrOptions {
 	return o
 }
 
+// Metrics is the stage API's engine.Observer: the stage, hook, check and finding
+// counters and latencies, and a warn line for each refused call. The host adds it to
+// the observers of the driver it builds (engine.DriverConfig.Observer), so that every
+// transport over that driver (the stage API, the gateways) counts alike.
+type Metrics struct {
+	tel    *telemetry
+	logger *slog.Logger
+}
+
+// NewMetrics returns the observer recording on mp (nil: recording nothing) and
+// logging refusals to logger (nil: nowhere).
+func NewMetrics(mp metric.MeterProvider, logger *slog.Logger) (*Metrics, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tel, err := newTelemetry(mp)
+	if err != nil {
+		return nil, err
+	}
+	return &Metrics{tel: tel, logger: logger}, nil
+}
+
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
@@ -103,58 +125,58 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 // the findings of guards in warn or audit mode. An operation name this daemon does not
 // know (a malformed call) counts as "unknown". The check's log line is the decision
 // log's (Config.Observer).
-func (s *Service) Checked(ctx context.Context, r *engine.CheckReport) {
+func (m *Metrics) Checked(ctx context.Context, r *engine.CheckReport) {
 	operation := string(r.Call.Operation)
 	if !r.Call.Operation.Known() {
 		operation = "unknown"
 	}
-	s.tel.operations.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}).add...)
+	m.tel.operations.Add(ctx, 1, m.tel.sets.get(attrKey{k1: "operation", v1: operation, k2: "outcome", v2: string(r.Outcome)}).add...)
 	if r.Record != nil {
-		s.countFindings(ctx, "operation", r.Record.WouldDeny)
+		m.countFindings(ctx, "operation", r.Record.WouldDeny)
 	}
 }
 
 // Staged implements engine.Observer: the stage call, duration, invocation and finding
 // metrics. The call's log line is the decision log's (Config.Observer).
-func (s *Service) Staged(ctx context.Context, r *engine.StageReport) {
+func (m *Metrics) Staged(ctx context.Context, r *engine.StageReport) {
 	stage := string(r.Stage)
-	sets := &s.tel.sets
+	sets := &m.tel.sets
 	calls := attrKey{k1: "stage", v1: stage, k2: "outcome", v2: string(r.Outcome)}
 	if r.Cause != "" {
 		calls.k3, calls.v3 = "cause", string(r.Cause)
 	}
-	s.tel.calls.Add(ctx, 1, sets.get(calls).add...)
-	s.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}).record...)
+	m.tel.calls.Add(ctx, 1, sets.get(calls).add...)
+	m.tel.duration.Record(ctx, r.Duration.Seconds(), sets.get(attrKey{k1: "stage", v1: stage}).record...)
 	for _, inv := range r.Invocations {
-		s.countFindings(ctx, "hook", inv.WouldDeny)
+		m.countFindings(ctx, "hook", inv.WouldDeny)
 		reason := ""
 		if inv.Decision != nil {
 			reason = string(inv.Decision.Reason)
 		}
-		s.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}).add...)
+		m.tel.invocations.Add(ctx, 1, sets.get(attrKey{k1: "stage", v1: stage, k2: "status", v2: string(inv.Status), k3: "reason", v3: reason}).add...)
 	}
 }
 
 // countFindings counts findings by mode; where is hook or operation.
-func (s *Service) countFindings(ctx context.Context, where string, fs []engine.Finding) {
+func (m *Metrics) countFindings(ctx context.Context, where string, fs []engine.Finding) {
 	for _, f := range fs {
-		s.tel.findings.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "mode", v1: string(f.Mode), k2: "where", v2: where}).add...)
+		m.tel.findings.Add(ctx, 1, m.tel.sets.get(attrKey{k1: "mode", v1: string(f.Mode), k2: "where", v2: where}).add...)
 	}
 }
 
 // Refused implements engine.Observer: a stage call answered with an error before or
 // instead of a decision (no live generation, a retired generation, an unavailable
 // store) counts with the refusal as outcome, and logs one warn line.
-func (s *Service) Refused(ctx context.Context, stage engine.Stage, id string, r *engine.RefusalError) {
+func (m *Metrics) Refused(ctx context.Context, stage engine.Stage, id string, r *engine.RefusalError) {
 	code := string(engine.RefusedStoreUnavailable)
 	msg := ""
 	if r != nil {
 		code = string(r.Code)
 		msg = r.Error()
 	}
-	s.tel.calls.Add(ctx, 1, s.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: code}).add...)
+	m.tel.calls.Add(ctx, 1, m.tel.sets.get(attrKey{k1: "stage", v1: string(stage), k2: "outcome", v2: code}).add...)
 	decisionID, _ := engine.DecisionIDFrom(ctx)
-	s.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stage refused", slog.String("decision_id", decisionID),
+	m.logger.LogAttrs(ctx, slog.LevelWarn, "stage refused", slog.String("decision_id", decisionID),
 		slog.String("request_id", id), slog.String("stage", string(stage)),
 		slog.String("error_type", code), slog.String("error", msg))
 }

@@ -41,7 +41,7 @@ func newTestService(t *testing.T, hooks ...engine.Hook) (*Service, *store.Memory
 	registry := reload.NewRegistry(2)
 	registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-test", Pipeline: p}})
 	records := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: records, Records: records})
+	svc, err := newService(hostConfig{Registry: registry, States: records, Records: records})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestHandler_HookPanicIs500ForThatCallOnly(t *testing.T) {
 }
 
 func TestHandler_NotReadyWithoutGeneration(t *testing.T) {
-	svc, err := New(Config{Registry: reload.NewRegistry(1), States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{})})
+	svc, err := newService(hostConfig{Registry: reload.NewRegistry(1), States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 	registry := reload.NewRegistry(1)
 	registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-test", Pipeline: p}})
 	reader := sdkmetric.NewManualReader()
-	svc, err := New(Config{Registry: registry, States: downRequests{}, Records: store.NewMemory(store.MemoryOptions{}),
+	svc, err := newService(hostConfig{Registry: registry, States: downRequests{}, Records: store.NewMemory(store.MemoryOptions{}),
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {
 		t.Fatal(err)

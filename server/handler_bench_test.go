@@ -25,13 +25,13 @@ import (
 // stock-agent example through the whole HTTP handler (decode, state, policy, record,
 // encode), without the network.
 func BenchmarkHandler_AfterPlanning(b *testing.B) {
-	gen, err := config.Load("../../../../examples/stock-agent", config.Options{})
+	gen, err := config.Load("../examples/stock-agent", config.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
-	svc, err := New(Config{Registry: registry, States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{})})
+	svc, err := newService(hostConfig{Registry: registry, States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{})})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,11 +93,11 @@ func BenchmarkDecodeBody(b *testing.B) {
 	}
 }
 
-// BenchmarkService_Staged is the metrics of one after_planning call with one hook, on
+// BenchmarkMetrics_Staged is the metrics of one after_planning call with one hook, on
 // the OpenTelemetry SDK as the daemon sets it up (exemplars off).
-func BenchmarkService_Staged(b *testing.B) {
+func BenchmarkMetrics_Staged(b *testing.B) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
-	svc, err := New(Config{Registry: reload.NewRegistry(1), States: store.NewMemory(store.MemoryOptions{}), Records: store.NewMemory(store.MemoryOptions{}), MeterProvider: mp})
+	m, err := NewMetrics(mp, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,6 +106,6 @@ func BenchmarkService_Staged(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		svc.Staged(ctx, r)
+		m.Staged(ctx, r)
 	}
 }

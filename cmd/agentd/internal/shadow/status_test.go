@@ -1,4 +1,4 @@
-package server
+package shadow_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // GET /v1/status with a shadow configuration that disagreed on a check and on an answer matches the document.
@@ -50,12 +51,16 @@ func TestOpenAPI_StatusWithShadowMatches(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem, Shadow: sh.Summary})
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem, KeepPlans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem, Shadow: func(context.Context) any { return sh.Summary() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	svc.Handler(HTTPOptions{}).ServeHTTP(rec, newRequest(http.MethodGet, "/v1/status", nil))
+	svc.Handler(server.HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
 	schema, _ := apitest.Load(t).Response(t, http.MethodGet, "/v1/status", "200")
 	apitest.Validate(t, "status with a shadow", schema, rec.Body.Bytes())
 	if s := sh.Summary(); s.Disagreed != 2 || s.Changes["newly_allowed"] != 1 || s.Changes["changed"] != 1 || len(s.Recent) != 2 ||
@@ -94,20 +99,24 @@ func TestStatus_ShadowIsFilteredByTenant(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem, Shadow: sh.Summary})
+	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem, KeepPlans: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := svc.Handler(HTTPOptions{Tokens: []Token{
-		{SHA256: sha256.Sum256([]byte("acme-viewer")), Role: RoleViewer, Tenant: "acme"},
-		{SHA256: sha256.Sum256([]byte("viewer")), Role: RoleViewer},
+	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem, Shadow: sh.StatusFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.Handler(server.HTTPOptions{Tokens: []server.Token{
+		{SHA256: sha256.Sum256([]byte("acme-viewer")), Role: server.RoleViewer, Tenant: "acme"},
+		{SHA256: sha256.Sum256([]byte("viewer")), Role: server.RoleViewer},
 	}})
 	type statusBody struct {
 		Shadow *shadow.Summary `json:"shadow"`
 	}
 	status := func(token string) statusBody {
 		rec := httptest.NewRecorder()
-		req := newRequest(http.MethodGet, "/v1/status", nil)
+		req := httptest.NewRequest(http.MethodGet, "/v1/status", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		h.ServeHTTP(rec, req)
 		var body statusBody

@@ -25,7 +25,7 @@ import (
 // system, every thread: the committer's and the collector's too) is charged to the
 // store the round ran on. bolt/memory is the ratio of their CPU per call.
 func BenchmarkHandler_StageCallStoreCost(b *testing.B) {
-	gen, err := config.Load("../../../../examples/stock-agent", config.Options{})
+	gen, err := config.Load("../examples/stock-agent", config.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func BenchmarkHandler_StageCallStoreCost(b *testing.B) {
 	registry.Swap(gen)
 	handler := func(states engine.StateStore, records store.RecordStore) http.Handler {
 		b.Helper()
-		svc, err := New(Config{Registry: registry, States: states, Records: records})
+		svc, err := newService(hostConfig{Registry: registry, States: states, Records: records})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -174,14 +174,14 @@ func (b stalledBody) Read(p []byte) (int, error) {
 // stockHandler serves examples/stock-agent, as `agentd serve` would, with a token.
 func stockHandler(t *testing.T) http.Handler {
 	t.Helper()
-	gen, err := config.Load(filepath.Join("..", "..", "..", "..", "examples", "stock-agent"), config.Options{})
+	gen, err := config.Load(filepath.Join("..", "examples", "stock-agent"), config.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	registry := reload.NewRegistry(2)
 	registry.Swap(gen)
 	mem := store.NewMemory(store.MemoryOptions{})
-	svc, err := New(Config{Registry: registry, States: mem, Records: mem})
+	svc, err := newService(hostConfig{Registry: registry, States: mem, Records: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func stockHandler(t *testing.T) http.Handler {
 // pipelineHandler serves one generation of Go hooks on the given stores.
 func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records store.RecordStore) http.Handler {
 	t.Helper()
-	svc, err := New(Config{Registry: registry, States: states, Records: records})
+	svc, err := newService(hostConfig{Registry: registry, States: states, Records: records})
 	if err != nil {
 		t.Fatal(err)
 	}
