@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentd-dev/agentd/engine"
@@ -20,7 +22,7 @@ func init() {
 	register(&Spec{
 		Name: "cache.lookup",
 		Summary: "Serves a cached response (a cache decision: only when cache reads are enabled and the entry's " +
-			"reserved dimensions match the request's exactly). Entries are keyed by config generation.",
+			"reserved dimensions match the request's exactly). Entries are keyed by config generation and the request's reserved dimensions.",
 		Stages: beforePlanning,
 		Params: append(cacheParams[:2:2], Param{Name: "source", Type: text(), Default: "response_cache", Doc: "the short circuit's recorded source"}),
 		Compile: func(p *Params) Action {
@@ -40,7 +42,11 @@ func init() {
 }
 
 // cacheKey computes the storage key shared by cache.lookup and cache.store: a hash of
-// the config generation, the key expression's value and the vary dimensions.
+// the config generation, the key expression's value, the vary dimensions and the
+// request's reserved dimensions (Gate.CacheVary, in name order, each after a 0x01 byte).
+// Requests that differ only in a reserved dimension (e.g. two conversations with the
+// same last question) therefore keep separate entries instead of evicting each other.
+// A request without reserved dimensions keeps the earlier key format.
 type cacheKey struct {
 	key  *expr.Program
 	vary []NamedProgram
@@ -63,6 +69,11 @@ func (c cacheKey) eval(ctx context.Context, s *State) (string, error) {
 			return "", fmt.Errorf("cache vary %s: %w", v.Name, err)
 		}
 		in = append(append(append(append(in, 0), v.Name...), '='), val...)
+	}
+	if reserved := s.Info.Gate.CacheVary(); len(reserved) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(reserved)) {
+			in = append(append(append(append(in, 1), name...), '='), reserved[name]...)
+		}
 	}
 	sum := sha256.Sum256(in)
 	var out [len(cachePrefix) + 2*sha256.Size]byte

@@ -85,14 +85,16 @@ func TestCacheStore_ThenLookup(t *testing.T) {
 			wantReason: engine.ReasonNoDecision,
 		},
 		{
-			name:       "a reserved dimension mismatch is rejected by the engine",
+			// Reserved dimensions are part of the storage key: another value is another
+			// entry (a miss), never the stored entry refused as a mismatch.
+			name:       "a reserved dimension change misses",
 			lookup:     cacheRequest{text: stored.text, metadata: acme, gate: engine.NewGate(map[string]string{"locale": "fr"}, false)},
-			wantReason: engine.ReasonCacheMismatch,
+			wantReason: engine.ReasonNoDecision,
 		},
 		{
-			name:       "a reserved dimension on one side only is a mismatch",
+			name:       "a reserved dimension on one side only misses",
 			lookup:     cacheRequest{text: stored.text, metadata: acme, gate: engine.NewGate(map[string]string{"locale": "en", "region": "eu"}, false)},
-			wantReason: engine.ReasonCacheMismatch,
+			wantReason: engine.ReasonNoDecision,
 		},
 		{
 			name:       "cache reads disabled",
@@ -149,14 +151,16 @@ func TestCacheStore_ThenLookup(t *testing.T) {
 }
 
 // cached_against is what the entry was stored against, never the lookup's gate echoed
-// back: an entry stored without reserved dimensions does not match a gate that has one.
+// back: an entry stored without reserved dimensions is not found by a gate that has one
+// (the reserved dimensions are part of the storage key, so it is a miss; the engine's
+// cache_dimension_mismatch check stays for cache decisions from other hooks).
 func TestCacheStore_CachedAgainstIsTheStoringGate(t *testing.T) {
 	gen := loadHooks(t, cacheHooks)
 	runSynthesis(t, gen, requestCtx(gen, "req-store", noGate), "q", nil, "answer")
 
 	r := runBefore(t, gen, "req-lookup", "q", nil, engine.NewGate(map[string]string{"locale": "en"}, false))
 	wantInvocations(t, r.invs, 1)
-	wantInvocation(t, r.invs[0], "response-cache", engine.InvocationSucceeded, engine.ReasonCacheMismatch, "")
+	wantInvocation(t, r.invs[0], "response-cache", engine.InvocationSucceeded, engine.ReasonNoDecision, "")
 	if r.out != nil {
 		t.Errorf("outcome = %+v, want none", r.out)
 	}
@@ -277,5 +281,30 @@ func TestCacheKey_FormatIsStable(t *testing.T) {
 	entry, ok, err := cache.GetCache(context.Background(), "cache:"+hex.EncodeToString(sum[:]))
 	if err != nil || !ok || entry.Response != "ACME trades at 42." {
 		t.Fatalf("entry under the stable key: %+v, %v, %v", entry, ok, err)
+	}
+}
+
+// TestCacheStore_ReservedDimensionsKeepSeparateEntries: two requests with the same key
+// text but different reserved dimensions (two gateway conversations ending in the same
+// question) store two entries; neither evicts the other, and each is served its own.
+func TestCacheStore_ReservedDimensionsKeepSeparateEntries(t *testing.T) {
+	opts := config.Options{Services: builtin.Services{Cache: store.NewMemory(store.MemoryOptions{})}}
+	gen := loadHooks(t, cacheHooks, opts)
+	acme := map[string]any{"tenant": "acme"}
+	one := engine.NewGate(map[string]string{"conversation": "c1"}, false)
+	two := engine.NewGate(map[string]string{"conversation": "c2"}, false)
+	runSynthesis(t, gen, requestCtx(gen, "req-1", one), "Price of ACME?", acme, "answer one")
+	runSynthesis(t, gen, requestCtx(gen, "req-2", two), "Price of ACME?", acme, "answer two")
+	for _, tc := range []struct {
+		gate engine.Gate
+		want string
+	}{{one, "answer one"}, {two, "answer two"}} {
+		r := runBefore(t, gen, "req-lookup", "Price of ACME?", acme, tc.gate)
+		if r.err != nil || r.out == nil {
+			t.Fatalf("lookup %v: out %+v, err %v, want a hit", tc.gate.CacheVary(), r.out, r.err)
+		}
+		if r.out.ShortCircuit.Response != tc.want || !maps.Equal(r.out.CachedAgainst, tc.gate.CacheVary()) {
+			t.Errorf("lookup %v = %q against %v, want %q", tc.gate.CacheVary(), r.out.ShortCircuit.Response, r.out.CachedAgainst, tc.want)
+		}
 	}
 }

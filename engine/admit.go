@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -41,11 +42,53 @@ type DeniedCall struct {
 	Err    error
 }
 
-// Denial codes of Admit's own denials (no check ran, none is recorded).
+// Denial codes of Admit's own denials: no guard ran; each is recorded as a denied
+// tool_call operation check (guard AdmissionGuard) in the execution record and the
+// decision log, like any other denial.
 const (
 	DenialInvalidParameters   = "invalid_parameters"
 	DenialAmbiguousParameters = "ambiguous_parameters"
 )
+
+// AdmissionGuard is the guard name operation records give Admit's own denials.
+const AdmissionGuard = "admission"
+
+// deny records den, Admit's own denial of step, as a denied tool_call operation check
+// (execution record and decision log) and adds it to a.Denied. The error is a failure
+// to record it (a *RefusalError), which ends the admission.
+func (s *Session) deny(ctx context.Context, a *Admission, step RoutingStep, params map[string]any, den *op.Denial) error {
+	started := time.Now()
+	id := decisionID(ctx)
+	ctx = WithDecisionID(ctx, id)
+	call := op.Call{
+		Operation: op.ToolCall, RequestID: s.state.ID, StepID: step.StepID, Namespace: step.Namespace,
+		AgentName: step.AgentName, Capability: step.Capability(), Parameters: params,
+	}
+	report := &CheckReport{DecisionID: id, Call: call, Started: started, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision}
+	if st := s.known(); st != nil {
+		found := *st
+		report.State = &found
+	}
+	rec := OperationRecord{
+		DecisionID: id, Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
+		Capability: call.Capability, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, StartedAt: started.UTC(),
+		Outcome: CheckDeny, Code: den.Code, Reason: den.Reason, Guard: AdmissionGuard, GuardIndex: ptr(-1),
+	}
+	rec.Duration = time.Since(started)
+	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
+	err := s.recordCheck(ctx, rec, &report.Record)
+	report.Outcome, report.Err = CheckOutcomeOf(den), den
+	if err != nil {
+		report.Outcome, report.Err = CheckOutcomeOf(err), err
+	}
+	report.Duration = time.Since(started)
+	s.d.observer.Checked(context.WithoutCancel(ctx), report)
+	if err != nil {
+		return err
+	}
+	a.Denied = append(a.Denied, DeniedCall{Step: step, Denial: den})
+	return nil
+}
 
 // Reason returns the denial's code and reason: the denial's, or guard_error or
 // invalid_call and the failed check's error.
@@ -85,20 +128,26 @@ func (s *Session) Admit(ctx context.Context, plan *RoutingPlan, phase int) (*Adm
 	for _, step := range out.Plan.Steps {
 		params, ok := step.Metadata["parameters"].(map[string]any)
 		if !ok && step.Metadata["parameters"] != nil {
-			a.Denied = append(a.Denied, DeniedCall{Step: step, Denial: &op.Denial{Code: DenialInvalidParameters,
-				Reason: "the reviewed step's parameters are not an object"}})
+			if err := s.deny(ctx, a, step, nil, &op.Denial{Code: DenialInvalidParameters,
+				Reason: "the reviewed step's parameters are not an object"}); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if x, y, ambiguous := AmbiguousMember(params); ambiguous {
-			a.Denied = append(a.Denied, DeniedCall{Step: step, Denial: &op.Denial{Code: DenialAmbiguousParameters,
-				Reason: fmt.Sprintf("the reviewed parameters have members %q and %q, which a client may take for one", x, y)}})
+			if err := s.deny(ctx, a, step, params, &op.Denial{Code: DenialAmbiguousParameters,
+				Reason: fmt.Sprintf("the reviewed parameters have members %q and %q, which a client may take for one", x, y)}); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		args := []byte("{}")
 		if params != nil {
 			if args, err = AppendJSON(nil, params); err != nil {
-				a.Denied = append(a.Denied, DeniedCall{Step: step, Denial: &op.Denial{Code: DenialInvalidParameters,
-					Reason: "the reviewed step's parameters do not encode as JSON: " + err.Error()}})
+				if err := s.deny(ctx, a, step, params, &op.Denial{Code: DenialInvalidParameters,
+					Reason: "the reviewed step's parameters do not encode as JSON: " + err.Error()}); err != nil {
+					return nil, err
+				}
 				continue
 			}
 		}

@@ -147,14 +147,17 @@ func TestSession_Admit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checked := 0
-			for _, st := range tc.steps {
-				if _, own := denied[st.StepID]; !own || denied[st.StepID] == "trade_limit" || denied[st.StepID] == "guard_error" {
-					checked++
-				}
+			// Every step is recorded as an operation check, Admit's own denials included
+			// (guard AdmissionGuard, their code), so ?violation= and the viewer find them.
+			if len(rec.Operations) != len(tc.steps) || len(rec.Phases) != 1 {
+				t.Errorf("the record has %d operations and %d phases; want %d and 1", len(rec.Operations), len(rec.Phases), len(tc.steps))
 			}
-			if len(rec.Operations) != checked || len(rec.Phases) != 1 {
-				t.Errorf("the record has %d operations and %d phases; want %d and 1", len(rec.Operations), len(rec.Phases), checked)
+			for _, o := range rec.Operations {
+				code := denied[o.StepID]
+				if own := code == engine.DenialAmbiguousParameters || code == engine.DenialInvalidParameters; own &&
+					(o.Outcome != engine.CheckDeny || o.Code != code || o.Guard != engine.AdmissionGuard) {
+					t.Errorf("%s: recorded %+v, want a %s denial by %s", o.StepID, o, code, engine.AdmissionGuard)
+				}
 			}
 		})
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,5 +194,38 @@ func TestOpenAIGateway_BadRequests(t *testing.T) {
 				t.Errorf("param = %q, want %q", got, tt.param)
 			}
 		})
+	}
+}
+
+// TestOpenAIGateway_StreamTimeoutIsTotal: an upstream that sends an empty chunk every
+// 50ms forever cannot hold a streamed call open: the timeout (1s) bounds the whole
+// exchange, not each event, and the call ends as a 504 upstream_timeout.
+func TestOpenAIGateway_StreamTimeoutIsTotal(t *testing.T) {
+	stop := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := io.WriteString(w, `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":null}]}`+"\n\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-tick.C:
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop); up.Close() })
+	d := startDaemonEnv(t, []string{upstreamKey}, gatewayConfig(t, up.URL+"/v1", "timeout: 1s", nil))
+	g := &gateway{d: d, client: newClient(d.url, "unused")}
+	s := g.stream(t, ask("hello"))
+	var apiErr *openai.Error
+	if !errors.As(s.err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout || apiErr.Code != "upstream_timeout" {
+		t.Fatalf("error = %v, want 504 upstream_timeout", s.err)
 	}
 }

@@ -54,9 +54,10 @@ func newUpstream() *upstream {
 	}}
 }
 
-// exchange is one upstream call in flight. Its watchdog cancels the call when the
-// upstream keeps it waiting longer than the timeout: for the response headers, then
-// for the body (not streamed) or for each next event (streamed).
+// exchange is one upstream call in flight. Its watchdog cancels the call when the whole
+// exchange outlasts the timeout: the response headers and the body, streamed or not,
+// share one deadline (an upstream that keeps sending events, empty or not, cannot hold
+// a call open past it).
 type exchange struct {
 	resp    *http.Response
 	parent  context.Context
@@ -234,9 +235,8 @@ func (x *exchange) close() {
 	x.cancel(nil)
 }
 
-// events reads a text/event-stream body; the watchdog restarts now and on every event.
+// events reads a text/event-stream body under the exchange's one deadline.
 func (x *exchange) events() *sseReader {
-	x.timer.Reset(x.timeout)
 	return &sseReader{x: x, r: bufio.NewReaderSize(x.resp.Body, 32<<10)}
 }
 
@@ -263,7 +263,6 @@ func (s *sseReader) next() (data []byte, ok bool, e *apiError) {
 			}
 			return nil, false, s.x.failure(err)
 		case len(line) == 0 && have:
-			s.x.timer.Reset(s.x.timeout)
 			return s.data, true, nil
 		case bytes.HasPrefix(line, []byte("data:")):
 			if have {
