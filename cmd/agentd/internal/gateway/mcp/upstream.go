@@ -179,7 +179,7 @@ func (u *upstream) serve(ctx context.Context) error {
 // ends) or its URL (exited never closes). cleanup stops the process.
 func (u *upstream) transport(s *config.MCPServer) (t mcp.Transport, exited <-chan struct{}, cleanup func(), err error) {
 	if len(s.Command) > 0 {
-		p, err := spawn(s, u.g.log)
+		p, err := spawn(s, lineLog{logger: u.g.log, payloads: u.g.cfg.LogPayloads})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("start %s: %w", s.Command[0], err)
 		}
