@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"time"
+	"unicode/utf16"
 
 	"github.com/agentd-dev/agentd/config"
 )
@@ -51,8 +54,9 @@ func newUpstream() *upstream {
 }
 
 // exchange is one upstream call in flight. Its watchdog cancels the call when the
-// upstream keeps it waiting longer than the timeout: for the response headers, then
-// for the body (not streamed) or for each next event (streamed).
+// whole exchange (the response headers, then the body, streamed or not) takes longer
+// than the timeout: an upstream that keeps sending events, empty or not, holds a call
+// no longer than one that sends nothing.
 type exchange struct {
 	resp    *http.Response
 	parent  context.Context
@@ -133,12 +137,53 @@ func (x *exchange) failure(err error) *apiError {
 	return newError(http.StatusBadGateway, typeUpstream, codeUnreachable, "the upstream is unreachable: %s", x.scrub([]byte(err.Error())))
 }
 
-// scrub removes the upstream key from text the client or a log may see.
+// scrub removes the upstream key from text the client or a log may see: as it is,
+// and in each form a JSON encoder may have escaped it to (see keyForms).
 func (x *exchange) scrub(data []byte) []byte {
 	if x.key == "" {
 		return data
 	}
-	return bytes.ReplaceAll(data, []byte(x.key), []byte("[REDACTED]"))
+	for _, form := range keyForms(x.key) {
+		data = bytes.ReplaceAll(data, form, []byte("[REDACTED]"))
+	}
+	return data
+}
+
+// keyForms are the forms key may take in an upstream's text: itself, its JSON string
+// encodings with and without HTML escaping (Go's encoder writes <, > and & as \u003c,
+// \u003e, \u0026), and with every character \u-escaped (in lower and upper case hex),
+// as a JSON encoder that escapes all of them writes it. A key that differs from the
+// text but decodes alike is the same secret.
+func keyForms(key string) [][]byte {
+	forms := [][]byte{[]byte(key)}
+	add := func(f []byte) {
+		for _, have := range forms {
+			if bytes.Equal(have, f) {
+				return
+			}
+		}
+		forms = append(forms, f)
+	}
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(key)
+	add(bytes.Trim(bytes.TrimSpace(plain.Bytes()), `"`))
+	html, _ := json.Marshal(key)
+	add(bytes.Trim(html, `"`))
+	for _, digits := range []string{"%04x", "%04X"} {
+		var all []byte
+		for _, r := range key {
+			if r > 0xffff {
+				hi, lo := utf16.EncodeRune(r)
+				all = fmt.Appendf(all, `\u`+digits+`\u`+digits, hi, lo)
+				continue
+			}
+			all = fmt.Appendf(all, `\u`+digits, r)
+		}
+		add(all)
+	}
+	return forms
 }
 
 // readAll reads the whole body, at most maxReplyBytes.
@@ -161,9 +206,9 @@ func (x *exchange) close() {
 	x.cancel(nil)
 }
 
-// events reads a text/event-stream body; the watchdog restarts now and on every event.
+// events reads a text/event-stream body, within what is left of the exchange's
+// timeout.
 func (x *exchange) events() *sseReader {
-	x.timer.Reset(x.timeout)
 	return &sseReader{x: x, r: bufio.NewReaderSize(x.resp.Body, 32<<10)}
 }
 
@@ -190,7 +235,6 @@ func (s *sseReader) next() (data []byte, ok bool, e *apiError) {
 			}
 			return nil, false, s.x.failure(err)
 		case len(line) == 0 && have:
-			s.x.timer.Reset(s.x.timeout)
 			return s.data, true, nil
 		case bytes.HasPrefix(line, []byte("data:")):
 			if have {
