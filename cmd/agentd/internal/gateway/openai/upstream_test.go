@@ -71,4 +71,6 @@ func TestUpstream_ScrubsEscapedKeys(t *testing.T) {
 	}
 }
 
-func hex2(r rune) string { return strings.ToUpper(string("0123456789abcdef"[r>>4]) + string("0123456789abcdef"[r&15])) }
+func hex2(r rune) string {
+	return strings.ToUpper(string("0123456789abcdef"[r>>4]) + string("0123456789abcdef"[r&15]))
+}
