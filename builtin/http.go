@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/engine/expr"
+	"github.com/agentd-dev/agentd/internal/redirect"
 )
 
 func init() {
@@ -66,15 +67,7 @@ const maxRedirects = 5
 // public addresses.
 func retrieveClient(base *http.Client, origin *url.URL, blockPrivate bool) *http.Client {
 	c := *base
-	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) >= maxRedirects {
-			return fmt.Errorf("stopped after %d redirects", maxRedirects)
-		}
-		if req.URL.Scheme != origin.Scheme || req.URL.Host != origin.Host {
-			return fmt.Errorf("refused a redirect to another origin (%s://%s)", req.URL.Scheme, req.URL.Host)
-		}
-		return nil
-	}
+	c.CheckRedirect = redirect.SameOrigin(origin, maxRedirects)
 	if blockPrivate {
 		t, ok := c.Transport.(*http.Transport)
 		if c.Transport == nil || !ok {

@@ -201,10 +201,13 @@ func requestIDOf(body json.RawMessage) string {
 	return b.Call.RequestID
 }
 
-// callHandler runs one request through h and returns the status and the body.
+// callHandler runs one request, its body JSON, through h and returns the status and
+// the body.
 func callHandler(ctx context.Context, h http.Handler, method, route string, body []byte) (int, json.RawMessage) {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, method, route, bytes.NewReader(body)))
+	req := httptest.NewRequestWithContext(ctx, method, route, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, req)
 	return rec.Code, bytes.TrimSpace(rec.Body.Bytes())
 }
 

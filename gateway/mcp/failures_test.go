@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -54,26 +55,35 @@ func TestGateway_ToolTimeout(t *testing.T) {
 	h.waitUpstreamSaw("local slow cancelled") // the timed-out call was cancelled upstream
 }
 
+// Malformed lines of an upstream are dropped (a response's id answered with an error)
+// and logged: their text only with LogPayloads, else their length and a digest.
 func TestGateway_MalformedUpstreamMessages(t *testing.T) {
-	h := newHarness(t, stdioServer("local", ""))
-	h.waitReady("local")
-	c := h.connect()
-	res := c.call(t, "garble", nil)
-	if !res.IsError || !strings.Contains(text(res), "malformed message") {
-		t.Fatalf("garble = %q, want an error result about the malformed message", text(res))
-	}
-	if res := c.call(t, "noise", nil); res.IsError || text(res) != "noise" {
-		t.Fatalf("noise = %q: a line that answers nothing must only be dropped", text(res))
-	}
-	if res := c.call(t, "echo", map[string]any{"message": "still"}); res.IsError {
-		t.Fatalf("echo after malformed messages: %q", text(res))
-	}
-	if st := h.gw.Status(context.Background()).Servers[0]; st.Restarts != 0 || st.State != stateReady {
-		t.Errorf("malformed messages took the upstream down: %+v", st)
-	}
-	logs := h.logs.String()
-	if n := strings.Count(logs, "malformed message from MCP upstream dropped"); n != 2 || !strings.Contains(logs, "this line is not JSON-RPC") {
-		t.Errorf("%d log lines about dropped messages, want 2:\n%s", n, logs)
+	for _, payloads := range []bool{false, true} {
+		t.Run(fmt.Sprintf("payloads=%v", payloads), func(t *testing.T) {
+			h := newHarnessWith(t, stdioServer("local", ""), func(c *Config) { c.LogPayloads = payloads })
+			h.waitReady("local")
+			c := h.connect()
+			res := c.call(t, "garble", nil)
+			if !res.IsError || !strings.Contains(text(res), "malformed message") {
+				t.Fatalf("garble = %q, want an error result about the malformed message", text(res))
+			}
+			if res := c.call(t, "noise", nil); res.IsError || text(res) != "noise" {
+				t.Fatalf("noise = %q: a line that answers nothing must only be dropped", text(res))
+			}
+			if res := c.call(t, "echo", map[string]any{"message": "still"}); res.IsError {
+				t.Fatalf("echo after malformed messages: %q", text(res))
+			}
+			if st := h.gw.Status(context.Background()).Servers[0]; st.Restarts != 0 || st.State != stateReady {
+				t.Errorf("malformed messages took the upstream down: %+v", st)
+			}
+			logs := h.logs.String()
+			if n := strings.Count(logs, "malformed message from MCP upstream dropped"); n != 2 {
+				t.Errorf("%d log lines about dropped messages, want 2:\n%s", n, logs)
+			}
+			if strings.Contains(logs, "this line is not JSON-RPC") != payloads || strings.Contains(logs, "sha256=") == payloads {
+				t.Errorf("with payloads %v, the log quotes the line %v:\n%s", payloads, !payloads, logs)
+			}
+		})
 	}
 }
 

@@ -42,6 +42,9 @@ type Config struct {
 	// it presented), whose sessions only it may use and which count against its
 	// MaxSessionsPerCaller. nil, or "", is one anonymous caller.
 	Caller func(context.Context) string
+	// LogPayloads logs the text of an upstream's stderr lines and malformed messages;
+	// without it, only their length and a digest (--log-payloads).
+	LogPayloads bool
 	// DisableLocalhostProtection turns the transport's own Host check off, for a
 	// server in front that checks Host headers itself (the daemon's, which also takes
 	// --allowed-hosts).

@@ -3,6 +3,8 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,14 +27,14 @@ const maxLogged = 512
 // log line; when it carries the id of a response, a JSON-RPC error response for that
 // id takes its place, so the call it answered fails rather than waiting for its
 // timeout. The returned reader ends with r's error (io.EOF at the end of r).
-func vetLines(r io.Reader, server string, logger *slog.Logger) io.ReadCloser {
+func vetLines(r io.Reader, server string, log lineLog) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
 			line, err := readLine(br)
 			if len(bytes.TrimSpace(line)) > 0 {
-				if out := vetLine(line, server, logger); out != nil {
+				if out := vetLine(line, server, log); out != nil {
 					if _, werr := pw.Write(out); werr != nil {
 						return // the reader was closed
 					}
@@ -67,12 +69,12 @@ var anID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
 
 // vetLine returns line (with a newline) when it is a JSON-RPC message, else logs it
 // and returns an error response for its id when it looks like a response, else nil.
-func vetLine(line []byte, server string, logger *slog.Logger) []byte {
+func vetLine(line []byte, server string, log lineLog) []byte {
 	_, err := jsonrpc.DecodeMessage(line)
 	if err == nil {
 		return append(line, '\n')
 	}
-	logger.Warn("malformed message from MCP upstream dropped", "server", server, "error", err.Error(), "line", quote(line))
+	log.logger.Warn("malformed message from MCP upstream dropped", log.attrs(server, line, err)...)
 	id, ok := responseID(line)
 	if !ok {
 		return nil
@@ -117,4 +119,27 @@ func quote(line []byte) string {
 		return string(line[:maxLogged]) + "…"
 	}
 	return string(line)
+}
+
+// lineLog logs what an upstream wrote that is no message of the protocol (its stderr,
+// malformed lines). Such a line may hold anything the upstream handled, so its text
+// (and a parse error, which quotes it) is logged only with payloads
+// (--log-payloads); otherwise its length and the first 16 hex digits of its SHA-256,
+// which tell lines apart and match a line found elsewhere.
+type lineLog struct {
+	logger   *slog.Logger
+	payloads bool
+}
+
+// attrs are the log attributes of line from server; err is why it was dropped, if it was.
+func (l lineLog) attrs(server string, line []byte, err error) []any {
+	if l.payloads {
+		out := []any{"server", server, "line", quote(line)}
+		if err != nil {
+			out = append(out, "error", err.Error())
+		}
+		return out
+	}
+	sum := sha256.Sum256(line)
+	return []any{"server", server, "bytes", len(line), "sha256", hex.EncodeToString(sum[:8])}
 }

@@ -33,7 +33,7 @@ func TestVetLine(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			out := vetLine([]byte(c.line), "up", slog.New(slog.NewTextHandler(&logs, nil)))
+			out := vetLine([]byte(c.line), "up", lineLog{logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			switch c.want {
 			case "same":
 				if string(out) != c.line+"\n" || logs.Len() != 0 {
@@ -67,7 +67,7 @@ func TestVetLines_KeepsGoingAfterDroppedLines(t *testing.T) {
 		``,
 		`{"jsonrpc":"2.0","id":3,"result":{}}` + "\r",
 	}, "\n")
-	r := vetLines(strings.NewReader(in), "up", slog.New(slog.DiscardHandler))
+	r := vetLines(strings.NewReader(in), "up", lineLog{logger: slog.New(slog.DiscardHandler)})
 	out, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func FuzzVetLine(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	logger := slog.New(slog.DiscardHandler)
+	logger := lineLog{logger: slog.New(slog.DiscardHandler)}
 	f.Fuzz(func(t *testing.T, line string) {
 		if strings.ContainsAny(line, "\n") {
 			return

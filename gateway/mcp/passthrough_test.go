@@ -41,6 +41,26 @@ func TestGateway_ResourcesPassThroughOnlyWhenAllowed(t *testing.T) {
 	if _, err := c.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://doc/private"}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("reading a resource the setting does not list: %v, want not found", err)
 	}
+	// test://dyn/* matches these as text, but each names another resource once
+	// resolved: refused as not found.
+	for _, uri := range []string{"test://dyn/../doc/private", "test://dyn/%2e%2e/doc/private", "test://dyn/%2E%2E%2Fdoc/private", "test://dyn/..", "test://dyn/a%2fb", "test://dyn/..\\doc"} {
+		if _, err := c.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("reading %s: %v, want not found", uri, err)
+		}
+	}
+}
+
+func TestAmbiguousURI(t *testing.T) {
+	for uri, want := range map[string]bool{
+		"test://dyn/42": false, "file:///srv/docs/a.txt": false, "test://dyn/a..b": false, "test://dyn/.hidden": false,
+		"test://dyn/42?x=../y": false, "test://dyn/{id}": false,
+		"test://dyn/../x": true, "test://dyn/./x": true, "test://dyn/..": true, "file:///srv/../etc/passwd": true,
+		"test://dyn/%2e%2e/x": true, "test://dyn/%2E./x": true, "test://dyn/a%2Fb": true, "test://dyn/a%5cb": true, "test://dyn/a\\b": true,
+	} {
+		if got := ambiguousURI(uri); got != want {
+			t.Errorf("ambiguousURI(%q) = %v, want %v", uri, got, want)
+		}
+	}
 }
 
 func TestGateway_PromptsPassThroughOnlyWhenAllowed(t *testing.T) {

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bufio"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -27,10 +26,10 @@ type process struct {
 }
 
 // spawn starts the command of s in its own process group, with exactly its env and
-// env_pass variables, its stderr logged line by line and its stdout vetted (see
+// env_pass variables, its stderr logged line by line (as log says) and its stdout vetted (see
 // vetLines). The pipes are the gateway's own, so reaping the process never cuts a
 // read short.
-func spawn(s *config.MCPServer, logger *slog.Logger) (*process, error) {
+func spawn(s *config.MCPServer, log lineLog) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -55,8 +54,8 @@ func spawn(s *config.MCPServer, logger *slog.Logger) (*process, error) {
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
-	go logLines(errR, s.Name, logger)
-	p := &process{cmd: cmd, stdin: inW, stdout: vetLines(outR, s.Name, logger), exited: make(chan struct{})}
+	go logLines(errR, s.Name, log)
+	p := &process{cmd: cmd, stdin: inW, stdout: vetLines(outR, s.Name, log), exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -96,13 +95,13 @@ func (p *process) stop() {
 }
 
 // logLines logs each line of r as a line of the upstream's stderr, until r ends.
-func logLines(r io.ReadCloser, server string, logger *slog.Logger) {
+func logLines(r io.ReadCloser, server string, log lineLog) {
 	defer r.Close()
 	br := bufio.NewReader(r)
 	for {
 		line, err := readLine(br)
 		if len(line) > 0 {
-			logger.Info("MCP upstream stderr", "server", server, "line", quote(line))
+			log.logger.Info("MCP upstream stderr", log.attrs(server, line, nil)...)
 		}
 		if err != nil {
 			return

@@ -1,8 +1,13 @@
 package mcp
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -101,4 +106,67 @@ func TestGateway_HTTPHeadersFromTheEnvironment(t *testing.T) {
 	if strings.Contains(h.logs.String(), "s3cret") {
 		t.Error("the header value is in the log")
 	}
+}
+
+// An HTTP upstream that redirects to another origin never gets the secret header
+// there: the gateway follows no cross-origin redirect, so the upstream stays down,
+// while a redirect within the upstream's origin is followed.
+func TestGateway_HTTPHeadersFollowNoCrossOriginRedirect(t *testing.T) {
+	up := newHTTPUpstream(t, "web", "s3cret-token")
+	t.Setenv("AGENTD_MCP_TEST_TOKEN", "Bearer s3cret-token")
+	headers := "        headers_env: {Authorization: AGENTD_MCP_TEST_TOKEN}\n"
+	var leaked atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		http.Error(w, "nothing here", http.StatusNotFound)
+	}))
+	closeLater(t, elsewhere)
+	// 127.0.0.1 and localhost are other origins of the same process: the upstream
+	// answers both, so only the policy keeps the header from the second.
+	cross := httptest.NewServer(http.RedirectHandler(strings.Replace(up.url(), "127.0.0.1", "localhost", 1), http.StatusTemporaryRedirect))
+	closeLater(t, cross)
+	away := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/mcp", http.StatusTemporaryRedirect))
+	closeLater(t, away)
+	same := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(mustParse(t, up.url())).ServeHTTP(w, r)
+	}))
+	closeLater(t, same)
+	h := newHarness(t, httpServer("cross", cross.URL, headers)+httpServer("away", away.URL, headers)+httpServer("same", same.URL+"/old", headers))
+	h.waitReady("same")
+	st := h.waitFor("the redirected upstreams failing", func(st Status) bool {
+		return st.Servers[0].State == stateRestarting && st.Servers[1].State == stateRestarting
+	})
+	for _, s := range st.Servers[:2] {
+		if !strings.Contains(s.LastError, "refused a redirect to another origin") {
+			t.Errorf("%s: last error %q, want a refused redirect", s.Name, s.LastError)
+		}
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("the header reached another origin %d times", n)
+	}
+}
+
+func mustParse(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = ""
+	return u
+}
+
+// closeLater closes srv when the test ends, after the gateway (whose cleanup is
+// registered later, so runs first) has closed its streams.
+func closeLater(t *testing.T, srv *httptest.Server) {
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 }

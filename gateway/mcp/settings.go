@@ -28,8 +28,12 @@ func newSettings(s *config.MCPServer) *settings {
 	return out
 }
 
-// allowsResource reports whether a resource URI or template passes through.
+// allowsResource reports whether a resource URI or template passes through: it must
+// be in normal form (ambiguousURI) and match one of the patterns as it is.
 func (s *settings) allowsResource(uri string) bool {
+	if ambiguousURI(uri) {
+		return false
+	}
 	for _, p := range s.uris {
 		if p.MatchString(uri) {
 			return true
@@ -41,4 +45,28 @@ func (s *settings) allowsResource(uri string) bool {
 // allowsPrompt reports whether a prompt passes through.
 func (s *settings) allowsPrompt(name string) bool {
 	return slices.Contains(s.Prompts, "*") || slices.Contains(s.Prompts, name)
+}
+
+// ambiguousURI reports whether uri could name, once an upstream resolves it, another
+// resource than its text shows, so that a pattern matched on the text says nothing:
+// a dot segment ("." or "..", between slashes or at the end), a backslash, or a
+// percent-encoded dot, slash or backslash (%2e, %2f, %5c, any case), which decode to
+// one. Such a URI is refused, not normalized: the upstream reads it its own way.
+func ambiguousURI(uri string) bool {
+	lower := strings.ToLower(uri)
+	if strings.ContainsRune(uri, '\\') || strings.Contains(lower, "%2e") || strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") {
+		return true
+	}
+	if _, rest, ok := strings.Cut(uri, "://"); ok {
+		uri = rest
+	}
+	if i := strings.IndexAny(uri, "?#"); i >= 0 {
+		uri = uri[:i]
+	}
+	for _, seg := range strings.Split(uri, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -14,11 +15,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/internal/redirect"
 )
 
 const (
 	// connectTimeout bounds starting an upstream: the handshake and the first listing.
 	connectTimeout = 30 * time.Second
+	// maxRedirects bounds the redirects, within its origin, an HTTP upstream may send
+	// one request through.
+	maxRedirects = 5
 	// healthyAfter is how long a connection must last for the next failure to count as
 	// the first again (backoff restarts from Config.Backoff).
 	healthyAfter = 30 * time.Second
@@ -174,7 +179,7 @@ func (u *upstream) serve(ctx context.Context) error {
 // ends) or its URL (exited never closes). cleanup stops the process.
 func (u *upstream) transport(s *config.MCPServer) (t mcp.Transport, exited <-chan struct{}, cleanup func(), err error) {
 	if len(s.Command) > 0 {
-		p, err := spawn(s, u.g.log)
+		p, err := spawn(s, lineLog{logger: u.g.log, payloads: u.g.cfg.LogPayloads})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("start %s: %w", s.Command[0], err)
 		}
@@ -188,7 +193,14 @@ func (u *upstream) transport(s *config.MCPServer) (t mcp.Transport, exited <-cha
 		}
 		headers.Set(name, v)
 	}
-	client := &http.Client{Transport: withHeaders{base: http.DefaultTransport, headers: headers}}
+	endpoint, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("url %q: %w", s.URL, err)
+	}
+	// withHeaders adds the secret headers to every request, a redirected one too: so
+	// redirects are followed within the server's origin only.
+	client := &http.Client{Transport: withHeaders{base: http.DefaultTransport, headers: headers},
+		CheckRedirect: redirect.SameOrigin(endpoint, maxRedirects)}
 	return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: client}, nil, func() {}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine/jsonread"
@@ -154,12 +155,16 @@ func (x *exchange) failure(err error) *apiError {
 // redacted replaces the upstream key wherever it is scrubbed.
 const redacted = "[REDACTED]"
 
-// scrub removes the upstream key from text the client or a log may see.
+// scrub removes the upstream key from text the client or a log may see: as it is,
+// and in each form a JSON encoder may have escaped it to (see keyForms).
 func (x *exchange) scrub(data []byte) []byte {
 	if x.key == "" {
 		return data
 	}
-	return bytes.ReplaceAll(data, []byte(x.key), []byte(redacted))
+	for _, form := range keyForms(x.key) {
+		data = bytes.ReplaceAll(data, form, []byte(redacted))
+	}
+	return data
 }
 
 // scrubJSON returns data, a JSON value, with the upstream key removed from every string
@@ -213,6 +218,43 @@ func scrubValue(v any, key string) (any, bool) {
 		return v, changed
 	}
 	return v, false
+}
+
+// keyForms are the forms key may take in an upstream's text: itself, its JSON string
+// encodings with and without HTML escaping (Go's encoder writes <, > and & as \u003c,
+// \u003e, \u0026), and with every character \u-escaped (in lower and upper case hex),
+// as a JSON encoder that escapes all of them writes it. A key that differs from the
+// text but decodes alike is the same secret.
+func keyForms(key string) [][]byte {
+	forms := [][]byte{[]byte(key)}
+	add := func(f []byte) {
+		for _, have := range forms {
+			if bytes.Equal(have, f) {
+				return
+			}
+		}
+		forms = append(forms, f)
+	}
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(key)
+	add(bytes.Trim(bytes.TrimSpace(plain.Bytes()), `"`))
+	html, _ := json.Marshal(key)
+	add(bytes.Trim(html, `"`))
+	for _, digits := range []string{"%04x", "%04X"} {
+		var all []byte
+		for _, r := range key {
+			if r > 0xffff {
+				hi, lo := utf16.EncodeRune(r)
+				all = fmt.Appendf(all, `\u`+digits+`\u`+digits, hi, lo)
+				continue
+			}
+			all = fmt.Appendf(all, `\u`+digits, r)
+		}
+		add(all)
+	}
+	return forms
 }
 
 // readAll reads the whole body, at most maxReplyBytes.

@@ -47,15 +47,18 @@ func (o *HTTPOptions) withDefaults() {
 	dur(&o.MinBackoff, 100*time.Millisecond)
 	dur(&o.MaxBackoff, 30*time.Second)
 	if o.Client == nil {
-		o.Client = &http.Client{}
+		// No redirect is followed: it would take the bearer token, and the events,
+		// elsewhere than the configured URL. A 3xx is a batch the endpoint refused.
+		o.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 }
 
 // NewHTTPSink sends events in batches from a goroutine of its own. A batch that fails
 // (no answer, a 5xx, 408 or 429) is sent again after a growing backoff, for as long as
 // it takes; meanwhile new events wait in the bounded buffer, and those that do not fit
-// are dropped (buffer_full). A batch the endpoint refuses with another 4xx is dropped
-// (rejected). Nothing it does ever waits on a decision or makes one wait.
+// are dropped (buffer_full). A batch the endpoint refuses with another 4xx, or
+// redirects (3xx: no redirect is followed, since it would carry the events and the
+// token elsewhere), is dropped (rejected). Nothing it does ever waits on a decision or makes one wait.
 func NewHTTPSink(opts HTTPOptions) (Sink, error) {
 	opts.withDefaults()
 	req, err := http.NewRequest(http.MethodPost, opts.URL, nil)
@@ -133,7 +136,7 @@ func (s *httpSink) sendNext(ctx context.Context) bool {
 			s.take(len(batch))
 			s.in.wrote("http", len(batch))
 			return true
-		case err == nil && status/100 == 4 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests:
+		case err == nil && (status/100 == 3 || status/100 == 4 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests):
 			s.take(len(batch))
 			s.in.drop("http", DropRejected, len(batch))
 			s.in.warn("http", fmt.Errorf("%s answered %d to a batch of %d events", s.opts.URL, status, len(batch)))

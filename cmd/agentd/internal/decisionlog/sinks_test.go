@@ -252,3 +252,42 @@ func splitLines(s string) []string {
 	}
 	return out
 }
+
+// A sink endpoint that redirects, to its own origin or another, gets no batch through
+// the redirect: the token and the events never reach the target, and the batch is
+// dropped as rejected.
+func TestHTTPSink_FollowsNoRedirect(t *testing.T) {
+	var reached sync.Map
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(r.Header.Get("Authorization"), true)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer target.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.RedirectHandler(target.URL+"/collect", code))
+		sink, err := NewHTTPSink(HTTPOptions{URL: srv.URL, Header: http.Header{"Authorization": {"Bearer secret"}}, BatchSize: 2, Interval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp, read := metrics(t)
+		in, _ := newInstruments(mp, nil)
+		sink.bind(in)
+		sink.write(nil, []byte(`{"n":1}`))
+		sink.write(nil, []byte(`{"n":2}`))
+		deadline := time.Now().Add(10 * time.Second)
+		for read("agentd.decision_log.dropped", "reason=rejected") < 2 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := sink.close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if n := read("agentd.decision_log.dropped", "sink=http", "reason=rejected"); n != 2 {
+			t.Errorf("%d: rejected = %d, want 2", code, n)
+		}
+	}
+	reached.Range(func(k, _ any) bool {
+		t.Errorf("the redirect target got a batch (Authorization %q)", k)
+		return true
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/internal/redirect"
 )
 
 // maxRecordBytes bounds one answer of the daemon.
@@ -18,7 +19,8 @@ const maxRecordBytes = 64 << 20
 // Fetch reads the records of a running daemon: base is its URL (the records list
 // GET /v1/executions is asked) or a GET /v1/executions URL with filters. It follows
 // the pages' next_cursor to the end and reads every listed record whole. token, when
-// set, is sent as a bearer token (a viewer's will do).
+// set, is sent as a bearer token (a viewer's will do); redirects are followed within
+// base's origin only.
 func Fetch(ctx context.Context, client *http.Client, base, token string) (*Set, error) {
 	list, err := url.Parse(base)
 	if err != nil || list.Host == "" || (list.Scheme != "http" && list.Scheme != "https") {
@@ -27,7 +29,10 @@ func Fetch(ctx context.Context, client *http.Client, base, token string) (*Set, 
 	if list.Path == "" || list.Path == "/" {
 		list.Path = "/v1/executions"
 	}
-	f := &fetcher{ctx: ctx, client: client, token: token, origin: list.Scheme + "://" + list.Host}
+	// The token must not follow a redirect to another origin.
+	same := *client
+	same.CheckRedirect = redirect.SameOrigin(list, 5)
+	f := &fetcher{ctx: ctx, client: &same, token: token, origin: list.Scheme + "://" + list.Host}
 	var items []json.RawMessage
 	seen := map[string]bool{}
 	for next := ""; ; {
