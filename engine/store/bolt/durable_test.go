@@ -268,3 +268,32 @@ func TestStore_RewritesReplaceTheirValue(t *testing.T) {
 		s = openDir(t, dir, Options{})
 	}
 }
+
+// A file holding a value the store cannot read is refused at Open, naming it; a store
+// whose commit failed refuses every later call as unavailable.
+func TestStore_DamageIsReported(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openDir(t, dir, Options{})
+	if err := s.PutCache(ctx, "k", store.CacheEntry{Response: "x"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.broken = errors.New("disk on fire")
+	s.mu.Unlock()
+	if _, _, err := s.GetCache(ctx, "k"); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("a read from a broken store: err = %v", err)
+	}
+	if err := s.PutCache(ctx, "k", store.CacheEntry{}, 0); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a write to a broken store: err = %v", err)
+	}
+	if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketLog).Put(stampKey(1<<40), []byte{kindState, 0x05}) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), s.Path()) || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("Open of a damaged file: err = %v", err)
+	}
+}
