@@ -3,12 +3,14 @@
 // that they survive a restart of the daemon, a crash or a SIGKILL. Store implements
 // engine.StateStore, engine.RecordStore, store.RecordLister, store.Cache and
 // store.Limiter, and passes the conformance suites the memory and Redis stores pass
-// (storetest).
+// (storetest). It does not implement engine.RunStore: a state is encoded whole on
+// every write anyway, so the driver's fallback to PutRequest costs the same.
 //
-// Durability: every write is committed with an fsync before it returns, so a write
-// that returned nil is on disk. Writes are group-committed: one goroutine commits the
-// writes waiting when it is free in one transaction and one fsync, so a lone write
-// waits for its own fsync only and concurrent writes share one. A write's context is
+// Durability: every write is committed with fsync before it returns, so a write that
+// returned nil is on disk. Writes are group-committed: one goroutine commits the
+// writes waiting when it is free in one transaction (bbolt writes its pages, fsyncs,
+// writes its meta page, fsyncs), so a lone write waits for its own commit only and
+// concurrent writes share one. A write's context is
 // checked before it is queued, not while it waits: once queued, its outcome is the
 // commit's.
 //
@@ -83,7 +85,7 @@ type Options struct {
 // The file holds one bucket, the log: each value written is stored under its write
 // stamp (8 bytes, big-endian), so that writes append at the end of the B+tree rather
 // than dirty pages all over it, and each rewrite deletes the value it replaces. A
-// value is its kind, its key and its header, then its payload (see encodeValue); the
+// value is its kind, its key, its expiry and its revision, then its payload (see encodeValue); the
 // index in memory maps each kind's keys to their stamps.
 var bucketLog = []byte("log")
 
