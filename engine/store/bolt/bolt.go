@@ -18,7 +18,7 @@
 //     Options.SyncEvery (DefaultSyncEvery) puts what was committed since on disk, as
 //     Redis's appendfsync everysec does. A power loss loses the writes of the last
 //     interval at most, and since without fsync bbolt's page writes reach the disk in
-//     no set order, it may leave the file damaged (Open then refuses it, naming it).
+//     no set order, it may leave the file damaged.
 //   - SyncNone: commits are never fsynced while the store runs; the kernel writes
 //     them back when it will (Close still fsyncs).
 //
