@@ -44,7 +44,8 @@ func TestCLI_CheckReportsEveryErrorWithPosition(t *testing.T) {
 
 func TestCLI_UsageErrorsExit2(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"check"}, {"check", "a", "b"}, {"test"}, {"eval", "--stage", "x"}, {"serve"},
-		{"serve", "--config", ".", "--gc-headroom", "-2"}, {"serve", "--config", ".", "--store", "nope"}, {"serve", "--config", ".", "--data-dir", ""}} {
+		{"serve", "--config", ".", "--gc-headroom", "-2"}, {"serve", "--config", ".", "--store", "nope"}, {"serve", "--config", ".", "--data-dir", ""},
+		{"serve", "--config", ".", "--data-sync", "sometimes"}, {"serve", "--config", ".", "--data-sync-interval", "0s"}} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {
 			t.Errorf("agentd %v exit %d, want 2", args, code)
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // The durability tests run agentd on its default store, a bolt file under
-// --data-dir, kill it with SIGKILL and start it again on the same directory: every
+// --data-dir (in its default durability mode unless they say otherwise), kill it with SIGKILL and start it again on the same directory: every
 // stage call it acknowledged must be in the record the new daemon serves.
 
 // kill sends SIGKILL to d and waits for it to exit.
@@ -77,26 +77,31 @@ func TestDurable_SIGKILLUnderLoadLosesNoAcknowledgedRecord(t *testing.T) {
 }
 
 // One stage call, then SIGKILL at once: its record is there after the restart, and the
-// request goes on from the state it left.
+// request goes on from the state it left, in every durability mode (a SIGKILL keeps
+// what reached the kernel, fsynced or not).
 func TestDurable_OneStageCallSurvivesSIGKILL(t *testing.T) {
-	config, data := copyExample(t, "stock-agent"), t.TempDir()
-	d := startDaemon(t, config, "--data-dir", data)
-	steps := lifecycle("one-call")
-	if status, body := d.do(t, "POST", "/v1/hooks/"+steps[0][0], steps[0][1]); status != 200 {
-		t.Fatalf("%s = %d %s", steps[0][0], status, body)
-	}
-	d.kill(t)
-	d = startDaemon(t, config, "--data-dir", data)
-	if status, rec := d.record(t, "one-call"); status != 200 || rec.Revision < 1 || len(rec.PipelineHooks) == 0 {
-		t.Fatalf("record after SIGKILL and restart = %d %+v", status, rec)
-	}
-	for _, st := range steps[1:] {
-		if status, body := d.do(t, "POST", "/v1/hooks/"+st[0], st[1]); status != 200 {
-			t.Fatalf("%s after the restart = %d %s", st[0], status, body)
-		}
-	}
-	if status, rec := d.record(t, "one-call"); status != 200 || rec.Status != "succeeded" || len(rec.Phases) == 0 {
-		t.Fatalf("record of the request finished after the restart = %d %+v", status, rec)
+	for _, mode := range []string{"always", "interval", "none"} {
+		t.Run(mode, func(t *testing.T) {
+			config, data := copyExample(t, "stock-agent"), t.TempDir()
+			d := startDaemon(t, config, "--data-dir", data, "--data-sync", mode)
+			steps := lifecycle("one-call")
+			if status, body := d.do(t, "POST", "/v1/hooks/"+steps[0][0], steps[0][1]); status != 200 {
+				t.Fatalf("%s = %d %s", steps[0][0], status, body)
+			}
+			d.kill(t)
+			d = startDaemon(t, config, "--data-dir", data, "--data-sync", mode)
+			if status, rec := d.record(t, "one-call"); status != 200 || rec.Revision < 1 || len(rec.PipelineHooks) == 0 {
+				t.Fatalf("record after SIGKILL and restart = %d %+v", status, rec)
+			}
+			for _, st := range steps[1:] {
+				if status, body := d.do(t, "POST", "/v1/hooks/"+st[0], st[1]); status != 200 {
+					t.Fatalf("%s after the restart = %d %s", st[0], status, body)
+				}
+			}
+			if status, rec := d.record(t, "one-call"); status != 200 || rec.Status != "succeeded" || len(rec.Phases) == 0 {
+				t.Fatalf("record of the request finished after the restart = %d %+v", status, rec)
+			}
+		})
 	}
 }
 

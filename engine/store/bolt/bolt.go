@@ -3,14 +3,31 @@
 // that they survive a restart of the daemon, a crash or a SIGKILL. Store implements
 // engine.StateStore, engine.RecordStore, store.RecordLister, store.Cache and
 // store.Limiter, and passes the conformance suites the memory and Redis stores pass
-// (storetest).
+// (storetest). It does not implement engine.RunStore: a state is encoded whole on
+// every write anyway, so the driver's fallback to PutRequest costs the same.
 //
-// Durability: every write is committed with an fsync before it returns, so a write
-// that returned nil is on disk. Writes are group-committed: one goroutine commits the
-// writes waiting when it is free in one transaction and one fsync, so a lone write
-// waits for its own fsync only and concurrent writes share one. A write's context is
-// checked before it is queued, not while it waits: once queued, its outcome is the
-// commit's.
+// Durability (Options.Sync): a write returns once the commit that holds it has
+// returned, so whatever the mode, an answered write is in the file as the kernel
+// sees it and survives the daemon's crash or a SIGKILL. The mode decides when the
+// file reaches the disk, which is what a power loss or a kernel crash keeps:
+//
+//   - SyncAlways: every commit is fsynced before its writes return (bbolt writes its
+//     pages, fsyncs, writes its meta page, fsyncs): a power loss loses no answered
+//     write. The two fsyncs are most of a commit's cost.
+//   - SyncInterval (the default): commits are not fsynced; a background fsync every
+//     Options.SyncEvery (DefaultSyncEvery) puts what was committed since on disk, as
+//     Redis's appendfsync everysec does. A power loss loses the writes of the last
+//     interval at most, and since without fsync bbolt's page writes reach the disk in
+//     no set order, it may leave the file damaged.
+//   - SyncNone: commits are never fsynced while the store runs; the kernel writes
+//     them back when it will (Close still fsyncs).
+//
+// A failed fsync (in the background too) stops the store, like a failed commit.
+//
+// Writes are group-committed: one goroutine commits the writes waiting when it is
+// free in one transaction, so a lone write waits for its own commit only and
+// concurrent writes share one. A write's context is checked before it is queued, not
+// while it waits: once queued, its outcome is the commit's.
 //
 // Bounds: as the memory store's (store.MemoryOptions), with sizes that are the bytes
 // each entry takes in the file. An index in memory holds each entry's place in write
@@ -55,8 +72,27 @@ const (
 // maxWindows bounds the rate-limit windows kept, as the memory store does.
 const maxWindows = 100_000
 
-// maxBatch bounds the writes one commit takes.
-const maxBatch = 512
+// Sync is a durability mode: when commits are fsynced (see the package doc).
+type Sync string
+
+// The durability modes.
+const (
+	SyncAlways   Sync = "always"
+	SyncInterval Sync = "interval"
+	SyncNone     Sync = "none"
+)
+
+// DefaultSyncEvery is how often SyncInterval fsyncs when Options.SyncEvery is 0.
+const DefaultSyncEvery = time.Second
+
+// ParseSync returns the mode named s, or an error naming the modes.
+func ParseSync(s string) (Sync, error) {
+	switch m := Sync(s); m {
+	case SyncAlways, SyncInterval, SyncNone:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown durability mode %q (modes: always, interval, none)", s)
+}
 
 // Options configure a Store. The zero value is valid.
 type Options struct {
@@ -78,12 +114,16 @@ type Options struct {
 	MaxStateBytes, MaxRecordBytes int64
 	// SweepEvery is how often expired entries are deleted; 0 means DefaultSweepEvery.
 	SweepEvery time.Duration
+	// Sync is the durability mode; "" means SyncInterval.
+	Sync Sync
+	// SyncEvery is how often SyncInterval fsyncs the file; 0 means DefaultSyncEvery.
+	SyncEvery time.Duration
 }
 
 // The file holds one bucket, the log: each value written is stored under its write
 // stamp (8 bytes, big-endian), so that writes append at the end of the B+tree rather
 // than dirty pages all over it, and each rewrite deletes the value it replaces. A
-// value is its kind, its key and its header, then its payload (see encodeValue); the
+// value is its kind, its key, its expiry and its revision, then its payload (see encodeValue); the
 // index in memory maps each kind's keys to their stamps.
 var bucketLog = []byte("log")
 
@@ -123,9 +163,17 @@ type Store struct {
 	// writes queued and not yet committed, by stamp.
 	next    *batch
 	pending map[uint64][]byte
-	// broken is the failure of a commit, after which the store refuses every call.
+	// broken is the failure of a commit or an fsync, after which the store refuses
+	// every call.
 	broken error
 	closed bool
+	// unsynced says a commit has returned since the last fsync (SyncInterval); syncs
+	// counts the background fsyncs.
+	unsynced bool
+	syncs    int
+
+	// syncFile fsyncs the file: db.Sync, which tests wrap.
+	syncFile func() error
 
 	kick chan struct{}
 	quit chan struct{}
@@ -174,6 +222,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	opts.MaxStateBytes = cmp.Or(max(opts.MaxStateBytes, 0), store.DefaultMaxStateBytes)
 	opts.MaxRecordBytes = cmp.Or(max(opts.MaxRecordBytes, 0), store.DefaultMaxRecordBytes)
 	opts.SweepEvery = cmp.Or(max(opts.SweepEvery, 0), DefaultSweepEvery)
+	opts.SyncEvery = cmp.Or(max(opts.SyncEvery, 0), DefaultSyncEvery)
+	if opts.Sync == "" {
+		opts.Sync = SyncInterval
+	}
+	if _, err := ParseSync(string(opts.Sync)); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -183,6 +238,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// The free list is rebuilt at open rather than written by every commit.
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
+		NoSync:         opts.Sync != SyncAlways,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s is in use by another process (its lock is held)", path)
@@ -202,6 +258,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		kick:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 	}
+	s.syncFile = db.Sync
 	for _, m := range s.maps() {
 		m.OnEvict(func(_ string, e entry) { s.queue(e.stamp, nil) })
 	}
@@ -212,6 +269,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.wg.Add(2)
 	go s.commitLoop()
 	go s.sweepLoop()
+	if opts.Sync == SyncInterval {
+		s.wg.Add(1)
+		go s.syncLoop()
+	}
 	s.mu.Lock()
 	b := s.next
 	s.mu.Unlock()
@@ -232,8 +293,8 @@ func (s *Store) maps() []*expiring.Map[entry] {
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }
 
-// Close commits the writes queued, stops the sweep and the committer and closes the
-// file; calls after Close fail.
+// Close commits the writes queued, stops the sweep, the committer and the background
+// fsync, fsyncs the file (whatever the mode) and closes it; calls after Close fail.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -244,7 +305,13 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.quit)
 	s.wg.Wait()
-	return s.db.Close()
+	var err error
+	if s.opts.Sync != SyncAlways {
+		if err = s.syncFile(); err != nil {
+			err = fmt.Errorf("fsync %s: %w", s.path, err)
+		}
+	}
+	return errors.Join(err, s.db.Close())
 }
 
 // value is a decoded log value: the kind and key of the entry, when it expires (Unix
@@ -523,6 +590,7 @@ func (s *Store) commit() {
 		b.err = fmt.Errorf("%w: commit to %s: %w", store.ErrUnavailable, s.path, err)
 		s.broken = err
 	}
+	s.unsynced = true
 	for _, w := range b.writes {
 		if w.value != nil {
 			delete(s.pending, w.stamp)
@@ -530,6 +598,36 @@ func (s *Store) commit() {
 	}
 	s.mu.Unlock()
 	close(b.done)
+}
+
+// syncLoop is SyncInterval's background fsync: every SyncEvery, it fsyncs the file if
+// a commit has returned since the last fsync. A failed fsync breaks the store (what
+// the kernel failed to write back may be gone from its cache too).
+func (s *Store) syncLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.quit:
+			return
+		}
+		s.mu.Lock()
+		dirty, syncFile := s.unsynced, s.syncFile
+		s.unsynced = false
+		s.mu.Unlock()
+		if !dirty {
+			continue
+		}
+		err := syncFile()
+		s.mu.Lock()
+		s.syncs++
+		if err != nil && s.broken == nil {
+			s.broken = fmt.Errorf("fsync: %w", err)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // sweepLoop deletes expired entries every SweepEvery, at most sweepLimit examined of

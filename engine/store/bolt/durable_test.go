@@ -1,11 +1,15 @@
 package bolt
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,6 +208,23 @@ func TestStore_ErrorKinds(t *testing.T) {
 			_ = s.Close()
 			return s.PutCache(ctx, "k", store.CacheEntry{}, 0)
 		}, store.ErrUnavailable},
+		{"failed background fsync", func(s *Store) error {
+			s.mu.Lock()
+			s.syncFile = func() error { return errors.New("EIO") }
+			s.mu.Unlock()
+			if err := s.PutCache(ctx, "k", store.CacheEntry{}, 0); err != nil {
+				return err
+			}
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if _, _, err := s.GetCache(ctx, "k"); err != nil {
+					if !strings.Contains(err.Error(), "fsync: EIO") {
+						t.Errorf("err = %v, want the fsync's failure named", err)
+					}
+					return err
+				}
+			}
+			return nil
+		}, store.ErrUnavailable},
 		{"canceled context", func(s *Store) error {
 			cctx, cancel := context.WithCancel(ctx)
 			cancel()
@@ -212,7 +233,7 @@ func TestStore_ErrorKinds(t *testing.T) {
 		}, context.Canceled},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := openDir(t, t.TempDir(), Options{MaxStateBytes: 1000, MaxRecordBytes: 1000})
+			s := openDir(t, t.TempDir(), Options{MaxStateBytes: 1000, MaxRecordBytes: 1000, SyncEvery: 5 * time.Millisecond})
 			if err := c.call(s); !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
@@ -266,5 +287,102 @@ func TestStore_RewritesReplaceTheirValue(t *testing.T) {
 			t.Fatal(err)
 		}
 		s = openDir(t, dir, Options{})
+	}
+}
+
+// A file holding a value the store cannot read is refused at Open, naming it; a store
+// whose commit failed refuses every later call as unavailable.
+func TestStore_DamageIsReported(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openDir(t, dir, Options{})
+	if err := s.PutCache(ctx, "k", store.CacheEntry{Response: "x"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.broken = errors.New("disk on fire")
+	s.mu.Unlock()
+	if _, _, err := s.GetCache(ctx, "k"); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("a read from a broken store: err = %v", err)
+	}
+	if err := s.PutCache(ctx, "k", store.CacheEntry{}, 0); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a write to a broken store: err = %v", err)
+	}
+	if err := s.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketLog).Put(stampKey(1<<40), []byte{kindState, 0x05}) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), s.Path()) || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("Open of a damaged file: err = %v", err)
+	}
+}
+
+// Whatever the durability mode, a write that returned is in the file as the kernel
+// sees it (read through a descriptor of its own: what the daemon's SIGKILL keeps), and
+// Close fsyncs; the modes differ in when commits are fsynced: bbolt's every commit in
+// always, a background fsync after commits in interval (the default), none in none.
+func TestStore_SyncModes(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		sync Sync
+		// perCommit says bbolt fsyncs each commit; background that the store fsyncs
+		// after commits while it runs.
+		perCommit, background bool
+	}{
+		{"", false, true},
+		{SyncAlways, true, false},
+		{SyncInterval, false, true},
+		{SyncNone, false, false},
+	} {
+		t.Run(cmp.Or(string(c.sync), "default"), func(t *testing.T) {
+			dir := t.TempDir()
+			s := openDir(t, dir, Options{Sync: c.sync, SyncEvery: 5 * time.Millisecond})
+			var fsyncs atomic.Int32
+			s.mu.Lock()
+			s.syncFile = func() error { fsyncs.Add(1); return s.db.Sync() }
+			s.mu.Unlock()
+			if s.db.NoSync == c.perCommit {
+				t.Fatalf("bbolt's NoSync = %v, want %v", s.db.NoSync, !c.perCommit)
+			}
+			for i := range 5 {
+				rec := record(fmt.Sprint("req-", i), 1, engine.RecordSucceeded, time.Now())
+				rec.FinalResponse = fmt.Sprintf("answer-%d-%s", i, c.sync)
+				if err := s.Put(ctx, rec); err != nil {
+					t.Fatal(err)
+				}
+				file, err := os.ReadFile(s.Path())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(file, []byte(rec.FinalResponse)) {
+					t.Fatalf("write %d returned and is not in the file", i)
+				}
+			}
+			if c.background {
+				for deadline := time.Now().Add(10 * time.Second); fsyncs.Load() == 0; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("no background fsync after the commits")
+					}
+				}
+			} else if n := fsyncs.Load(); n != 0 {
+				t.Fatalf("%d background fsyncs, want none", n)
+			}
+			before := fsyncs.Load()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := fsyncs.Load() - before; n != 1 && !c.perCommit || n != 0 && c.perCommit {
+				t.Fatalf("Close fsynced %d times", n)
+			}
+			s = openDir(t, dir, Options{Sync: c.sync})
+			if rec, err := s.Get(ctx, "req-4"); err != nil || rec.FinalResponse != fmt.Sprintf("answer-4-%s", c.sync) {
+				t.Fatalf("after reopening: %+v, %v", rec, err)
+			}
+		})
+	}
+	if _, err := Open(t.TempDir(), Options{Sync: "sometimes"}); err == nil || !strings.Contains(err.Error(), "always, interval, none") {
+		t.Fatalf("Open with an unknown mode: err = %v", err)
 	}
 }
