@@ -24,6 +24,8 @@ BENCH_FLAGS ?=
 # Release stamping of make dist and make image: `agentd version` prints both.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The image's creation time and its files' times: the commit's, so a rebuild is identical.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 RELEASE_LDFLAGS = -s -w -X main.version=$(VERSION) -X main.commit=$(REVISION)
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
@@ -81,7 +83,7 @@ image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o dist/image/agentd ./cmd/agentd
 	cd tools/deploy && $(GO) run ./cmd/agentd-image -binary ../../dist/image/agentd -arch $(IMAGE_ARCH) \
 		-config ../../examples/stock-agent -out ../../dist/agentd-image.tar -cmd "$(IMAGE_CMD)" \
-		-version "$(VERSION)" -revision "$(REVISION)"
+		-version "$(VERSION)" -revision "$(REVISION)" -created "$(SOURCE_DATE_EPOCH)"
 
 ## dist: static release binaries for linux and darwin on amd64 and arm64 in dist/, with
 ## dist/SHA256SUMS.
