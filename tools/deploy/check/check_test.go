@@ -193,3 +193,38 @@ func appendFile(t *testing.T, p, data string) {
 	}
 	write(t, p, string(old)+data)
 }
+
+// TestChart_ValuesKeyedOnKind renders a copy of the chart with one more ci values file.
+func TestChart_ValuesKeyedOnKind(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		want         Kind
+	}{
+		{"misspelt value", "replicaCnt: 2\n", KindRender},
+		{"misspelt nested value", "tokens: {contents: x}\n", KindRender},
+		{"store that is not Redis", "store: {redisURL: memory}\n", KindRender},
+		{"replicas without a store", "replicaCount: 2\n", KindPolicy},
+		{"probe moved off /readyz", "readinessProbe: {httpGet: {path: /metrics, port: http}}\n", KindPolicy},
+		{"replicas with a store", "replicaCount: 2\nstore: {redisURL: 'redis://r:6379/0'}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "deploy/helm/agentd"))); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "ci", "case-values.yaml"), tc.values)
+			ms, problems := Chart(dir)
+			for _, m := range ms {
+				problems = append(problems, checkManifest(m)...)
+			}
+			switch {
+			case tc.want == "" && len(problems) > 0:
+				t.Fatalf("unexpected problems: %v", problems)
+			case tc.want != "" && len(problems) == 0:
+				t.Fatalf("no problem, want %s", tc.want)
+			case tc.want != "" && KindOf(problems[0]) != tc.want:
+				t.Fatalf("problem %v, want kind %s", problems[0], tc.want)
+			}
+		})
+	}
+}
