@@ -47,8 +47,9 @@ run:
 generate:
 	$(GO) generate ./...
 
-## test: every Go test (race detector on the concurrent packages), the Rego policy tests and
-## a short run of every fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
+## test: every Go test (race detector on the concurrent packages), the Rego policy tests,
+## make deploy-check, the deployment tools' tests (tools/deploy) and a short run of every
+## fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
 ## a private redis-server started for the run (scripts/redis.sh), or skip without one. The
 ## npm packages of the Node tests are installed first (scripts/npm-deps.sh).
 test:

@@ -98,9 +98,12 @@ func write(img v1.Image, out, ref string) error {
 	return os.Rename(f.Name(), out)
 }
 
+// notInTag matches the characters an image tag cannot hold.
+var notInTag = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
 // tagOf is version as an image tag: characters a tag cannot hold become '-'.
 func tagOf(version string) string {
-	t := regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(version, "-")
+	t := notInTag.ReplaceAllString(version, "-")
 	if t == "" || t[0] == '.' || t[0] == '-' {
 		t = "v" + t
 	}
