@@ -29,8 +29,9 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 RELEASE_LDFLAGS = -s -w -X main.version=$(VERSION) -X main.commit=$(REVISION)
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
-# The image's default command. When serve gains --data-dir, append --data-dir /var/lib/agentd.
-IMAGE_CMD ?= serve --config /etc/agentd --addr :8181
+# The image's default command, arguments separated by spaces; empty: agentd-image's
+# default (image.DefaultCmd in tools/deploy/image, which the image test runs).
+IMAGE_CMD ?=
 
 .PHONY: build run generate test test-race test-go test-policies test-tools fuzz bench lint fmt image dist deploy-check
 

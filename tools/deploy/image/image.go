@@ -49,7 +49,8 @@ const (
 	Port = 8181
 )
 
-// DefaultCmd is the image's default command: serve ConfigDir on all interfaces.
+// DefaultCmd is the image's default command: serve ConfigDir on all interfaces. (When
+// serve gains --data-dir, it belongs here as --data-dir DataDir.)
 var DefaultCmd = []string{"serve", "--config", ConfigDir, "--addr", ":" + strconv.Itoa(Port)}
 
 // Options are the inputs of Build. Binary, Config and CACerts are files on this machine.
