@@ -21,7 +21,19 @@ FUZZTIME ?= 10s
 # BENCH_FLAGS are extra agentd-bench flags for make bench (see bench/README.md).
 BENCH_FLAGS ?=
 
-.PHONY: build run generate test test-race test-go test-policies fuzz bench lint fmt
+# Release stamping of make dist and make image: `agentd version` prints both.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The image's creation time and its files' times: the commit's, so a rebuild is identical.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+RELEASE_LDFLAGS = -s -w -X main.version=$(VERSION) -X main.commit=$(REVISION)
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+# The image's default command, arguments separated by spaces; empty: agentd-image's
+# default (image.DefaultCmd in tools/deploy/image, which the image test runs).
+IMAGE_CMD ?=
+
+.PHONY: build run generate test test-race test-go test-policies test-tools fuzz bench lint fmt image dist deploy-check
 
 ## build: the agentd binary in bin/.
 build:
@@ -36,14 +48,15 @@ run:
 generate:
 	$(GO) generate ./...
 
-## test: every Go test (race detector on the concurrent packages), the Rego policy tests and
-## a short run of every fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
+## test: every Go test (race detector on the concurrent packages), the Rego policy tests,
+## make deploy-check, the deployment tools' tests (tools/deploy) and a short run of every
+## fuzz target. The Redis suites run against AGENTD_TEST_REDIS, or else
 ## a private redis-server started for the run (scripts/redis.sh), or skip without one. The
 ## npm packages of the Node tests are installed first (scripts/npm-deps.sh).
 test:
 	@./scripts/npm-deps.sh
 	@fuzzcache=$$(mktemp -d) && trap 'rm -rf "$$fuzzcache"' EXIT && \
-		./scripts/redis.sh with $(MAKE) --no-print-directory test-race test-go test-policies fuzz \
+		./scripts/redis.sh with $(MAKE) --no-print-directory test-race test-go test-policies deploy-check test-tools fuzz \
 			FUZZ_BY_COUNT=1 FUZZCACHE="$$fuzzcache"
 
 test-race:
@@ -54,6 +67,35 @@ test-go:
 
 test-policies:
 	$(GO) tool opa test policies/
+
+# test-tools: the tests of the deployment tools module (tools/deploy), among them the
+# image test, which builds the image and runs its entrypoint from the unpacked layers.
+test-tools:
+	cd tools/deploy && $(GO) test -count=1 ./...
+
+## deploy-check: render the Helm chart (defaults and each deploy/helm/agentd/ci values
+## file), build the kustomizations of deploy/kubernetes, and strictly decode every
+## manifest into the Kubernetes API types (an unknown field is an error).
+deploy-check:
+	cd tools/deploy && $(GO) run ./cmd/deploy-check -root ../..
+
+## image: the OCI image archive dist/agentd-image.tar (podman load / docker load), built
+## with no container daemon and nothing pulled: a static agentd on an empty base.
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o dist/image/agentd ./cmd/agentd
+	cd tools/deploy && $(GO) run ./cmd/agentd-image -binary ../../dist/image/agentd -arch $(IMAGE_ARCH) \
+		-config ../../examples/stock-agent -out ../../dist/agentd-image.tar -cmd "$(IMAGE_CMD)" \
+		-version "$(VERSION)" -revision "$(REVISION)" -created "$(SOURCE_DATE_EPOCH)"
+
+## dist: static release binaries for linux and darwin on amd64 and arm64 in dist/, with
+## dist/SHA256SUMS.
+dist:
+	@for p in $(DIST_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+		echo "build dist/agentd-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" \
+			-o dist/agentd-$$os-$$arch ./cmd/agentd || exit 1; \
+	done
+	cd dist && sha256sum $(foreach p,$(DIST_PLATFORMS),agentd-$(subst /,-,$(p))) > SHA256SUMS
 
 ## fuzz: every fuzz target for FUZZTIME (default 10s) each, or with FUZZ_BY_COUNT set for
 ## its count of executions. The generated corpus grows in the Go build cache, or in

@@ -49,7 +49,8 @@ const (
 	Port = 8181
 )
 
-// DefaultCmd is the image's default command: serve ConfigDir on all interfaces.
+// DefaultCmd is the image's default command: serve ConfigDir on all interfaces. (When
+// serve gains --data-dir, it belongs here as --data-dir DataDir.)
 var DefaultCmd = []string{"serve", "--config", ConfigDir, "--addr", ":" + strconv.Itoa(Port)}
 
 // Options are the inputs of Build. Binary, Config and CACerts are files on this machine.
@@ -65,8 +66,15 @@ type Options struct {
 	Created  time.Time   // the image's creation time and every file's modification time
 }
 
-// ErrNoCACerts is the error of Build when the CA bundle is missing.
-var ErrNoCACerts = errors.New("no CA certificates")
+// The kinds of Build's errors (errors.Is).
+var (
+	// ErrNoCACerts: the CA bundle is missing.
+	ErrNoCACerts = errors.New("no CA certificates")
+	// ErrBinary: the binary is not a static ELF executable of the image's architecture.
+	ErrBinary = errors.New("unfit agentd binary")
+	// ErrPlatform: the platform is not linux on a known architecture.
+	ErrPlatform = errors.New("unsupported image platform")
+)
 
 // elfMachines maps GOARCH values to the ELF machine of their binaries.
 var elfMachines = map[string]elf.Machine{
@@ -75,12 +83,13 @@ var elfMachines = map[string]elf.Machine{
 }
 
 // Build returns the image described in the package doc. It fails when the CA bundle is
-// missing (an error wrapping ErrNoCACerts that names the Debian package), when Binary is
-// not a static ELF executable of Platform's architecture (a dynamically linked binary
-// would not start on the empty base), or when a file cannot be read.
+// missing (ErrNoCACerts, with a message naming the Debian package), when Binary is not a
+// static ELF executable of Platform's architecture (ErrBinary: a dynamically linked binary
+// would not start on the empty base), when Platform is not linux on a known architecture
+// (ErrPlatform), or when a file cannot be read.
 func Build(opts Options) (v1.Image, error) {
 	if opts.Platform.OS != "linux" {
-		return nil, fmt.Errorf("image platform %q: only linux images are built", opts.Platform.OS)
+		return nil, fmt.Errorf("%w %q: only linux images are built", ErrPlatform, opts.Platform.OS)
 	}
 	if err := checkStatic(opts.Binary, opts.Platform.Architecture); err != nil {
 		return nil, err
@@ -160,19 +169,19 @@ func Build(opts Options) (v1.Image, error) {
 func checkStatic(path, arch string) error {
 	want, ok := elfMachines[arch]
 	if !ok {
-		return fmt.Errorf("image architecture %q is not supported", arch)
+		return fmt.Errorf("%w: architecture %q", ErrPlatform, arch)
 	}
 	f, err := elf.Open(path)
 	if err != nil {
-		return fmt.Errorf("agentd binary %s: %w", path, err)
+		return fmt.Errorf("%w %s: %v", ErrBinary, path, err)
 	}
 	defer f.Close()
 	if f.Machine != want {
-		return fmt.Errorf("agentd binary %s is built for %s, the image is %s (set GOARCH)", path, f.Machine, arch)
+		return fmt.Errorf("%w %s: built for %s, the image is %s (set GOARCH)", ErrBinary, path, f.Machine, arch)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("agentd binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
+			return fmt.Errorf("%w %s: dynamically linked; build it with CGO_ENABLED=0", ErrBinary, path)
 		}
 	}
 	return nil

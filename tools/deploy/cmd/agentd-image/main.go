@@ -34,7 +34,7 @@ func run(args []string) int {
 		out      = fs.String("out", "dist/agentd-image.tar", "archive to write")
 		name     = fs.String("name", "agentd", "repository the archive names the image under (its tag is the version)")
 		arch     = fs.String("arch", runtime.GOARCH, "the binary's and image's architecture (a GOARCH)")
-		cmd      = fs.String("cmd", strings.Join(image.DefaultCmd, " "), "the image's default command, arguments separated by spaces")
+		cmd      = fs.String("cmd", "", "the image's default command, arguments separated by spaces (default: "+strings.Join(image.DefaultCmd, " ")+")")
 		created  = fs.String("created", "", "creation time, RFC 3339 or Unix seconds (default $SOURCE_DATE_EPOCH, else the Unix epoch)")
 		caCerts  = fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle (Debian package ca-certificates)")
 		cfgDir   = fs.String("config", "examples/stock-agent", "config directory copied to "+image.ConfigDir)
@@ -58,7 +58,7 @@ func run(args []string) int {
 	opts := image.Options{
 		Binary: *binary, Config: *cfgDir, CACerts: *caCerts,
 		Platform: v1.Platform{OS: "linux", Architecture: *arch},
-		Cmd:      strings.Fields(*cmd), Version: *version, Revision: *revision, Source: *source, Created: t,
+		Cmd:      cmdOf(*cmd), Version: *version, Revision: *revision, Source: *source, Created: t,
 	}
 	img, err := image.Build(opts)
 	if err != nil {
@@ -98,9 +98,20 @@ func write(img v1.Image, out, ref string) error {
 	return os.Rename(f.Name(), out)
 }
 
+// cmdOf is the -cmd flag's arguments, nil (image.DefaultCmd) when it has none.
+func cmdOf(flag string) []string {
+	if f := strings.Fields(flag); len(f) > 0 {
+		return f
+	}
+	return nil
+}
+
+// notInTag matches the characters an image tag cannot hold.
+var notInTag = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
 // tagOf is version as an image tag: characters a tag cannot hold become '-'.
 func tagOf(version string) string {
-	t := regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(version, "-")
+	t := notInTag.ReplaceAllString(version, "-")
 	if t == "" || t[0] == '.' || t[0] == '-' {
 		t = "v" + t
 	}
