@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,7 +257,7 @@ func TestServeBundle_OverHTTPNewRevisionsGoLiveTamperedOnesNever(t *testing.T) {
 		t.Errorf("no log line of the refusal\n%s", d.stderr)
 	}
 	code, metrics := d.do(t, http.MethodGet, "/metrics", "")
-	if code != 200 || !strings.Contains(metrics, `code="bundle_digest_mismatch"`) {
+	if code != 200 || !regexp.MustCompile(`agentd_bundle_loads_total\{[^}]*code="bundle_digest_mismatch"`).MatchString(metrics) {
 		t.Errorf("/metrics lacks the refusal: %d", code)
 	}
 
