@@ -17,11 +17,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentd-dev/agentd/docs/apitest"
 )
 
 // rsaKeys writes a fresh RSA key pair into dir and returns the private and public
@@ -246,11 +249,15 @@ func TestServeBundle_OverHTTPNewRevisionsGoLiveTamperedOnesNever(t *testing.T) {
 	if b := st.Bundles["agentd"]; st.Generation != "v1" || b.ActiveRevision != "v1" || b.Code != "bundle_digest_mismatch" || !strings.Contains(b.Message, ".rego") {
 		t.Fatalf("after the tampered bundle: %+v", st)
 	}
+	doc := apitest.Load(t)
+	schema, _ := doc.Response(t, http.MethodGet, "/v1/status", "200")
+	_, body := d.do(t, http.MethodGet, "/v1/status", "")
+	apitest.Validate(t, "GET /v1/status of a bundle", schema, []byte(body))
 	if !strings.Contains(d.stderr.String(), "bundle refused; the last good revision keeps serving") {
 		t.Errorf("no log line of the refusal\n%s", d.stderr)
 	}
 	code, metrics := d.do(t, http.MethodGet, "/metrics", "")
-	if code != 200 || !strings.Contains(metrics, `code="bundle_digest_mismatch"`) {
+	if code != 200 || !regexp.MustCompile(`agentd_bundle_loads_total\{[^}]*code="bundle_digest_mismatch"`).MatchString(metrics) {
 		t.Errorf("/metrics lacks the refusal: %d", code)
 	}
 

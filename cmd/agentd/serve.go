@@ -54,7 +54,10 @@ Run the HTTP API (docs/openapi.yaml) on a config directory: the stage calls, ope
 checks, execution records, /v1/status, /healthz, /readyz and /metrics, and the
 gateways the config declares. The directory is compiled into a generation and, with
 --watch, recompiled and swapped in on every save; a config that fails to compile keeps
-the last good generation serving and shows its errors in /v1/status.`
+the last good generation serving and shows its errors in /v1/status. With --bundle
+the config is a bundle (agentd build), a file or a URL polled every --bundle-poll; its
+revision is the generation's id, and a bundle that does not verify or compile never
+goes live.`
 
 // errHelp marks a --help the command has answered.
 var errHelp = errors.New("help")

@@ -47,9 +47,9 @@ func NewRegistry(keep int) *Registry {
 	return &Registry{keep: min(max(keep, 1), MaxKeep), swapped: make(chan struct{})}
 }
 
-// OnMiss sets what Get does when no retained generation has the id asked for: f may
+// OnMiss sets what Lookup does when no retained generation has the id asked for: f may
 // make it live (a bundle source fetches its newest revision, which a request that
-// opened on another replica may run on) and Get then looks once more. f runs on the
+// opened on another replica may run on) and Lookup then looks once more. f runs on the
 // caller's goroutine and must bound its own time; nil turns it off. Set it before the
 // registry serves.
 func (r *Registry) OnMiss(f func(id string)) {
@@ -72,21 +72,8 @@ func (r *Registry) Swapped() <-chan struct{} {
 // Current returns the live generation, nil before the first successful load.
 func (r *Registry) Current() *config.Generation { return r.current.Load() }
 
-// Get returns the retained generation with id, or nil when it has been retired (or,
-// with OnMiss, when it is still unknown after the miss handler ran).
+// Get returns the retained generation with id, or nil when it has been retired.
 func (r *Registry) Get(id string) *config.Generation {
-	if g := r.retained(id); g != nil {
-		return g
-	}
-	if f := r.miss.Load(); f != nil {
-		(*f)(id)
-		return r.retained(id)
-	}
-	return nil
-}
-
-// retained returns the retained generation with id, nil when there is none.
-func (r *Registry) retained(id string) *config.Generation {
 	if g := r.current.Load(); g != nil && g.ID == id {
 		return g
 	}
@@ -110,9 +97,16 @@ func (r *Registry) Live() *engine.Generation {
 }
 
 // Lookup implements engine.Generations: the retained generation with id, nil when it
-// has been retired.
+// has been retired. A miss runs the OnMiss handler, when set, and looks once more: the
+// driver looks up the generation of every request that goes on, so this is where a
+// request that opened on another replica's newer revision finds it.
 func (r *Registry) Lookup(id string) *engine.Generation {
-	if g := r.Get(id); g != nil {
+	g := r.Get(id)
+	if f := r.miss.Load(); g == nil && f != nil {
+		(*f)(id)
+		g = r.Get(id)
+	}
+	if g != nil {
 		return &g.Generation
 	}
 	return nil

@@ -171,3 +171,20 @@ func TestRegistry_SwappedClosesAtTheNextSwap(t *testing.T) {
 		t.Fatal("Current is not the generation whose swap closed the channel")
 	}
 }
+
+func TestRegistry_LookupRunsTheMissHandlerGetDoesNot(t *testing.T) {
+	reg := reload.NewRegistry(2)
+	g := gens(2)
+	reg.Swap(g[0])
+	var asked []string
+	reg.OnMiss(func(id string) { asked = append(asked, id); reg.Swap(g[1]) })
+	if reg.Get("g-2") != nil || len(asked) != 0 {
+		t.Fatalf("Get ran the miss handler: %v", asked)
+	}
+	if got := reg.Lookup("g-2"); got == nil || got.ID != "g-2" || len(asked) != 1 {
+		t.Fatalf("Lookup(g-2) = %v after asking %v, want the generation the handler made live", got, asked)
+	}
+	if reg.Lookup("g-1") == nil || len(asked) != 1 {
+		t.Fatalf("a retained generation ran the handler: %v", asked)
+	}
+}

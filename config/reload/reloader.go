@@ -131,7 +131,7 @@ func (r *Reloader) ReloadAs(ctx context.Context, revision string) (*config.Gener
 // admit refuses a compiled generation that may not replace the live one: a weaker
 // boundary, or an id a retained generation of other content has.
 func (r *Reloader) admit(gen *config.Generation) error {
-	if old := r.registry.retained(gen.ID); old != nil && old.Digest != gen.Digest {
+	if old := r.registry.Get(gen.ID); old != nil && old.Digest != gen.Digest {
 		return &RevisionError{Revision: gen.ID, Retained: old.Digest, Loaded: gen.Digest}
 	}
 	return r.boundary(gen)
