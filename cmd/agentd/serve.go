@@ -178,7 +178,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	registry := reload.NewRegistry(8)
 	reloader, err := reload.NewReloader(f.config, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
-		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
+		TracerProvider: tel.tracer, SpanPayloads: f.logPayloads, MeterProvider: tel.meter, Logger: logger,
 	}, registry, logger, tel.meter, reloadOptions(f)...)
 	if err != nil {
 		return err
