@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/server"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -22,6 +24,8 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody bounds request bodies; 0 means 1 MiB.
 	MaxBody int64
+	// TracerProvider gets each upstream call's chat span; nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway serves the OpenAI chat-completions API over the request driver. It is safe
@@ -32,6 +36,7 @@ type Gateway struct {
 	logger  *slog.Logger
 	maxBody int64
 	up      *upstream
+	tracer  trace.Tracer // nil: no spans
 }
 
 // New returns a gateway.
@@ -42,7 +47,7 @@ func New(cfg Config) *Gateway {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	return &Gateway{reg: cfg.Registry, driver: cfg.Driver, logger: cfg.Logger, maxBody: cfg.MaxBody, up: newUpstream()}
+	return &Gateway{reg: cfg.Registry, driver: cfg.Driver, logger: cfg.Logger, maxBody: cfg.MaxBody, up: newUpstream(), tracer: tracerOf(cfg.TracerProvider)}
 }
 
 // Mounts returns the gateway's routes, to be served beside the API (and behind its
