@@ -25,8 +25,11 @@ type Options struct {
 	// in-process defaults.
 	Services       builtin.Services
 	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
-	Logger         *slog.Logger
+	// SpanPayloads puts tool call arguments and results on execute_tool spans (see
+	// engine.WithSpanPayloads).
+	SpanPayloads  bool
+	MeterProvider metric.MeterProvider
+	Logger        *slog.Logger
 	// MaxErrors caps the reported errors; 0 means 50.
 	MaxErrors int
 }
@@ -104,7 +107,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
 	pipeline, err := engine.New(hooks, engine.WithCatalog(catalog), engine.WithPlanLimits(l.settings.planLimits), engine.WithLogger(opts.Logger),
-		engine.WithTracerProvider(opts.TracerProvider), engine.WithMeterProvider(opts.MeterProvider))
+		engine.WithTracerProvider(opts.TracerProvider), engine.WithSpanPayloads(opts.SpanPayloads), engine.WithMeterProvider(opts.MeterProvider))
 	if err != nil {
 		return nil, diag.List{{Kind: diag.KindRequiredHook, Message: err.Error()}}
 	}

@@ -23,6 +23,14 @@ type Generation struct {
 	MaxRequestAge time.Duration
 }
 
+// telemetry returns the instruments of the generation's pipeline (none without one).
+func (g *Generation) telemetry() telemetry {
+	if g.Pipeline == nil {
+		return telemetry{}
+	}
+	return g.Pipeline.tel
+}
+
 // binding returns the generation's binding mode.
 func (g *Generation) binding() BindingMode {
 	if g.Binding == "" {

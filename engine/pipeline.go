@@ -56,11 +56,12 @@ func (e *InvalidRequiredHookError) Is(target error) bool { return target == ErrI
 type Option func(*options)
 
 type options struct {
-	catalog *Catalog
-	limits  PlanLimits
-	tracer  trace.TracerProvider
-	meter   metric.MeterProvider
-	logger  *slog.Logger
+	catalog  *Catalog
+	limits   PlanLimits
+	tracer   trace.TracerProvider
+	payloads bool
+	meter    metric.MeterProvider
+	logger   *slog.Logger
 }
 
 // WithCatalog sets the catalog that plans are validated against after every accepted
@@ -75,6 +76,11 @@ func WithPlanLimits(l PlanLimits) Option { return func(o *options) { o.limits = 
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tracer = tp }
 }
+
+// WithSpanPayloads puts tool call arguments and results on the execute_tool spans of
+// the driver's checks and finishes (gen_ai.tool.call.arguments and .result); by
+// default spans carry no payload.
+func WithSpanPayloads(on bool) Option { return func(o *options) { o.payloads = on } }
 
 // WithMeterProvider sets where the short-circuit decision metric goes; the default
 // records nothing.
@@ -142,7 +148,7 @@ func New(hooks []Hook, opts ...Option) (*Pipeline, error) {
 	if o.meter == nil {
 		o.meter = metricnoop.NewMeterProvider()
 	}
-	tel, err := newTelemetry(o.tracer, o.meter)
+	tel, err := newTelemetry(o.tracer, o.meter, o.payloads)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Session is one request as the driver runs it: its pinned generation and its state.
@@ -69,6 +71,16 @@ type stageCall struct {
 	draft          string
 	response       string
 	detachedCtx    context.Context
+	// span is the call's invoke_agent span, nil when tracing is off or once ended.
+	span trace.Span
+}
+
+// endSpan ends the call's span if done did not (a call that ended on a store failure).
+func (c *stageCall) endSpan() {
+	if c.span != nil {
+		c.span.End()
+		c.span = nil
+	}
 }
 
 // detached is the call's context without its cancellation, for what is written and
@@ -87,8 +99,12 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	if stage == StageBeforePlanning {
 		enrichments = maps.Clone(enrichments) // the stage writes the request's own map
 	}
+	var span trace.Span
+	if stage != "" {
+		ctx, span = s.gen.telemetry().startStage(ctx, st.ID, stage)
+	}
 	return &stageCall{
-		id: decisionID(ctx), stage: stage, started: time.Now(),
+		id: decisionID(ctx), stage: stage, started: time.Now(), span: span,
 		ctx:         WithRequestInfo(ctx, s.info(gate)),
 		pctx:        PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 		enrichments: enrichments, prior: st.PriorSteps,
@@ -126,8 +142,10 @@ func (c *stageCall) warnings() []Finding {
 	return out
 }
 
-// done reports the finished call to the observer.
+// done ends the call's span and reports the finished call to the observer.
 func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
+	endStage(c.span, outcome, err)
+	c.span = nil
 	s.d.observer.Staged(c.detached(), &StageReport{
 		DecisionID: c.id, RequestID: s.state.ID, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision,
 		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
@@ -166,6 +184,7 @@ type BeforePlanningResult struct {
 // A decision that breaks the contract (*ContractError) fails it.
 func (s *Session) BeforePlanning(ctx context.Context) (*BeforePlanningResult, error) {
 	c := s.begin(ctx, StageBeforePlanning)
+	defer c.endSpan()
 	var out *BeforePlanningResult
 	err := s.run(c, func() error {
 		gate := NewGate(s.state.CacheVary, s.state.CacheReadDisabled)
@@ -218,6 +237,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		return nil, fmt.Errorf("%w: after_planning needs a plan", ErrInvalidPlan)
 	}
 	c := s.begin(ctx, StageAfterPlanning)
+	defer c.endSpan()
 	c.plan = plan
 	st := s.state
 	hash := planHash(plan)
@@ -365,6 +385,7 @@ func (s *Session) AfterExecution(ctx context.Context, result *ExecutionResult) (
 		return nil, errors.New("engine: after_execution needs a result")
 	}
 	c := s.begin(ctx, StageAfterExecution)
+	defer c.endSpan()
 	c.result = result
 	var out *StageResult
 	err := s.run(c, func() error {
@@ -392,6 +413,7 @@ type SynthesisResult struct {
 // the final response (a request that already failed stays failed).
 func (s *Session) AfterSynthesis(ctx context.Context, response string) (*SynthesisResult, error) {
 	c := s.begin(ctx, StageAfterSynthesis)
+	defer c.endSpan()
 	c.draft = response
 	var out *SynthesisResult
 	err := s.run(c, func() error {

@@ -62,6 +62,8 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 		}
 	}
 	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
+	ctx, span := s.gen.telemetry().startTool(ctx, call)
+	defer func() { endTool(span, report.Outcome, report.Err) }()
 	if st := s.known(); st != nil {
 		found := *st // the check writes new revisions; this one stays as it was
 		report.State = &found
@@ -382,7 +384,12 @@ func (d *Driver) Finish(ctx context.Context, f Finish) error {
 	if err != nil {
 		return err
 	}
-	return d.newSession(gen, st, false).finish(ctx, f)
+	s := d.newSession(gen, st, false)
+	if err := s.finish(ctx, f); err != nil {
+		return err
+	}
+	s.gen.telemetry().finishTool(ctx, f, acceptedStep(st, f.StepID), d.now())
+	return nil
 }
 
 func (s *Session) finish(ctx context.Context, f Finish) error {

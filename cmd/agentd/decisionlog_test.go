@@ -1,18 +1,21 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"github.com/agentd-dev/agentd/internal/capture"
+	"github.com/open-policy-agent/opa/v1/plugins/logs"
+	"github.com/openai/openai-go/v3/option"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/agentd-dev/agentd/internal/capture"
-	"github.com/openai/openai-go/v3/option"
 )
 
 // decisionOf returns the decision_id of an API answer.
@@ -199,5 +202,48 @@ func TestServe_DecisionLogCoversTheGateway(t *testing.T) {
 	}
 	if got := stages["api-logged"]; len(got) != 1 {
 		t.Errorf("the stage API's call logged %v", got)
+	}
+}
+
+// With --decision-log-format opa, the daemon POSTs gzipped arrays that decode as OPA's
+// own decision-log events, labelled with --decision-log-opa-id and agentd's version,
+// the generation as the bundle's revision.
+func TestServe_OPADecisionLogDecodesAsOPAEvents(t *testing.T) {
+	dir := copyExample(t, "stock-agent")
+	var mu sync.Mutex
+	var events []logs.EventV1
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		var batch []logs.EventV1
+		if err == nil {
+			err = json.NewDecoder(zr).Decode(&batch)
+		}
+		if err != nil || r.Header.Get("Content-Encoding") != "gzip" {
+			t.Errorf("a batch OPA would not take (%s): %v", r.Header.Get("Content-Encoding"), err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		events = append(events, batch...)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	d := startDaemon(t, dir, "--decision-log-url", srv.URL, "--decision-log-format", "opa", "--decision-log-opa-id", "replica-7",
+		"--decision-log-interval", "10ms", "--log-decisions=false")
+	status, answer := d.do(t, "POST", "/v1/hooks/before_planning", `{"request_id":"o1","request":"quote ACME"}`)
+	if status != 200 {
+		t.Fatalf("before_planning: %d %s", status, answer)
+	}
+	id := decisionOf(t, answer)
+	d.stop(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 1 {
+		t.Fatalf("%d events, want 1", len(events))
+	}
+	e := events[0]
+	if e.DecisionID != id || e.Labels["id"] != "replica-7" || e.Labels["version"] == "" || e.Path != "agentd/stage/before_planning" ||
+		e.Bundles["agentd"].Revision == "" || e.Custom["request_id"] != "o1" || e.Result == nil {
+		t.Errorf("event = %+v", e)
 	}
 }

@@ -209,7 +209,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	registry := reload.NewRegistry(f.bundle.keep)
 	source, err := openConfigSource(ctx, f, registry, config.Options{
 		Services:       builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger},
-		TracerProvider: tel.tracer, MeterProvider: tel.meter, Logger: logger,
+		TracerProvider: tel.tracer, SpanPayloads: f.logPayloads, MeterProvider: tel.meter, Logger: logger,
 	}, logger, tel.meter)
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		return err
 	}
 	ln := connlimit.New(tcp, f.maxConns)
-	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: driver, Logger: logger, MaxBody: f.maxBody})
+	gateway := gwopenai.New(gwopenai.Config{Registry: registry, Driver: driver, Logger: logger, MaxBody: f.maxBody, TracerProvider: tel.tracer})
 	srv := &http.Server{
 		Handler: svc.Handler(server.HTTPOptions{
 			Tokens: tokens, MaxBody: f.maxBody, Metrics: tel.metrics,

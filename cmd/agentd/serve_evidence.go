@@ -25,6 +25,7 @@ type evidenceFlags struct {
 	fileMaxBytes            int64
 	fileKeep                int
 	url, urlTokenEnv        string
+	urlFormat, opaID        string
 	urlBatch, urlBuffer     int
 	urlInterval, urlTimeout time.Duration
 	queue                   int
@@ -37,6 +38,8 @@ func (f *evidenceFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.fileMaxBytes, "decision-log-max-bytes", decisionlog.DefaultFileMaxBytes, "rotate the decision log file past this size")
 	fs.IntVar(&f.fileKeep, "decision-log-keep", 5, "rotated decision log files kept (FILE.1 is the newest)")
 	fs.StringVar(&f.url, "decision-log-url", "", "POST decision events (masked payload included) in batches, as a JSON array, to this http(s) URL")
+	fs.StringVar(&f.urlFormat, "decision-log-format", "agentd", "what --decision-log-url takes: agentd (a JSON array of agentd's events) or opa (a gzipped JSON array of events in OPA's decision-log shape, for an OPA decision-log service)")
+	fs.StringVar(&f.opaID, "decision-log-opa-id", "", "the id label of every event with --decision-log-format opa (default: the host name)")
 	fs.StringVar(&f.urlTokenEnv, "decision-log-token-env", "", "environment variable holding a bearer token for --decision-log-url")
 	fs.IntVar(&f.urlBatch, "decision-log-batch", 100, "most events one POST to --decision-log-url carries")
 	fs.IntVar(&f.urlBuffer, "decision-log-buffer", 10_000, "events waiting for --decision-log-url at most; past it they are dropped and counted")
@@ -57,6 +60,12 @@ func (f *evidenceFlags) check(stderr io.Writer) error {
 		return errUsage
 	case f.urlTokenEnv != "" && f.url == "":
 		fmt.Fprintln(stderr, "agentd serve: --decision-log-token-env needs --decision-log-url")
+		return errUsage
+	case f.urlFormat != "agentd" && f.urlFormat != "opa":
+		fmt.Fprintf(stderr, "agentd serve: unsupported --decision-log-format %q (supported: agentd, opa)\n", f.urlFormat)
+		return errUsage
+	case f.opaID != "" && f.urlFormat != "opa":
+		fmt.Fprintln(stderr, "agentd serve: --decision-log-opa-id needs --decision-log-format opa")
 		return errUsage
 	}
 	return nil
@@ -109,9 +118,21 @@ func httpSink(f *evidenceFlags) (decisionlog.Sink, error) {
 		}
 		header.Set("Authorization", "Bearer "+token)
 	}
-	return decisionlog.NewHTTPSink(decisionlog.HTTPOptions{
+	opts := decisionlog.HTTPOptions{
 		URL: f.url, Header: header, BatchSize: f.urlBatch, Buffer: f.urlBuffer, Interval: f.urlInterval, Timeout: f.urlTimeout,
-	})
+	}
+	if f.urlFormat != "opa" {
+		return decisionlog.NewHTTPSink(opts)
+	}
+	id := f.opaID
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("--decision-log-format opa: no --decision-log-opa-id and no host name: %w", err)
+		}
+		id = host
+	}
+	return decisionlog.NewOPASink(decisionlog.OPAOptions{HTTPOptions: opts, Labels: map[string]string{"id": id, "version": buildVersion()}})
 }
 
 // closeDecisionLog writes out what the decision log holds, for at most timeout.

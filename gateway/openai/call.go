@@ -52,16 +52,20 @@ func (c *chatCall) serve(ctx context.Context) *apiError {
 	if c.req.stream {
 		return c.stream(ctx, body)
 	}
+	span := c.startChat(ctx)
 	x, e := c.g.up.call(ctx, c.cfg, http.MethodPost, "/chat/completions", body, false)
 	if e != nil {
+		endChat(span, nil, e)
 		return e
 	}
 	data, e := x.readAll()
 	x.close()
 	if e != nil {
+		endChat(span, nil, e)
 		return e
 	}
 	rep, e := parseCompletion(data)
+	endChat(span, usageOf(span, "", nil, data), e)
 	if e != nil {
 		return e
 	}

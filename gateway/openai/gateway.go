@@ -9,6 +9,7 @@ import (
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Gateway. Registry and Driver are required.
@@ -22,6 +23,8 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBody bounds request bodies; 0 means 1 MiB.
 	MaxBody int64
+	// TracerProvider gets each upstream call's chat span; nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway serves the OpenAI chat-completions API over the request driver. It is safe
@@ -33,6 +36,7 @@ type Gateway struct {
 	maxBody int64
 	up      *upstream
 	mux     *http.ServeMux
+	tracer  trace.Tracer // nil: no spans
 }
 
 // New returns a gateway.
@@ -43,7 +47,7 @@ func New(cfg Config) *Gateway {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	g := &Gateway{reg: cfg.Registry, driver: cfg.Driver, logger: cfg.Logger, maxBody: cfg.MaxBody, up: newUpstream(), mux: http.NewServeMux()}
+	g := &Gateway{reg: cfg.Registry, driver: cfg.Driver, logger: cfg.Logger, maxBody: cfg.MaxBody, up: newUpstream(), mux: http.NewServeMux(), tracer: tracerOf(cfg.TracerProvider)}
 	for _, p := range Patterns {
 		g.mux.HandleFunc(p, g.route(p))
 	}

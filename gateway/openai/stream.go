@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HeaderStreamMode is the response header of a streamed call that says how content
@@ -35,19 +37,22 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 		mode = modePassthrough
 	}
 	s := newStreamWriter(c.w, mode)
+	span := c.startChat(ctx)
 	x, e := c.g.up.call(ctx, c.cfg, http.MethodPost, "/chat/completions", body, true)
 	if e != nil {
+		endChat(span, nil, e)
 		return e
 	}
 	defer x.close()
 	if isJSON(x.resp.Header.Get("Content-Type")) {
-		return c.unstreamed(ctx, x, s)
+		return c.unstreamed(ctx, x, s, span)
 	}
 	asm := &assembler{}
 	events := x.events()
 	for {
 		data, ok, e := events.next()
 		if e != nil {
+			endChat(span, nil, e)
 			return s.fail(e)
 		}
 		if !ok || bytes.Equal(data, []byte("[DONE]")) {
@@ -56,6 +61,7 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 		content, refusal, e := asm.add(data)
 		if e != nil {
 			e.Message = string(x.scrub([]byte(e.Message)))
+			endChat(span, nil, e)
 			return s.fail(e)
 		}
 		s.meta = asm.r.meta
@@ -64,6 +70,7 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 		}
 	}
 	rep, e := asm.reply()
+	endChat(span, usageOf(span, asm.r.meta.Model, asm.r.usage, nil), e)
 	if e != nil {
 		return s.fail(e)
 	}
@@ -77,12 +84,14 @@ func (c *chatCall) stream(ctx context.Context, body []byte) *apiError {
 
 // unstreamed answers a streamed call whose upstream answered with one JSON completion
 // (it does not stream): the completion is reviewed as one, then written as chunks.
-func (c *chatCall) unstreamed(ctx context.Context, x *exchange, s *streamWriter) *apiError {
+func (c *chatCall) unstreamed(ctx context.Context, x *exchange, s *streamWriter, span trace.Span) *apiError {
 	data, e := x.readAll()
 	if e != nil {
+		endChat(span, nil, e)
 		return e
 	}
 	rep, e := parseCompletion(data)
+	endChat(span, usageOf(span, "", nil, data), e)
 	if e != nil {
 		return e
 	}

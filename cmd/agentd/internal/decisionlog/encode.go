@@ -171,14 +171,24 @@ func (enc *encoder) value(v any) error {
 // payload writes an event's input or output, keys sorted, copying the encoding of a
 // plan this event wrote already.
 func (enc *encoder) payload(m map[string]any) error {
+	enc.buf = append(enc.buf, '{')
+	if err := enc.members(m, false); err != nil {
+		return err
+	}
+	enc.buf = append(enc.buf, '}')
+	return nil
+}
+
+// members writes the members of m as payload does, each after a comma when after is set
+// (a member precedes them), else between commas.
+func (enc *encoder) members(m map[string]any, after bool) error {
 	enc.keys = enc.keys[:0]
 	for k := range m {
 		enc.keys = append(enc.keys, k)
 	}
 	slices.Sort(enc.keys)
-	enc.buf = append(enc.buf, '{')
 	for i, k := range enc.keys {
-		if i > 0 {
+		if i > 0 || after {
 			enc.buf = append(enc.buf, ',')
 		}
 		enc.buf = engine.AppendJSONString(enc.buf, k)
@@ -199,6 +209,5 @@ func (enc *encoder) payload(m map[string]any) error {
 			enc.plans[p] = [2]int{start, len(enc.buf)}
 		}
 	}
-	enc.buf = append(enc.buf, '}')
 	return nil
 }

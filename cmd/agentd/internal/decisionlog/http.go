@@ -2,6 +2,7 @@ package decisionlog
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -65,21 +66,37 @@ func NewHTTPSink(opts HTTPOptions) (Sink, error) {
 	if err != nil || req.URL.Host == "" || (req.URL.Scheme != "http" && req.URL.Scheme != "https") {
 		return nil, fmt.Errorf("decision log URL %q: want an http(s) URL with a host", opts.URL)
 	}
-	return &httpSink{opts: opts, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
+	return newHTTPSink(opts, nil), nil
+}
+
+// newHTTPSink returns an HTTP sink of opts (with their defaults) that sends each event
+// as f encodes it; a nil f sends the events' JSON lines as they are.
+func newHTTPSink(opts HTTPOptions, f *opaFormat) *httpSink {
+	return &httpSink{opts: opts, opa: f, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 type httpSink struct {
 	opts HTTPOptions
+	// opa, when set, encodes each event in OPA's shape and the batches are gzipped.
+	opa  *opaFormat
 	in   *instruments
 	mu   sync.Mutex
 	buf  [][]byte
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
+	// zip is the sender's (run, then close): reused for every batch.
+	zip *gzip.Writer
 }
 
-func (s *httpSink) name() string { return "http" }
-func (s *httpSink) wants() wants { return wants{payload: true, line: true} }
+func (s *httpSink) name() string {
+	if s.opa != nil {
+		return "opa-http"
+	}
+	return "http"
+}
+
+func (s *httpSink) wants() wants { return wants{payload: true, line: s.opa == nil} }
 func (s *httpSink) flush()       {}
 
 func (s *httpSink) bind(in *instruments) {
@@ -87,13 +104,22 @@ func (s *httpSink) bind(in *instruments) {
 	go s.run()
 }
 
-func (s *httpSink) write(_ *Event, line []byte) {
+func (s *httpSink) write(e *Event, line []byte) {
 	s.mu.Lock()
 	if len(s.buf) >= s.opts.Buffer {
 		s.mu.Unlock()
-		s.in.drop("http", DropBufferFull, 1)
+		s.in.drop(s.name(), DropBufferFull, 1)
 		return
 	}
+	s.mu.Unlock()
+	if s.opa != nil { // the worker is the only writer: the buffer cannot fill meanwhile
+		var err error
+		if line, err = s.opa.encode(e); err != nil {
+			s.in.drop(s.name(), DropEncode, 1)
+			return
+		}
+	}
+	s.mu.Lock()
 	s.buf = append(s.buf, slices.Clone(line))
 	full := len(s.buf) >= s.opts.BatchSize
 	s.mu.Unlock()
@@ -134,18 +160,18 @@ func (s *httpSink) sendNext(ctx context.Context) bool {
 		switch {
 		case err == nil && status/100 == 2:
 			s.take(len(batch))
-			s.in.wrote("http", len(batch))
+			s.in.wrote(s.name(), len(batch))
 			return true
 		case err == nil && (status/100 == 3 || status/100 == 4 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests):
 			s.take(len(batch))
-			s.in.drop("http", DropRejected, len(batch))
-			s.in.warn("http", fmt.Errorf("%s answered %d to a batch of %d events", s.opts.URL, status, len(batch)))
+			s.in.drop(s.name(), DropRejected, len(batch))
+			s.in.warn(s.name(), fmt.Errorf("%s answered %d to a batch of %d events", s.opts.URL, status, len(batch)))
 			return true
 		case attempt == 0:
 			if err == nil {
 				err = fmt.Errorf("%s answered %d", s.opts.URL, status)
 			}
-			s.in.warn("http", err)
+			s.in.warn(s.name(), err)
 		}
 		select {
 		case <-time.After(s.backoff(attempt)):
@@ -183,16 +209,7 @@ func (s *httpSink) take(n int) {
 func (s *httpSink) post(ctx context.Context, batch [][]byte) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	body := bytes.NewBuffer(make([]byte, 0, 2+len(batch)*512))
-	body.WriteByte('[')
-	for i, line := range batch {
-		if i > 0 {
-			body.WriteByte(',')
-		}
-		body.Write(line)
-	}
-	body.WriteByte(']')
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.URL, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.URL, bytes.NewReader(s.encodeBatch(batch)))
 	if err != nil {
 		return 0, err
 	}
@@ -200,6 +217,9 @@ func (s *httpSink) post(ctx context.Context, batch [][]byte) (int, error) {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if s.opa != nil {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		return 0, err
@@ -207,6 +227,40 @@ func (s *httpSink) post(ctx context.Context, batch [][]byte) (int, error) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// encodeBatch returns the body of a POST of batch, a JSON array of its events (gzipped
+// for OPA), in a buffer of its own: the client may read it after Do returned.
+func (s *httpSink) encodeBatch(batch [][]byte) []byte {
+	size := 2
+	for _, line := range batch {
+		size += len(line) + 1
+	}
+	if s.opa != nil {
+		size /= 4
+	}
+	body := bytes.NewBuffer(make([]byte, 0, size))
+	var w io.Writer = body
+	if s.opa != nil {
+		if s.zip == nil {
+			s.zip = gzip.NewWriter(body)
+		} else {
+			s.zip.Reset(body)
+		}
+		w = s.zip
+	}
+	_, _ = w.Write([]byte{'['}) // writes to a bytes.Buffer, through gzip or not, do not fail
+	for i, line := range batch {
+		if i > 0 {
+			_, _ = w.Write([]byte{','})
+		}
+		_, _ = w.Write(line)
+	}
+	_, _ = w.Write([]byte{']'})
+	if s.opa != nil {
+		_ = s.zip.Close()
+	}
+	return body.Bytes()
 }
 
 // close stops the sender, then sends what is buffered, batch by batch, one attempt
@@ -224,14 +278,14 @@ func (s *httpSink) close(ctx context.Context) error {
 			break
 		}
 		s.take(len(batch))
-		s.in.wrote("http", len(batch))
+		s.in.wrote(s.name(), len(batch))
 	}
 	s.mu.Lock()
 	left := len(s.buf)
 	s.buf = nil
 	s.mu.Unlock()
 	if left > 0 {
-		s.in.drop("http", DropShutdown, left)
+		s.in.drop(s.name(), DropShutdown, left)
 		return fmt.Errorf("decision log: %d events not delivered to %s", left, s.opts.URL)
 	}
 	return nil

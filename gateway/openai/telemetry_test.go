@@ -1,0 +1,43 @@
+package openai
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentd-dev/agentd/engine"
+)
+
+// The upstream call is a chat {model} client span in the request's trace, with the
+// GenAI provider and request model attributes.
+func TestGateway_UpstreamCallIsAChatSpan(t *testing.T) {
+	up := scriptedUpstream(t)
+	g := newTestGateway(t, exampleGeneration(t, up.URL+"/v1", ""), 0)
+	sr := tracetest.NewSpanRecorder()
+	g.tracer = tracerOf(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr)))
+	rec := httptest.NewRecorder()
+	g.chat(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-test","messages":[{"role":"user","content":"quote ACME"}]}`)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	spans := sr.Ended()
+	if len(spans) != 1 || spans[0].Name() != "chat gpt-test" {
+		t.Fatalf("spans %v, want one chat gpt-test", spans)
+	}
+	a := map[string]string{}
+	for _, kv := range spans[0].Attributes() {
+		a[string(kv.Key)] = kv.Value.Emit()
+	}
+	id := rec.Header().Get("X-Request-Id")
+	if a[engine.AttrGenAIOperation] != "chat" || a[attrProvider] != "openai" || a[attrRequestModel] != "gpt-test" || a[engine.AttrGenAIConversationID] != id {
+		t.Errorf("attributes %v", a)
+	}
+	if spans[0].SpanContext().TraceID() != engine.RequestSpanContext(id).TraceID() {
+		t.Errorf("the chat span is not in request %s's trace", id)
+	}
+}
