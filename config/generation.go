@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/policy"
@@ -21,6 +22,9 @@ type Generation struct {
 	Policies *policy.Bundle
 	// Queries are the data references the rego steps and Rego guards query, sorted.
 	Queries []string
+	// Reads says which payload variables the hooks of each stage and the guards (the
+	// empty stage) may read: what a replay needs its source to have kept.
+	Reads builtin.InputReads
 	// DataMounts say where each data document is mounted, in file order.
 	DataMounts []DataMount
 	Hooks      []HookInfo
