@@ -69,6 +69,8 @@ type HookInfo struct {
 	Notes []string `json:"notes,omitempty"`
 	File  string   `json:"file"`
 	Line  int      `json:"line"`
+	// EnforcingRego are the queries of the hook's rego steps in enforce mode.
+	EnforcingRego []string `json:"-"`
 }
 
 // GuardInfo describes one compiled guard rule, in order.

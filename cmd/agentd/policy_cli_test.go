@@ -240,6 +240,10 @@ func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
 		"undefined_read": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n" +
 			"\tsome step in input.plan.steps\n\tstep.metadata.capability == \"execute_trade\"\n}\n"},
 			"warning: policies/r.rego:3: undefined_read: this deny rule reads a member a plan or request may lack"},
+		"optional_enforce": {map[string]string{"hooks/b.yaml": required, "hooks/a.yaml": "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: b}\nhooks:\n" +
+			"  - name: cabin-rule\n    stage: after_planning\n    mode: enforce\n    steps:\n      - rego: {query: data.review}\n",
+			"policies/r.rego": "package review\n\ndeny contains \"x\" if input.plan.plan_id == \"p\"\n"},
+			"warning: hooks/a.yaml:5: optional_enforce: hook \"cabin-rule\" is optional, so its rego step (data.review) in mode: enforce rejects nothing"},
 		"rego_strict": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tx := 1\n\tinput.plan.steps == []\n}\n"},
 			"warning: policies/r.rego:4: rego_strict: "},
 	}
