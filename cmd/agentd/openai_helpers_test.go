@@ -217,6 +217,13 @@ type execution struct {
 		Phase    string `json:"phase"`
 		Status   string `json:"status"`
 	} `json:"pipeline_hooks"`
+	Rejections []struct {
+		DecisionID string `json:"decision_id"`
+		Hook       string `json:"hook"`
+		Violations []struct {
+			Code string `json:"code"`
+		} `json:"violations"`
+	} `json:"rejections"`
 	Operations []struct {
 		StepID  string `json:"step_id"`
 		Outcome string `json:"outcome"`

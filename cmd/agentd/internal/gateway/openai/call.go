@@ -258,7 +258,7 @@ func (c *chatCall) decide(ctx context.Context, rep *reply) (*answer, *apiError) 
 		if c.cfg.OnReject == config.RejectError {
 			return nil, v.error()
 		}
-		text := v.text()
+		text := v.refusal(c.cfg)
 		return &answer{content: &text, tail: separated(own, text), finish: "stop"}, nil
 	}
 	ans := &answer{calls: v.calls, finish: "tool_calls", refusal: rep.refusal}
@@ -289,7 +289,7 @@ func separated(before, text string) string {
 // denied by a guard is withheld.
 func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *apiError) {
 	phase := len(c.conv.rounds) + 1
-	v := &verdict{}
+	v := &verdict{decisionID: engine.NewDecisionID()}
 	p, err := buildPlan(c.cfg, c.id, c.conv.text, phase, c.attempt(phase), calls, time.Now())
 	if ae, ok := err.(*argumentsError); ok {
 		c.failRequest(ctx, ae)
@@ -304,7 +304,7 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 		v.rejection = &rejection{code: codeToolCallsDenied}
 		return v, nil
 	}
-	out, err := c.sess.AfterPlanning(ctx, p.plan, phase)
+	out, err := c.sess.AfterPlanning(engine.WithDecisionID(ctx, v.decisionID), p.plan, phase)
 	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
 		v.rejection = requiredRejection(r)
 		return v, nil

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -18,6 +19,9 @@ type verdict struct {
 	denials []denial
 	// rejection is set when nothing of the round may run.
 	rejection *rejection
+	// decisionID is the round's plan review's: the record and the decision log hold
+	// the rejection's details under it.
+	decisionID string
 }
 
 // denial is one withheld tool call.
@@ -111,6 +115,20 @@ func (v *verdict) text() string {
 		fmt.Fprintf(&b, "\n- %s: %s: %s", d.Tool, d.Code, d.Reason)
 	}
 	return b.String()
+}
+
+// refusal is the rejection as the end user reads it under on_reject: refuse: cfg's
+// refusal message, naming the decision id and a generic reason, never the hook, the
+// violations or the denials' text (those stay in the record and the error mode).
+func (v *verdict) refusal(cfg *config.OpenAIGateway) string {
+	reason := "the requested actions were refused by policy"
+	switch v.rejection.code {
+	case codeToolCallsDenied:
+		reason = "none of the requested actions is allowed"
+	case codeInvalidPlan, codeInvalidToolArguments:
+		reason = "the requested actions were malformed"
+	}
+	return cfg.Refusal(v.decisionID, reason)
 }
 
 // error is the rejection as an OpenAI-shaped 403.
