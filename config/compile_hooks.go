@@ -120,6 +120,11 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 		if len(step.Content) > 1 && step.Content[0].Value == "rego" && ruleMode(get(step.Content[1], "mode")).Enforcing() {
 			info.EnforcingRego = append(info.EnforcingRego, scalar(get(step.Content[1], "query")))
 		}
+		if len(step.Content) > 1 && step.Content[0].Value == "enrich" {
+			if key := scalar(get(step.Content[1], "key")); !engine.RenderedKey(key) {
+				info.UnrenderedKeys = append(info.UnrenderedKeys, key)
+			}
+		}
 		if len(step.Content) > 0 {
 			info.Steps = append(info.Steps, step.Content[0].Value)
 			if spec, ok := builtin.Lookup(step.Content[0].Value); ok && spec.MutatesPlan {

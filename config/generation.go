@@ -71,6 +71,9 @@ type HookInfo struct {
 	Line  int      `json:"line"`
 	// EnforcingRego are the queries of the hook's rego steps in enforce mode.
 	EnforcingRego []string `json:"-"`
+	// UnrenderedKeys are the keys the hook's enrich steps set that no prompt renders
+	// (see engine.RenderedKey).
+	UnrenderedKeys []string `json:"-"`
 }
 
 // GuardInfo describes one compiled guard rule, in order.

@@ -244,6 +244,10 @@ func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
 			"  - name: cabin-rule\n    stage: after_planning\n    mode: enforce\n    steps:\n      - rego: {query: data.review}\n",
 			"policies/r.rego": "package review\n\ndeny contains \"x\" if input.plan.plan_id == \"p\"\n"},
 			"warning: hooks/a.yaml:5: optional_enforce: hook \"cabin-rule\" is optional, so its rego step (data.review) in mode: enforce rejects nothing"},
+		"unrendered_key": {map[string]string{"hooks/b.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if input.plan.plan_id == \"p\"\n",
+			"hooks/a.yaml": "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: b}\nhooks:\n" +
+				"  - name: tier\n    stage: before_planning\n    steps:\n      - enrich: {key: \"loyalty tier\", value: \"'gold'\"}\n"},
+			"warning: hooks/a.yaml:5: unrendered_key: hook \"tier\" sets enrichment \"loyalty tier\", which is no tag name"},
 		"rego_strict": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tx := 1\n\tinput.plan.steps == []\n}\n"},
 			"warning: policies/r.rego:4: rego_strict: "},
 	}
