@@ -235,6 +235,9 @@ func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
 		"unprovided_data": {map[string]string{"hooks/a.yaml": required, "data/allowlist.json": `{"allowlist": {"demo-tools": ["stock_quote"]}}`,
 			"policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tsome step in input.plan.steps\n\tnot step.namespace in object.keys(data.review.allowlist)\n}\n"},
 			"warning: policies/r.rego:5: unprovided_data: data.review.allowlist"},
+		"data_mounted_off": {map[string]string{"hooks/a.yaml": required, "data/review/allowlist/allowlist.json": `{"allowlist": {"demo-tools": ["stock_quote"]}}`,
+			"policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tsome step in input.plan.steps\n\tnot data.review.allowlist[step.namespace]\n}\n"},
+			"warning: policies/r.rego:5: data_mounted_off: data.review.allowlist[…] looks up the members of data.review.allowlist, whose only member is \"allowlist\" (from data/review/allowlist/allowlist.json)"},
 		"no_deny": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\nallow := true\n"},
 			"warning: no_deny: query data.review names a package without a deny rule"},
 		"undefined_read": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n" +
