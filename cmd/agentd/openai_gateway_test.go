@@ -231,10 +231,13 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 
 	t.Run("a round whose every call is denied is refused", func(t *testing.T) {
 		t.Parallel()
-		c, _ := g.complete(t, ask("all denied: HALTED"))
+		c, id := g.complete(t, ask("all denied: HALTED"))
 		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || c.Choices[0].FinishReason != "stop" ||
 			!strings.Contains(msg.Content, "none of the requested actions is allowed") || strings.Contains(msg.Content, "symbol_halted") {
 			t.Errorf("answer = %+v", c.Choices[0])
+		}
+		if rec := g.record(t, id); rec.Lifecycle != "failed" || rec.Cause != "guard_denied" || rec.operations()[0] != "step-1-1:deny:symbol_halted" {
+			t.Errorf("record: lifecycle %s cause %q operations %v; want failed, guard_denied, the denial kept", rec.Lifecycle, rec.Cause, rec.operations())
 		}
 	})
 

@@ -210,6 +210,7 @@ func runTools(params *openai.ChatCompletionNewParams, c *openai.ChatCompletion, 
 type execution struct {
 	Status        string `json:"status"`
 	Lifecycle     string `json:"lifecycle"`
+	Cause         string `json:"cause"`
 	Error         string `json:"error"`
 	FinalResponse string `json:"final_response"`
 	PipelineHooks []struct {

@@ -330,6 +330,7 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 	}
 	if len(v.calls) == 0 {
 		v.rejection = &rejection{code: codeToolCallsDenied}
+		c.failRequest(ctx, &deniedRound{denials: v.denials})
 	}
 	return v, nil
 }

@@ -52,6 +52,22 @@ func requiredRejection(r *engine.RequiredAfterPlanningError) *rejection {
 	return &rejection{code: codeRequiredAfterPlan, hook: r.Hook, cause: r.DecisionCause(), message: r.Error(), violations: violations}
 }
 
+// deniedRound fails a request whose accepted round had every call withheld: the turn
+// ends with the refusal, so the request ends too, failed with cause guard_denied (not
+// open until its state expires).
+type deniedRound struct{ denials []denial }
+
+func (e *deniedRound) Error() string {
+	parts := make([]string, len(e.denials))
+	for i, d := range e.denials {
+		parts[i] = d.Tool + ": " + d.Code
+	}
+	return "every tool call of the round was denied (" + strings.Join(parts, ", ") + ")"
+}
+
+// DecisionCause implements engine.Causer.
+func (e *deniedRound) DecisionCause() engine.Cause { return engine.CauseGuardDenied }
+
 // check asks the guards about an accepted step as a tool_call operation and returns
 // the call the client gets for it, or the denial when the step may not run: a guard
 // denied it, a guard broke (fail closed), or no tool maps to its identity. A store
