@@ -40,9 +40,10 @@ IMAGE_CMD ?=
 build:
 	$(GO) build -o bin/agentd ./cmd/agentd
 
-## run: the daemon on the stock-agent example (http://127.0.0.1:8181).
-run:
-	$(GO) run ./cmd/agentd serve --config $(EXAMPLE)
+## run: the daemon on the stock-agent example (http://127.0.0.1:8181). It builds bin/agentd
+## and execs it, so that Ctrl-C stops the daemon itself (go run leaves its child behind).
+run: build
+	exec bin/agentd serve --config $(EXAMPLE)
 
 ## generate: what is generated from the action registry in builtin/ (the action $defs of
 ## schemas/hookset.schema.json and the README's action table); a test fails when it drifts.

@@ -119,9 +119,12 @@ type cacheStore struct {
 // request with the same question. A skipped store is reported as a skipped effect.
 func (a *cacheStore) Run(ctx context.Context, s *State) error {
 	if s.Info.Failed || s.Info.Phase == 0 {
+		why := "not stored: the request had no plan accepted (only an answer to a reviewed plan is cached; in a test, run an after_planning case on the same request_id first)"
+		if s.Info.Failed {
+			why = "not stored: the request failed"
+		}
 		return engine.ReportEffect(ctx, engine.Effect{
-			EffectID: "cache.store", Name: "cache.store", Status: engine.EffectSkipped, StartedAt: a.now().UTC(),
-			Summary: "not stored: the request failed or had no plan accepted",
+			EffectID: "cache.store", Name: "cache.store", Status: engine.EffectSkipped, StartedAt: a.now().UTC(), Summary: why,
 		})
 	}
 	key, err := a.eval(ctx, s)

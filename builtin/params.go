@@ -30,6 +30,34 @@ type Context struct {
 	// Queries collects the data reference of every Rego query prepared; nil collects
 	// nothing.
 	Queries *[]string
+	// Reads collects which payload variables (PayloadVariables) some expression or
+	// query compiled for Stage may read; nil collects nothing.
+	Reads InputReads
+}
+
+// PayloadVariables are the request's payload as hooks and guards see it, what a
+// source of recorded decisions (agentd replay) may lack.
+var PayloadVariables = []string{"request", "metadata", "enrichments"}
+
+// InputReads says, per stage (the empty stage for the guards), which payload variables
+// some compiled expression or query may read.
+type InputReads map[engine.Stage]map[string]bool
+
+// May reports whether something compiled for stage may read variable.
+func (r InputReads) May(stage engine.Stage, variable string) bool { return r[stage][variable] }
+
+func (r InputReads) add(stage engine.Stage, reads func(string) bool) {
+	if r == nil {
+		return
+	}
+	for _, v := range PayloadVariables {
+		if reads(v) {
+			if r[stage] == nil {
+				r[stage] = map[string]bool{}
+			}
+			r[stage][v] = true
+		}
+	}
 }
 
 // Params gives an action's Compile typed, position-aware access to its params, each read

@@ -19,6 +19,7 @@ func (c *Context) Expr(n *yaml.Node, field string, scope expr.Scope, kind expr.K
 	}
 	prg, err := c.CEL.Compile(scope, n.Value, kind)
 	if err == nil {
+		c.Reads.add(c.Stage, prg.Reads)
 		return prg
 	}
 	var xe *diag.Error

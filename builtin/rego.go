@@ -64,6 +64,7 @@ func (c *Context) Query(n *yaml.Node, field string) *policy.Query {
 	if c.Queries != nil {
 		*c.Queries = append(*c.Queries, q.String())
 	}
+	c.Reads.add(c.Stage, q.MayRead)
 	return q
 }
 

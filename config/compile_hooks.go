@@ -117,6 +117,14 @@ func (l *loader) compileHook(d document, n *yaml.Node, field string, stage engin
 		if desc, ok := action.(builtin.Describer); ok {
 			info.Notes = append(info.Notes, desc.Describe())
 		}
+		if len(step.Content) > 1 && step.Content[0].Value == "rego" && ruleMode(get(step.Content[1], "mode")).Enforcing() {
+			info.EnforcingRego = append(info.EnforcingRego, scalar(get(step.Content[1], "query")))
+		}
+		if len(step.Content) > 1 && step.Content[0].Value == "enrich" {
+			if key := scalar(get(step.Content[1], "key")); !engine.RenderedKey(key) {
+				info.UnrenderedKeys = append(info.UnrenderedKeys, key)
+			}
+		}
 		if len(step.Content) > 0 {
 			info.Steps = append(info.Steps, step.Content[0].Value)
 			if spec, ok := builtin.Lookup(step.Content[0].Value); ok && spec.MutatesPlan {

@@ -18,8 +18,8 @@ type OnReject string
 
 // Rejection answers.
 const (
-	// RejectRefuse answers with an assistant message stating the violations
-	// (finish_reason stop).
+	// RejectRefuse answers with an assistant message (finish_reason stop): the
+	// gateway's RefusalMessage, which names no hook, tenant or policy text.
 	RejectRefuse OnReject = "refuse"
 	// RejectError answers with an OpenAI-shaped 403 error.
 	RejectError OnReject = "error"
@@ -29,7 +29,14 @@ const (
 const (
 	DefaultRequestIDHeader = "X-Request-Id"
 	DefaultUpstreamTimeout = 120 * time.Second
+	// DefaultRefusalMessage is the refusal an end user reads under on_reject: refuse.
+	DefaultRefusalMessage = "I can't do that: {reason}. (decision {decision_id})"
 )
+
+// refusalPlaceholders are what a refusal_message may say: the decision id of the
+// round's review (the record and the decision log hold the details under it) and a
+// generic reason naming no hook, tenant or policy text.
+var refusalPlaceholders = []string{"{decision_id}", "{reason}"}
 
 // ToolIdentity is the catalog identity a tool function's calls are reviewed and
 // guarded as.
@@ -51,9 +58,18 @@ type OpenAIGateway struct {
 	// when not configured.
 	RequestIDField []string
 	OnReject       OnReject
+	// RefusalMessage is the on_reject: refuse answer, with {decision_id} and {reason}
+	// in it (see Refusal).
+	RefusalMessage string
 	Timeout        time.Duration
 	tools          map[string]ToolIdentity
 	names          []string // the tool names, sorted
+}
+
+// Refusal is the refusal message with decisionID and reason in place of its
+// placeholders.
+func (g *OpenAIGateway) Refusal(decisionID, reason string) string {
+	return strings.NewReplacer("{decision_id}", decisionID, "{reason}", reason).Replace(g.RefusalMessage)
 }
 
 // Tool returns the identity a tool function name maps to; false for an unmapped tool,
@@ -106,7 +122,7 @@ func (l *loader) openAIGateway(d document, n *yaml.Node, catalog *engine.Catalog
 	}
 	gw := &OpenAIGateway{
 		APIKeyEnv: scalar(get(n, "api_key_env")), RequestIDHeader: DefaultRequestIDHeader,
-		OnReject: RejectRefuse, Timeout: DefaultUpstreamTimeout, tools: map[string]ToolIdentity{},
+		OnReject: RejectRefuse, RefusalMessage: DefaultRefusalMessage, Timeout: DefaultUpstreamTimeout, tools: map[string]ToolIdentity{},
 	}
 	up := get(n, "upstream")
 	if u, err := url.Parse(up.Value); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -121,6 +137,13 @@ func (l *loader) openAIGateway(d document, n *yaml.Node, catalog *engine.Catalog
 	}
 	if r := get(n, "on_reject"); r != nil {
 		gw.OnReject = OnReject(r.Value)
+	}
+	if m := get(n, "refusal_message"); m != nil {
+		gw.RefusalMessage = m.Value
+		rest := strings.NewReplacer("{decision_id}", "", "{reason}", "").Replace(m.Value)
+		if i := strings.IndexByte(rest, '{'); i >= 0 && strings.IndexByte(rest[i:], '}') > 0 {
+			bad(diag.KindInvalidValue, m, "refusal_message", "refusal_message may name only %s, got %q", strings.Join(refusalPlaceholders, " and "), m.Value)
+		}
 	}
 	if t := get(n, "timeout"); t != nil {
 		dur, err := time.ParseDuration(t.Value)

@@ -2,10 +2,12 @@ package config_test
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine/diag"
 )
 
 func TestLoad_OpenAIGateway(t *testing.T) {
@@ -71,5 +73,43 @@ gateways:
 	writeFiles(t, empty, map[string]string{"hooks/none.yaml": hookSet("none", "hooks: []\n")})
 	if gw := mustLoad(t, empty).Gateways.OpenAI; gw != nil {
 		t.Errorf("a directory without gateways.openai compiled one: %+v", gw)
+	}
+}
+
+// refusal_message sets the on_reject: refuse answer, with {decision_id} and {reason}
+// replaced; the default names only those two; any other placeholder is a load error at
+// the message.
+func TestLoad_OpenAIGatewayRefusalMessage(t *testing.T) {
+	load := func(message string) string {
+		dir := t.TempDir()
+		extra := ""
+		if message != "" {
+			extra = "    refusal_message: " + strconv.Quote(message) + "\n"
+		}
+		writeFiles(t, dir, map[string]string{"hooks/gateway.yaml": hookSet("gateway", `
+gateways:
+  openai:
+    upstream: https://models.example/v1
+`+extra+`    tools: {}
+`)})
+		return mustLoad(t, dir).Gateways.OpenAI.Refusal("d-1", "refused")
+	}
+	if got := load(""); got != "I can't do that: refused. (decision d-1)" {
+		t.Errorf("default refusal = %q", got)
+	}
+	if got := load("Sorry ({decision_id}): {reason}"); got != "Sorry (d-1): refused" {
+		t.Errorf("custom refusal = %q", got)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"hooks/gateway.yaml": hookSet("gateway", `
+gateways:
+  openai:
+    upstream: https://models.example/v1
+    refusal_message: "denied by {hook}"
+    tools: {}
+`)})
+	list := loadFails(t, dir)
+	if len(list) != 1 || list[0].Kind != diag.KindInvalidValue || list[0].Line != 7 || list[0].Field != "gateways.openai.refusal_message" {
+		t.Errorf("errors = %v, want one invalid_value at the message", list)
 	}
 }

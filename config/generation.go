@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/policy"
@@ -25,6 +26,9 @@ type Generation struct {
 	Policies *policy.Bundle
 	// Queries are the data references the rego steps and Rego guards query, sorted.
 	Queries []string
+	// Reads says which payload variables the hooks of each stage and the guards (the
+	// empty stage) may read: what a replay needs its source to have kept.
+	Reads builtin.InputReads
 	// DataMounts say where each data document is mounted, in file order.
 	DataMounts []DataMount
 	Hooks      []HookInfo
@@ -69,6 +73,11 @@ type HookInfo struct {
 	Notes []string `json:"notes,omitempty"`
 	File  string   `json:"file"`
 	Line  int      `json:"line"`
+	// EnforcingRego are the queries of the hook's rego steps in enforce mode.
+	EnforcingRego []string `json:"-"`
+	// UnrenderedKeys are the keys the hook's enrich steps set that no prompt renders
+	// (see engine.RenderedKey).
+	UnrenderedKeys []string `json:"-"`
 }
 
 // GuardInfo describes one compiled guard rule, in order.

@@ -66,6 +66,7 @@ type loader struct {
 	rego       *policy.Bundle
 	regoFailed bool
 	queries    []string
+	reads      builtin.InputReads
 	mounts     []DataMount
 	observers  []ObserverInfo
 }
@@ -82,7 +83,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 		opts.MaxErrors = 50
 	}
 	cf, errs := readConfig(dir)
-	l := &loader{opts: opts, errs: errs}
+	l := &loader{opts: opts, errs: errs, reads: builtin.InputReads{}}
 	for _, src := range cf.hooks {
 		root, errs, broken := parseDocument(src, schemas.HookSet())
 		l.errs = append(l.errs, errs...)
@@ -118,7 +119,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
 		},
 		Digest: id, Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
-		DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
+		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
 		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
@@ -150,6 +151,6 @@ func (l *loader) compilePolicies(cf configFiles) {
 func (l *loader) context(d document, stage engine.Stage, hook string) *builtin.Context {
 	return &builtin.Context{
 		Stage: stage, Hook: hook, CEL: l.cel, Rego: l.rego, RegoFailed: l.regoFailed,
-		Services: l.opts.Services, Source: d.src, Errors: &l.errs, Queries: &l.queries,
+		Services: l.opts.Services, Source: d.src, Errors: &l.errs, Queries: &l.queries, Reads: l.reads,
 	}
 }

@@ -746,3 +746,71 @@ guards:
 		})
 	}
 }
+
+// A new plan rule rolls out by changing one word: a rego step with mode inside the
+// required hook records what it would deny in audit, returns it as a warning in warn,
+// and rejects the plan in enforce.
+func TestLoad_RolloutOfAPlanRuleInsideTheRequiredHook(t *testing.T) {
+	for _, tc := range []struct {
+		mode     string
+		rejected bool
+		warnings int
+	}{{"audit", false, 0}, {"warn", false, 1}, {"enforce", true, 0}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{
+				"hooks/plan.yaml": hookSet("plan", `
+catalog:
+  - namespace: travel
+    agent: booker
+    capabilities: [{name: book}]
+hooks:
+  - name: plan-review
+    stage: after_planning
+    required: true
+    steps:
+      - rego: {query: data.agentd.allow}
+      - rego: {query: data.agentd.cabin, mode: `+tc.mode+`}
+`),
+				"policies/agentd/allow.rego": "package agentd.allow\n\ndeny contains {\"code\": \"not_allowed\", \"message\": \"no\"} if {\n\tsome s in input.plan.steps\n\ts.agent_name != \"booker\"\n}\n",
+				"policies/agentd/cabin.rego": "package agentd.cabin\n\ndeny contains {\"code\": \"first_class\", \"step_id\": s.step_id, \"message\": \"first class needs approval\"} if {\n\tsome s in input.plan.steps\n\ts.metadata.parameters.cabin == \"first\"\n}\n",
+			})
+			gen := mustLoad(t, dir)
+			mem := store.NewMemory(store.MemoryOptions{})
+			d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: &gen.Generation}, States: mem, Records: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			s, err := d.Open(ctx, "r", engine.Opening{Text: "book first class"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := s.AfterPlanning(ctx, &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{{StepID: "step-1", Namespace: "travel", AgentName: "booker",
+				Instruction: "book", Metadata: map[string]any{"capability": "book", "parameters": map[string]any{"cabin": "first"}}}}}, 0)
+			if rejected := err != nil; rejected != tc.rejected {
+				t.Fatalf("rejected = %v (%v), want %v", rejected, err, tc.rejected)
+			}
+			if tc.rejected {
+				if v := engine.ViolationsOf(err); len(v) != 1 || v[0].Code != "first_class" {
+					t.Errorf("violations %+v, want first_class", v)
+				}
+				return
+			}
+			if len(out.Warnings) != tc.warnings {
+				t.Errorf("warnings %+v, want %d", out.Warnings, tc.warnings)
+			}
+			rec, err := mem.Get(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []engine.Finding
+			for _, inv := range rec.PipelineHooks {
+				found = append(found, inv.WouldDeny...)
+			}
+			if len(found) != 1 || len(found[0].Violations) != 1 || found[0].Violations[0].Code != "first_class" || string(found[0].Mode) != tc.mode {
+				t.Errorf("would_deny %+v, want one first_class finding in %s mode", found, tc.mode)
+			}
+		})
+	}
+}

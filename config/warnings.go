@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/diag"
 	"github.com/agentd-dev/agentd/engine/policy"
 )
@@ -20,6 +21,12 @@ const (
 	// WarnNoRequiredHook: no required after_planning hook, so every plan that passes
 	// plan validation runs.
 	WarnNoRequiredHook = "no_required_hook"
+	// WarnOptionalEnforce: an optional after_planning hook enforces a rego step, whose
+	// denials can only fail open (a hook_error; the plan goes on).
+	WarnOptionalEnforce = "optional_enforce"
+	// WarnUnrenderedKey: an enrich step sets a key no prompt renders (not a tag name),
+	// so the model never sees it through the gateway.
+	WarnUnrenderedKey = "unrendered_key"
 	// WarnUnknownFolder: a top-level folder agentd does not read whose name is close to
 	// one it does (hook/ for hooks/).
 	WarnUnknownFolder = "unknown_folder"
@@ -40,6 +47,8 @@ func Warnings(gen *Generation) []Warning {
 		out = append(out, Warning{Kind: WarnNoRequiredHook, Message: "no after_planning hook is `required: true`: " +
 			"every plan that passes plan validation runs; add a required hook with a rego step (see policies/agentd/plan)"})
 	}
+	out = append(out, optionalEnforce(gen.Hooks)...)
+	out = append(out, unrenderedKeys(gen.Hooks)...)
 	out = append(out, unknownFolders(gen.Dir)...)
 	if gen.Policies != nil {
 		out = append(out, gen.Policies.Lint(gen.Queries)...)
@@ -49,6 +58,37 @@ func Warnings(gen *Generation) []Warning {
 			modules[i] = policy.Module{File: f.name, Source: f.data}
 		}
 		out = append(out, policy.Strict(modules)...)
+	}
+	return out
+}
+
+// optionalEnforce warns about every optional after_planning hook in enforce mode with a
+// rego step in enforce mode: a denial of an optional hook is a hook error that lets the
+// plan through, so "enforce" there rejects nothing.
+func optionalEnforce(hooks []HookInfo) []Warning {
+	var out []Warning
+	for _, h := range hooks {
+		if h.Stage != engine.StageAfterPlanning || h.Required || !h.Mode.Enforcing() || len(h.EnforcingRego) == 0 {
+			continue
+		}
+		out = append(out, Warning{Kind: WarnOptionalEnforce, File: h.File, Line: h.Line, Message: fmt.Sprintf(
+			"hook %q is optional, so its rego step (%s) in mode: enforce rejects nothing: a denial fails open as hook_error and the plan runs; "+
+				"to enforce the rule, move the step into the required hook (mode: audit, then warn, then enforce), or set mode: audit to only record it",
+			h.Name, strings.Join(h.EnforcingRego, ", "))})
+	}
+	return out
+}
+
+// unrenderedKeys warns about every enrichment key an enrich step sets that
+// engine.RenderEnrichments leaves out.
+func unrenderedKeys(hooks []HookInfo) []Warning {
+	var out []Warning
+	for _, h := range hooks {
+		for _, k := range h.UnrenderedKeys {
+			out = append(out, Warning{Kind: WarnUnrenderedKey, File: h.File, Line: h.Line, Message: fmt.Sprintf(
+				"hook %q sets enrichment %q, which is no tag name, so no prompt renders it and the model never sees it through the gateway; "+
+					"name it with letters, digits, _, - or . (starting with a letter or _)", h.Name, k)})
+		}
 	}
 	return out
 }

@@ -124,6 +124,9 @@ func (s *Session) Admit(ctx context.Context, plan *RoutingPlan, phase int) (*Adm
 	if err != nil {
 		return nil, err
 	}
+	// The review took the decision id ctx carries, if any; every check is a decision
+	// of its own, with an id of its own.
+	ctx = WithDecisionID(ctx, "")
 	a := &Admission{Accepted: out}
 	for _, step := range out.Plan.Steps {
 		params, ok := step.Metadata["parameters"].(map[string]any)

@@ -87,10 +87,13 @@ var promptTags = []struct {
 	{EnrichmentActivityCoordination, "agent_coordination", false},
 }
 
-// RenderEnrichments renders the well-known string enrichments for a planning prompt:
-// rag_context, conversation_history and activity_coordination wrapped in
-// <agent_memory>, <conversation_history> and <agent_coordination> tags, then
-// user_profile verbatim. Other keys and non-string or empty values are not rendered.
+// RenderEnrichments renders the enrichments for a planning prompt: the well-known
+// string ones first, rag_context, conversation_history and activity_coordination
+// wrapped in <agent_memory>, <conversation_history> and <agent_coordination> tags, then
+// user_profile verbatim; then every other key that is a tag name (RenderedKey), sorted,
+// wrapped in a tag of its own name (<loyalty_tier>): a string as it is, any other value
+// as JSON. Empty strings and nulls are not rendered, nor a well-known key's value that
+// is not a string.
 //
 // Enrichment text is data, often retrieved from places an attacker can write to, so it
 // cannot end its section or speak for a role: inside a value, the section tags
@@ -99,7 +102,7 @@ var promptTags = []struct {
 // turn ("System:", "assistant:", …) is quoted with "> ", except in conversation_history,
 // whose lines are role turns by design (it still cannot leave its section).
 // user_profile keeps its own <user_profile> block, which the hook that writes it
-// formats.
+// formats. In the section of another key, every tag (<…>, </…>) is escaped so.
 func RenderEnrichments(enrichments map[string]any) string {
 	var b strings.Builder
 	for _, t := range promptTags {
@@ -111,7 +114,34 @@ func RenderEnrichments(enrichments map[string]any) string {
 		b.WriteString(defang(s, wrappedTags, true))
 		b.WriteByte('\n')
 	}
+	var keys []string
+	for k := range enrichments {
+		if RenderedKey(k) && !wellKnown(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		s, ok := enrichments[k].(string)
+		if !ok && enrichments[k] != nil {
+			s = string(encodeValue(enrichments[k]))
+		}
+		if s != "" {
+			fmt.Fprintf(&b, "<%s>\n%s\n</%s>\n", k, defang(s, anyTag, true), k)
+		}
+	}
 	return b.String()
+}
+
+// RenderedKey reports whether RenderEnrichments renders enrichment key k when it has a
+// value: a well-known key, or a tag name (a letter or _, then letters, digits, _, - or
+// ., at most 64 bytes) that is not one of the well-known sections' tags.
+func RenderedKey(k string) bool {
+	return wellKnown(k) || tagName.MatchString(k) && !sectionTags.MatchString("<"+k+">")
+}
+
+func wellKnown(k string) bool {
+	return k == EnrichmentRAGContext || k == EnrichmentConversationHistory || k == EnrichmentActivityCoordination || k == EnrichmentUserProfile
 }
 
 var (
@@ -119,6 +149,10 @@ var (
 	sectionTags = regexp.MustCompile(`(?i)<(\s*/?\s*(?:agent_memory|conversation_history|agent_coordination|user_profile)\s*>)`)
 	// wrappedTags matches the tags of the wrapped sections only.
 	wrappedTags = regexp.MustCompile(`(?i)<(\s*/?\s*(?:agent_memory|conversation_history|agent_coordination)\s*>)`)
+	// anyTag matches every tag, opening or closing.
+	anyTag = regexp.MustCompile(`<(\s*/?\s*[A-Za-z_][A-Za-z0-9_.-]*\s*>)`)
+	// tagName matches an enrichment key rendered as its own tag.
+	tagName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 	// chatMarker matches the start of a chat-template marker such as <|im_start|>.
 	chatMarker = regexp.MustCompile(`<(\|)`)
 	// roleLine matches a line that opens like a role turn.

@@ -47,7 +47,11 @@ type ExecutionRecord struct {
 	// Tenant is the tenant the request's metadata names (TenantOf), if any.
 	Tenant string `json:"tenant,omitempty"`
 	// Request is the request's text as it was opened.
-	Request   string           `json:"request,omitempty"`
+	Request string `json:"request,omitempty"`
+	// Metadata is the request's metadata as it was opened, what its hooks and guards
+	// saw: empty, not absent, for a request without any (a record without it was
+	// written before records kept it). Stored whole; masking is for the copies shown.
+	Metadata  map[string]any   `json:"metadata"`
 	Status    RecordStatus     `json:"status"`
 	Lifecycle RequestLifecycle `json:"lifecycle,omitempty"`
 	// Cause says why a failed request failed (see Cause).

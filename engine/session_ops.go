@@ -64,6 +64,7 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
 	ctx, span := s.gen.telemetry().startTool(ctx, call)
 	defer func() { endTool(span, report.Outcome, report.Err) }()
+	ofRequest(s.known(), &report.Call) // the decision log shows what the guards saw
 	if st := s.known(); st != nil {
 		found := *st // the check writes new revisions; this one stays as it was
 		report.State = &found
@@ -157,12 +158,13 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 
 // check runs one operation check on the session's request: binding, the guards (the
 // live generation's too when newer), the step's claim and the record. verdict is nil
-// (allowed), a *op.Denial or a *op.GuardError; err is a refusal. end runs the
+// (allowed), a *op.Denial or a *op.GuardError; err is a refusal (or an *op.CallError
+// when the call with the request's metadata is malformed). end runs the
 // observers' finish callbacks and must be called. When recorded is not nil, it is set
 // to the check's record.
 func (s *Session) check(ctx context.Context, call op.Call, started time.Time, recorded **OperationRecord) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
 	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
-	s.withRequest(&call)
+	ofRequest(s.known(), &call)
 	mode := s.gen.binding()
 	bound := call.Operation == op.ToolCall && mode != BindingOff
 	rec := OperationRecord{
@@ -186,6 +188,11 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	}
 	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
+	if end == nil {
+		// The call with the request's metadata is malformed (metadata the request was
+		// opened with may nest deeper than a call's may): an *op.CallError, no verdict.
+		return ctx, nil, nil, verdict
+	}
 	if verdict == nil {
 		if live != nil {
 			rec.LiveGeneration, rec.LivePolicyRevision = live.ID, live.PolicyRevision
@@ -216,13 +223,13 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	return opctx, end, verdict, nil
 }
 
-// withRequest gives call the request's text and metadata, what the guards see as
-// request and metadata (CEL) or input.request and input.metadata (Rego): for a request
-// the driver knows they are the request's own (what its hooks saw and its tenant was
-// checked against), replacing whatever the call carried; a call on an unknown request
-// keeps its own.
-func (s *Session) withRequest(call *op.Call) {
-	if st := s.known(); st != nil {
+// ofRequest gives call the text and metadata of st, its request, what the guards see
+// as request and metadata (CEL) or input.request and input.metadata (Rego): for a
+// request the driver knows they are the request's own (what its hooks saw and its
+// tenant was checked against), replacing whatever the call carried; a call on an
+// unknown request (st nil) keeps its own.
+func ofRequest(st *RequestState, call *op.Call) {
+	if st != nil {
 		call.Request, call.Metadata = st.Request, st.Metadata
 	}
 }

@@ -246,9 +246,19 @@ func recordEntries(rec *ExecutionRecord) int {
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {
 	return &ExecutionRecord{
 		SchemaVersion: ExecutionRecordVersion, RequestID: s.state.ID, Generation: s.gen.ID, Tenant: TenantOf(s.state.Metadata), Request: s.state.Request,
-		Status: RecordRunning, Lifecycle: LifecycleOpen,
+		Metadata: recordedMetadata(s.state.Metadata),
+		Status:   RecordRunning, Lifecycle: LifecycleOpen,
 		PipelineHooks: []Invocation{}, CreatedAt: now, UpdatedAt: now,
 	}
+}
+
+// recordedMetadata is what a record keeps of metadata m: m itself (records and states
+// share read-only values), an empty map for none.
+func recordedMetadata(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 // Record returns the request's current execution record: a copy whose fields and entry

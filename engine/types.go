@@ -14,7 +14,8 @@ type PipelineContext struct {
 	Enrichments map[string]any `json:"enrichments"`
 }
 
-// Well-known enrichment keys understood by RenderEnrichments.
+// Well-known enrichment keys, which RenderEnrichments renders first and in sections of
+// their own (any other key is rendered under its own name).
 const (
 	EnrichmentRAGContext           = "rag_context"
 	EnrichmentConversationHistory  = "conversation_history"

@@ -8,7 +8,8 @@ import (
 
 // Verdict returns what g's plan binding and guards decide of call against st, the
 // request's state (nil for a request the driver does not know), writing nothing and
-// beginning no operation observer: nil (allowed), a *op.Denial (plan binding, with one
+// beginning no operation observer, the guards seeing st's request and metadata as
+// Driver.Check gives them: nil (allowed), a *op.Denial (plan binding, with one
 // of its codes, or a guard) or a *op.GuardError; a malformed call is a *op.CallError.
 // It asks another generation than the request's what it would have decided (a shadow
 // configuration, a replay); Driver.Check is how a call is checked.
@@ -16,6 +17,7 @@ func (g *Generation) Verdict(ctx context.Context, st *RequestState, call op.Call
 	if err := call.Validate(); err != nil {
 		return err
 	}
+	ofRequest(st, &call)
 	if mode := g.binding(); call.Operation == op.ToolCall && mode != BindingOff {
 		if den := bind(mode, st, &call); den != nil {
 			return den

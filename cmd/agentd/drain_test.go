@@ -20,7 +20,7 @@ func TestServe_SIGTERMDrainsInFlightCalls(t *testing.T) {
 	defer kb.Close()
 	dir := t.TempDir()
 	writeFile(t, dir, "hooks/slow.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: slow}\nhooks:\n  - name: slow-retrieval\n    stage: before_planning\n    steps:\n      - http.retrieve: {url: \""+kb.URL+"\", key: rag_context, timeout: 20s}\n")
-	d := startDaemon(t, dir)
+	d := startDaemon(t, dir, "--allow-no-plan-review") // a config of before_planning alone
 	type answer struct {
 		status int
 		body   string

@@ -77,3 +77,20 @@ func fuzzTests(t *testing.T, root string) []string {
 	slices.Sort(found)
 	return found
 }
+
+// TestMakefile_RunLeavesNoProcessBehind: make run builds bin/agentd and execs it, so that
+// an interrupt reaches the daemon itself; `go run` would leave its child holding the port.
+func TestMakefile_RunLeavesNoProcessBehind(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^run:(.*)\n((?:\t.*\n)+)`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile has no run target")
+	}
+	if recipe := string(m[2]); !strings.Contains(string(m[1]), "build") || strings.Contains(recipe, " run ") ||
+		!regexp.MustCompile(`(?m)^\texec bin/agentd serve `).MatchString(recipe) {
+		t.Errorf("make run must depend on build and exec bin/agentd serve, not go run:\nrun:%s\n%s", m[1], recipe)
+	}
+}

@@ -199,7 +199,7 @@ gateways:
     servers:
       - {name: missing, namespace: demo, command: [/nonexistent/mcp-server], tools: [{name: echo}]}
 `)
-	d := startDaemon(t, dir, "--drain-timeout", "20s")
+	d := startDaemon(t, dir, "--drain-timeout", "20s", "--allow-no-plan-review") // the gateway alone
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "drain-check", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url + "/mcp"}, nil)
 	if err != nil {

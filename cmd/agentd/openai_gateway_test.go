@@ -162,18 +162,24 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		t.Parallel()
 		c, id := g.complete(t, ask("trade: buy 100 ACME"))
 		msg := c.Choices[0].Message
-		if c.Choices[0].FinishReason != "stop" || len(msg.ToolCalls) != 0 ||
-			!strings.Contains(msg.Content, `hook "allowed-operations"`) || !strings.Contains(msg.Content, "capability_not_allowed (step-1-1)") {
+		if c.Choices[0].FinishReason != "stop" || len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "refused by policy") {
 			t.Errorf("answer = %+v", c.Choices[0])
 		}
-		if strings.Contains(msg.Content, "call_t") || strings.Contains(msg.Content, "18250") {
-			t.Errorf("the refusal repeats the rejected call: %q", msg.Content)
+		for _, internal := range []string{"call_t", "18250", "allowed-operations", "capability_not_allowed", "acme"} {
+			if strings.Contains(msg.Content, internal) {
+				t.Errorf("the refusal names %q: %q", internal, msg.Content)
+			}
 		}
-		if rec := g.record(t, id); rec.Status != "failed" || rec.Lifecycle != "failed" || len(rec.Phases) != 0 {
+		rec := g.record(t, id)
+		if rec.Status != "failed" || rec.Lifecycle != "failed" || len(rec.Phases) != 0 {
 			t.Errorf("record: %s %s %d phases", rec.Status, rec.Lifecycle, len(rec.Phases))
 		}
+		if len(rec.Rejections) != 1 || rec.Rejections[0].Hook != "allowed-operations" || len(rec.Rejections[0].Violations) != 1 ||
+			rec.Rejections[0].Violations[0].Code != "capability_not_allowed" || !strings.Contains(msg.Content, "(decision "+rec.Rejections[0].DecisionID+")") {
+			t.Errorf("the record does not keep the details under the refusal's decision id: %+v; refusal %q", rec.Rejections, msg.Content)
+		}
 		again, id2 := g.complete(t, ask("trade: buy 100 ACME"))
-		if id2 == id || !strings.HasPrefix(id2, "oai-") || !strings.Contains(again.Choices[0].Message.Content, "capability_not_allowed") {
+		if id2 == id || !strings.HasPrefix(id2, "oai-") || !strings.Contains(again.Choices[0].Message.Content, "refused by policy") {
 			t.Errorf("the same conversation again: request %q (the first was %q), %+v", id2, id, again.Choices[0])
 		}
 	})
@@ -226,10 +232,13 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 
 	t.Run("a round whose every call is denied is refused", func(t *testing.T) {
 		t.Parallel()
-		c, _ := g.complete(t, ask("all denied: HALTED"))
+		c, id := g.complete(t, ask("all denied: HALTED"))
 		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || c.Choices[0].FinishReason != "stop" ||
-			!strings.Contains(msg.Content, "agentd denied every tool call:\n- get_quote: symbol_halted") {
+			!strings.Contains(msg.Content, "none of the requested actions is allowed") || strings.Contains(msg.Content, "symbol_halted") {
 			t.Errorf("answer = %+v", c.Choices[0])
+		}
+		if rec := g.record(t, id); rec.Lifecycle != "failed" || rec.Cause != "guard_denied" || rec.operations()[0] != "step-1-1:deny:symbol_halted" {
+			t.Errorf("record: lifecycle %s cause %q operations %v; want failed, guard_denied, the denial kept", rec.Lifecycle, rec.Cause, rec.operations())
 		}
 	})
 
@@ -242,7 +251,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		}
 		runTools(&params, c, quotes)
 		c, _ = g.complete(t, params)
-		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "capability_not_allowed (step-2-1)") {
+		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "refused by policy") {
 			t.Errorf("round 2 answer = %+v", c.Choices[0])
 		}
 		rec := g.record(t, id)
@@ -292,7 +301,7 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 	t.Run("arguments that are not JSON reject the round", func(t *testing.T) {
 		t.Parallel()
 		c, id := g.complete(t, ask("arguments: broken"))
-		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "invalid_tool_arguments") {
+		if msg := c.Choices[0].Message; len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "the requested actions were malformed") {
 			t.Errorf("answer = %+v", c.Choices[0])
 		}
 		if rec := g.record(t, id); rec.Status != "failed" || !strings.Contains(rec.Error, "arguments are not an unambiguous JSON object") {

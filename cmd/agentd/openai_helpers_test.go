@@ -210,6 +210,7 @@ func runTools(params *openai.ChatCompletionNewParams, c *openai.ChatCompletion, 
 type execution struct {
 	Status        string `json:"status"`
 	Lifecycle     string `json:"lifecycle"`
+	Cause         string `json:"cause"`
 	Error         string `json:"error"`
 	FinalResponse string `json:"final_response"`
 	PipelineHooks []struct {
@@ -217,6 +218,13 @@ type execution struct {
 		Phase    string `json:"phase"`
 		Status   string `json:"status"`
 	} `json:"pipeline_hooks"`
+	Rejections []struct {
+		DecisionID string `json:"decision_id"`
+		Hook       string `json:"hook"`
+		Violations []struct {
+			Code string `json:"code"`
+		} `json:"violations"`
+	} `json:"rejections"`
 	Operations []struct {
 		StepID  string `json:"step_id"`
 		Outcome string `json:"outcome"`

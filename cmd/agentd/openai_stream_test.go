@@ -131,7 +131,7 @@ func TestOpenAIGateway_Streaming(t *testing.T) {
 					t.Errorf("a chunk carries %q:\n%s", secret, s.raw())
 				}
 			}
-			if c := s.acc.Choices[0]; c.FinishReason != "stop" || !strings.Contains(c.Message.Content, "capability_not_allowed") {
+			if c := s.acc.Choices[0]; c.FinishReason != "stop" || !strings.Contains(c.Message.Content, "refused by policy") {
 				t.Errorf("accumulated = %+v", c)
 			}
 		}

@@ -235,11 +235,22 @@ func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
 		"unprovided_data": {map[string]string{"hooks/a.yaml": required, "data/allowlist.json": `{"allowlist": {"demo-tools": ["stock_quote"]}}`,
 			"policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tsome step in input.plan.steps\n\tnot step.namespace in object.keys(data.review.allowlist)\n}\n"},
 			"warning: policies/r.rego:5: unprovided_data: data.review.allowlist"},
+		"data_mounted_off": {map[string]string{"hooks/a.yaml": required, "data/review/allowlist/allowlist.json": `{"allowlist": {"demo-tools": ["stock_quote"]}}`,
+			"policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tsome step in input.plan.steps\n\tnot data.review.allowlist[step.namespace]\n}\n"},
+			"warning: policies/r.rego:5: data_mounted_off: data.review.allowlist[…] looks up the members of data.review.allowlist, whose only member is \"allowlist\" (from data/review/allowlist/allowlist.json)"},
 		"no_deny": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\nallow := true\n"},
 			"warning: no_deny: query data.review names a package without a deny rule"},
 		"undefined_read": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n" +
 			"\tsome step in input.plan.steps\n\tstep.metadata.capability == \"execute_trade\"\n}\n"},
 			"warning: policies/r.rego:3: undefined_read: this deny rule reads a member a plan or request may lack"},
+		"optional_enforce": {map[string]string{"hooks/b.yaml": required, "hooks/a.yaml": "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: b}\nhooks:\n" +
+			"  - name: cabin-rule\n    stage: after_planning\n    mode: enforce\n    steps:\n      - rego: {query: data.review}\n",
+			"policies/r.rego": "package review\n\ndeny contains \"x\" if input.plan.plan_id == \"p\"\n"},
+			"warning: hooks/a.yaml:5: optional_enforce: hook \"cabin-rule\" is optional, so its rego step (data.review) in mode: enforce rejects nothing"},
+		"unrendered_key": {map[string]string{"hooks/b.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if input.plan.plan_id == \"p\"\n",
+			"hooks/a.yaml": "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: b}\nhooks:\n" +
+				"  - name: tier\n    stage: before_planning\n    steps:\n      - enrich: {key: \"loyalty tier\", value: \"'gold'\"}\n"},
+			"warning: hooks/a.yaml:5: unrendered_key: hook \"tier\" sets enrichment \"loyalty tier\", which is no tag name"},
 		"rego_strict": {map[string]string{"hooks/a.yaml": required, "policies/r.rego": "package review\n\ndeny contains \"x\" if {\n\tx := 1\n\tinput.plan.steps == []\n}\n"},
 			"warning: policies/r.rego:4: rego_strict: "},
 	}

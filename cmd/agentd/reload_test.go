@@ -65,3 +65,20 @@ func readFile(t *testing.T, dir, name string) string {
 	}
 	return string(data)
 }
+
+// TestServe_RefusesAConfigWithoutPlanReview: serve refuses to start on a config without
+// a required after_planning hook, naming --allow-no-plan-review, and starts with it.
+func TestServe_RefusesAConfigWithoutPlanReview(t *testing.T) {
+	dir := copyExample(t, "stock-agent")
+	if err := os.Remove(filepath.Join(dir, "hooks", "20-plan.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "serve", "--config", dir, "--addr", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(stderr, "--allow-no-plan-review") || !strings.Contains(stderr, "required after_planning hook") {
+		t.Fatalf("serve without a plan review: exit %d, %s; want a refusal naming --allow-no-plan-review", code, stderr)
+	}
+	d := startDaemon(t, dir, "--allow-no-plan-review")
+	if code, body := d.do(t, "POST", "/v1/hooks/before_planning", `{"request_id":"r1","request":"q","metadata":{"tenant":"acme"}}`); code != 200 {
+		t.Fatalf("before_planning = %d %s", code, body)
+	}
+}

@@ -32,7 +32,7 @@ import (
 
 type serveFlags struct {
 	config, addr, tokenFile, tlsCert, tlsKey, store, logLevel, traceURL string
-	watch, logPayloads, requirePlanReview                               bool
+	watch, logPayloads, allowNoPlanReview                               bool
 	debounce, successRetention, errorRetention, drain                   time.Duration
 	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout           time.Duration
 	maxBody, memoryBytes, gcHeadroom                                    int64
@@ -90,7 +90,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 	fs.IntVar(&f.maxRecordEntries, "max-record-entries", engine.DefaultMaxRecordEntries, "entries (hook invocations, operation checks, plan rejections) one execution record may hold; a call past it answers 413 request_too_large")
 	fs.IntVar(&f.maxRecords, "max-records", store.DefaultMaxRecords, "execution records the memory and bolt stores keep at most (the oldest written go first)")
 	fs.IntVar(&f.maxFailedRecords, "max-failed-records", store.DefaultMaxRecords, "records of failed requests the memory and bolt stores keep at most, apart from --max-records")
-	fs.BoolVar(&f.requirePlanReview, "require-plan-review", false, "refuse every config generation without a required after_planning hook (at start and on reload)")
+	fs.BoolVar(&f.allowNoPlanReview, "allow-no-plan-review", false, "serve config generations without an enforcing required after_planning hook (refused by default, at start and on reload)")
 	fs.StringVar(&f.traceURL, "trace-url", "", "the records viewer's trace link of each hook invocation, a URL template with {trace_id}, {span_id}, {span_name}, {hook}, {stage} or {request_id}, e.g. http://jaeger:16686/trace/{trace_id}")
 	fs.BoolVar(&f.logPayloads, "log-payloads", false, "include request text, metadata and responses in logs")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -339,10 +339,10 @@ func gcHeadroom(f *serveFlags) uint64 {
 
 // reloadOptions are the reload policies the flags ask for.
 func reloadOptions(f *serveFlags) []reload.Option {
-	if f.requirePlanReview {
-		return []reload.Option{reload.RequirePlanReview()}
+	if f.allowNoPlanReview {
+		return nil
 	}
-	return nil
+	return []reload.Option{reload.RequirePlanReview()}
 }
 
 // stores are the state and record stores the daemon runs on.

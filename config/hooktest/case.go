@@ -14,7 +14,7 @@ import (
 
 // checker collects the readable differences between a case's expectations and what
 // happened.
-type checker struct{ failures []string }
+type checker struct{ failures, notes []string }
 
 func (c *checker) failf(format string, args ...any) {
 	c.failures = append(c.failures, fmt.Sprintf(format, args...))
@@ -49,14 +49,34 @@ type runner struct {
 	gen    *config.Generation
 }
 
-// runCase runs one case and returns its failures; a panic is a failure, not a crash.
-func (r *runner) runCase(ctx context.Context, tc config.TestCase) (failures []string) {
+// runCase runs one case and returns its failures and notes (see skippedEffects); a
+// panic is a failure, not a crash.
+func (r *runner) runCase(ctx context.Context, tc config.TestCase) (failures, notes []string) {
 	c := &checker{}
 	defer func() {
 		if v := recover(); v != nil {
-			failures = append(c.failures, fmt.Sprintf("panic: %v", v))
+			failures, notes = append(c.failures, fmt.Sprintf("panic: %v", v)), c.notes
 		}
 	}()
+	failures = r.checkCase(ctx, c, tc)
+	return failures, c.notes
+}
+
+// skippedEffects notes every effect the case's invocations reported as skipped, with
+// why (a cache.store that stored nothing, say, because no plan was accepted): what a
+// later case that expects its outcome needs to know.
+func skippedEffects(c *checker, invocations []engine.Invocation) {
+	for _, inv := range invocations {
+		for _, e := range inv.Effects {
+			if e.Status == engine.EffectSkipped {
+				c.notes = append(c.notes, fmt.Sprintf("hook %q: %s skipped: %s", inv.HookName, e.Name, e.Summary))
+			}
+		}
+	}
+}
+
+// checkCase runs one case and returns its failures.
+func (r *runner) checkCase(ctx context.Context, c *checker, tc config.TestCase) []string {
 	if tc.Stage == "operation" {
 		r.checkOperation(ctx, c, tc)
 		return c.failures
@@ -105,6 +125,7 @@ func (r *runner) runCase(ctx context.Context, tc config.TestCase) (failures []st
 		c.equal("enrichments."+k, tc.Expect.Enrichments[k], enrichments[k])
 	}
 	checkInvocations(c, tc.Expect.Invocations, invocations)
+	skippedEffects(c, invocations)
 	return c.failures
 }
 

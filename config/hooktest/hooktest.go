@@ -36,6 +36,9 @@ type Result struct {
 	Suite    string
 	Name     string
 	Failures []string
+	// Notes say what a pipeline case's hooks skipped and why (a cache.store without an
+	// accepted plan), printed for passed cases too.
+	Notes []string
 	// Trace is OPA's trace of a failed test (Options.Trace): of the Rego test, or of
 	// the policy evaluations of a pipeline case.
 	Trace string
@@ -68,11 +71,20 @@ func (r Report) Counts() (passed, failed int) {
 func (r Report) Print(w io.Writer) {
 	for _, res := range r.Results {
 		if res.Passed() {
+			if len(res.Notes) > 0 {
+				fmt.Fprintf(w, "note %s: %s\n", res.Suite, res.Name)
+			}
+			for _, n := range res.Notes {
+				fmt.Fprintf(w, "    %s\n", n)
+			}
 			continue
 		}
 		fmt.Fprintf(w, "FAIL %s: %s\n", res.Suite, res.Name)
 		for _, f := range res.Failures {
 			fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
+		}
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
 		}
 		if res.Trace != "" {
 			fmt.Fprintf(w, "    trace:\n      %s\n", strings.ReplaceAll(strings.TrimRight(res.Trace, "\n"), "\n", "\n      "))
@@ -142,7 +154,8 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 			explainer = policy.NewExplainer()
 			caseCtx = explainer.Context(ctx)
 		}
-		res := Result{Suite: fmt.Sprintf("%s:%d", c.File, c.Line), Name: c.Name, Failures: r.runCase(caseCtx, c)}
+		res := Result{Suite: fmt.Sprintf("%s:%d", c.File, c.Line), Name: c.Name}
+		res.Failures, res.Notes = r.runCase(caseCtx, c)
 		if !res.Passed() && explainer != nil {
 			var b strings.Builder
 			for _, x := range explainer.Explanations() {

@@ -153,3 +153,40 @@ tests:
 		t.Fatalf("passed %d failed %d, want 4 and 0:\n%s", passed, failed, out.String())
 	}
 }
+
+// A case whose cache.store stored nothing says why, passed or not: the request had no
+// plan accepted.
+func TestRun_NotesWhyCacheStoreSkipped(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "hooks/a.yaml", `apiVersion: agentd.dev/v1
+kind: HookSet
+metadata: {name: a}
+hooks:
+  - name: cache
+    stage: after_synthesis
+    steps:
+      - cache.store: {key: "request"}
+`)
+	write(t, dir, "tests/t.yaml", `apiVersion: agentd.dev/v1
+kind: HookTests
+tests:
+  - name: an answer without a plan
+    stage: after_synthesis
+    given: {request: q, response: "an answer"}
+    expect: {response: "an answer"}
+`)
+	gen, err := config.Load(dir, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := Run(context.Background(), dir, gen, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	report.Print(&out)
+	want := "note tests/t.yaml:4: an answer without a plan\n    hook \"cache\": cache.store skipped: not stored: the request had no plan accepted"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}

@@ -1,6 +1,7 @@
 package reload
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -12,15 +13,19 @@ import (
 // enforces: it has no enforcing required after_planning hook while the live one has,
 // fewer enforcing guard rules, or a weaker plan binding, and its settings do not state
 // allow_boundary_removal: true. With RequirePlanReview, a generation without a
-// required hook is refused whatever is live. A half-written config (the catalog saved,
-// the hooks not yet) is therefore never served.
+// required hook is refused whatever is live, and Fix names the serve flag that allows
+// it. A half-written config (the catalog saved, the hooks not yet) is therefore never
+// served.
 type BoundaryError struct {
 	Losses []string
+	// Fix is how to make the change on purpose; empty for the config setting.
+	Fix string
 }
 
 func (e *BoundaryError) Error() string {
+	fix := cmp.Or(e.Fix, "set settings.allow_boundary_removal: true")
 	return "boundary: the new generation would " + strings.Join(e.Losses, "; ") +
-		". The last good generation keeps serving; to make the change on purpose, set settings.allow_boundary_removal: true"
+		". The last good generation keeps serving; to make the change on purpose, " + fix
 }
 
 // bindingStrength orders the binding modes, strongest first.
@@ -52,7 +57,8 @@ func enforcingGuards(gen *config.Generation) int {
 func (r *Reloader) boundary(gen *config.Generation) error {
 	_, required := enforcedReview(gen)
 	if r.requirePlanReview && !required {
-		return &BoundaryError{Losses: []string{"have no enforcing required after_planning hook, and the daemon runs with --require-plan-review"}}
+		return &BoundaryError{Losses: []string{"have no enforcing required after_planning hook (a plan review no plan gets past unchecked)"},
+			Fix: "start agentd serve with --allow-no-plan-review"}
 	}
 	live := r.registry.Current()
 	if live == nil || gen.AllowBoundaryRemoval {

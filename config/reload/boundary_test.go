@@ -81,7 +81,24 @@ func TestHardening_RequirePlanReviewRefusesAnyGenerationWithoutOne(t *testing.T)
 		t.Fatal(err)
 	}
 	var be *reload.BoundaryError
-	if _, err := r.Reload(t.Context()); !errors.As(err, &be) || reg.Current() != nil {
-		t.Fatalf("first reload without a required hook: err = %v, live %v", err, reg.Current())
+	if _, err := r.Reload(t.Context()); !errors.As(err, &be) || reg.Current() != nil || !strings.Contains(err.Error(), "--allow-no-plan-review") {
+		t.Fatalf("first reload without a required hook: err = %v, live %v; want a boundary error naming --allow-no-plan-review", err, reg.Current())
+	}
+	plan, err := os.ReadFile(filepath.Join("..", "..", "examples", "stock-agent", "hooks", "20-plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hooks", "20-plan.yaml"), plan, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(t.Context()); err != nil || reg.Current() == nil {
+		t.Fatalf("the required hook back: err = %v", err)
+	}
+	live := reg.Current()
+	if err := os.WriteFile(filepath.Join(dir, "hooks", "20-plan.yaml"), []byte(catalogOnly+"settings: {allow_boundary_removal: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reload(t.Context()); !errors.As(err, &be) || be.Fix == "" || reg.Current() != live {
+		t.Fatalf("a reload that drops the required hook, allow_boundary_removal or not: err = %v; want refused with the flag as the fix", err)
 	}
 }

@@ -34,8 +34,9 @@ type Reloader struct {
 // Option configures a Reloader.
 type Option func(*Reloader)
 
-// RequirePlanReview refuses every generation without a required after_planning hook,
-// the first one included.
+// RequirePlanReview refuses every generation without an enforcing required
+// after_planning hook, the first one included (serve's default; --allow-no-plan-review
+// leaves it out).
 func RequirePlanReview() Option { return func(r *Reloader) { r.requirePlanReview = true } }
 
 // NewReloader returns a reloader of dir into registry. mp may be nil. The services of

@@ -21,6 +21,9 @@ type Program struct {
 	sizes        []sizeCheck // what fits checks, from reads
 }
 
+// Reads reports whether the expression may read variable at all (any member of it).
+func (p *Program) Reads(variable string) bool { return p.reads[variable] != nil }
+
 // MayRead reports whether the expression may read member of variable: it selects that
 // member by name, or uses the variable other than by selecting members.
 func (p *Program) MayRead(variable, member string) bool {

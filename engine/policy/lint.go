@@ -15,6 +15,9 @@ const (
 	// WarnUnprovidedData: a data reference that no data document and no rule provides;
 	// it is always undefined.
 	WarnUnprovidedData = "unprovided_data"
+	// WarnDataMountedOff: a lookup by key into data whose only member is named like the
+	// data's own path (a data file one folder too deep), so it finds nothing.
+	WarnDataMountedOff = "data_mounted_off"
 	// WarnNoDeny: a query names a package without a deny rule; its decision has no
 	// deny, which rejects every plan at run time.
 	WarnNoDeny = "no_deny"
@@ -92,10 +95,22 @@ func (b *Bundle) unprovided(roots []*ast.Rule) []Warning {
 			seen[r] = true
 			ast.WalkRefs(r, func(ref ast.Ref) bool {
 				prefix := ref.GroundPrefix()
-				if !prefix.HasPrefix(ast.DefaultRootRef) || len(prefix) < 2 || b.provided(prefix) {
+				if !prefix.HasPrefix(ast.DefaultRootRef) || len(prefix) < 2 {
 					return false
 				}
-				w := Warning{Kind: WarnUnprovidedData, Message: fmt.Sprintf("%s: no data document and no rule provides it, so it is always undefined", prefix)}
+				var w Warning
+				switch {
+				case !b.provided(prefix):
+					w = Warning{Kind: WarnUnprovidedData, Message: fmt.Sprintf("%s: no data document and no rule provides it, so it is always undefined", prefix)}
+				case len(ref) > len(prefix):
+					msg := b.mountedOff(prefix)
+					if msg == "" {
+						return false
+					}
+					w = Warning{Kind: WarnDataMountedOff, Message: msg}
+				default:
+					return false
+				}
 				if loc := ref[0].Location; loc != nil {
 					w.File, w.Line = loc.File, loc.Row
 				}
@@ -108,6 +123,25 @@ func (b *Bundle) unprovided(roots []*ast.Rule) []Warning {
 		}
 	}
 	return out
+}
+
+// mountedOff says why a reference that looks up a member of prefix by a key that is not
+// a constant (data.travel.tenants[t]) reads data mounted one level off, "" when it does
+// not: the data at prefix is an object whose only member is named like prefix's last
+// part, the mark of a file one folder too deep (data/travel/tenants/tenants.json holding
+// {"tenants": …}).
+func (b *Bundle) mountedOff(prefix ast.Ref) string {
+	path, ok := stringPath(prefix)
+	if !ok || len(path) == 0 || b.compiler.RuleTree.Find(prefix) != nil {
+		return ""
+	}
+	n := dataAt(b.data, path)
+	last := path[len(path)-1]
+	if n == nil || len(n.children) != 1 || n.children[last] == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s[…] looks up the members of %s, whose only member is %q (from %s): the data is mounted one level off, "+
+		"so the lookup finds nothing; move the file up a folder, or read %s.%s[…]", prefix, prefix, last, quoteFile(n.children[last].file), prefix, last)
 }
 
 // provided reports whether something can exist at ref: a package or rule of the rule

@@ -42,8 +42,10 @@ type Query struct {
 	Stage     engine.Stage            // a hook invocation of that stage was recorded
 	Hook      string                  // a hook of that name was invoked
 	Reason    engine.Reason           // an invocation's decision had that reason
-	// Violation is a code a refusal named: a policy violation of a rejected plan, the
-	// plan rule an invalid plan broke, or an operation denial's code.
+	// Violation is a code a refusal or a would-deny finding named: a policy violation
+	// of a rejected plan, the plan rule an invalid plan broke, an operation denial's
+	// code, or what a rule in warn or audit mode would have denied (a violation code, a
+	// guard's code).
 	Violation string
 	Guard     engine.CheckOutcome // an operation check had that outcome
 	// Generation is the config generation the request ran on.

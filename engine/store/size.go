@@ -91,7 +91,7 @@ func runSize(id string, r *engine.StepRun) int64 {
 
 // recordSize estimates an execution record.
 func recordSize(rec *engine.ExecutionRecord) int64 {
-	n := int64(len(rec.RequestID)+len(rec.Generation)+len(rec.Error)+len(rec.FinalResponse)) + 128
+	n := int64(len(rec.RequestID)+len(rec.Generation)+len(rec.Error)+len(rec.FinalResponse)+len(rec.Request)) + 128 + sizeOf(rec.Metadata)
 	for i := range rec.PipelineHooks {
 		inv := &rec.PipelineHooks[i]
 		n += int64(len(inv.HookName)+len(inv.Error)) + 96

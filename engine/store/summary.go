@@ -64,6 +64,7 @@ func Summarize(rec *engine.ExecutionRecord) *Summary {
 		if inv.Decision != nil && inv.Decision.Reason != "" {
 			s.Reasons = append(s.Reasons, inv.Decision.Reason)
 		}
+		s.Violations = findingCodes(s.Violations, inv.WouldDeny)
 	}
 	for _, r := range rec.Rejections {
 		for _, v := range r.Violations {
@@ -78,6 +79,7 @@ func Summarize(rec *engine.ExecutionRecord) *Summary {
 		if o.Code != "" {
 			s.Violations = append(s.Violations, o.Code)
 		}
+		s.Violations = findingCodes(s.Violations, o.WouldDeny)
 		if o.PolicyRevision != "" {
 			s.PolicyRevision = o.PolicyRevision
 		}
@@ -85,6 +87,20 @@ func Summarize(rec *engine.ExecutionRecord) *Summary {
 	s.Stages, s.Hooks, s.Reasons = set(s.Stages), set(s.Hooks), set(s.Reasons)
 	s.Violations, s.Guards = set(s.Violations), set(s.Guards)
 	return s
+}
+
+// findingCodes appends to codes the codes of what rules in warn or audit mode would
+// have denied: a guard's denial code, a policy's violation codes.
+func findingCodes(codes []string, findings []engine.Finding) []string {
+	for _, f := range findings {
+		if f.Code != "" {
+			codes = append(codes, f.Code)
+		}
+		for _, v := range f.Violations {
+			codes = append(codes, v.Code)
+		}
+	}
+	return codes
 }
 
 // LifecycleAt is the summarized record's lifecycle as of now (see

@@ -58,11 +58,13 @@ echo "== 2. the agent is asked to trade: the allow-list rejects the round, no to
 agent "Buy 100 ACME"
 grep -q '^tool_call:' <<<"$out" && { echo "FAIL: a rejected tool call reached the agent"; exit 1; }
 echo "ok   no tool call reaches the agent"
-grep -q 'capability_not_allowed' <<<"$out" || { echo "FAIL: the refusal does not state the violation"; exit 1; }
-echo "ok   the agent gets an assistant message stating the violation"
+grep -q 'refused by policy. (decision [0-9a-f]*)' <<<"$out" || { echo "FAIL: the refusal does not name its decision"; exit 1; }
+grep -q 'capability_not_allowed' <<<"$out" && { echo "FAIL: the refusal tells the user the policy's internals"; exit 1; }
+echo "ok   the agent gets a refusal naming its decision id, not the policy's internals"
 id=$(sed -n 's/^request_id: //p' <<<"$out")
 call GET "/v1/executions/$id"
-expect 200 '.status == "failed" and ((.phases // []) | length) == 0' "the record is failed and holds no accepted plan"
+expect 200 '.status == "failed" and ((.phases // []) | length) == 0 and .rejections[0].violations[0].code == "capability_not_allowed"' \
+	"the record is failed, holds no accepted plan, and keeps the violation"
 
 echo "== 3. the model's answer carries personal data: after_synthesis redacts it (streamed)"
 agent -stream "Who do I talk to about ACME?"

@@ -236,7 +236,7 @@ func (c *chatCall) decide(ctx context.Context, rep *reply) (*answer, *apiError) 
 		if c.cfg.OnReject == config.RejectError {
 			return nil, v.error()
 		}
-		text := v.text()
+		text := v.refusal(c.cfg)
 		return &answer{content: &text, tail: separated(own, text), finish: "stop"}, nil
 	}
 	ans := &answer{calls: v.calls, finish: "tool_calls"}
@@ -268,7 +268,7 @@ func separated(before, text string) string {
 // admitted calls, in their canonical form, reach the client.
 func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *apiError) {
 	phase := len(c.conv.rounds) + 1
-	v := &verdict{}
+	v := &verdict{decisionID: engine.NewDecisionID()}
 	p, err := buildPlan(c.cfg, c.id, c.token, c.conv.text, phase, c.attempt(phase), calls, time.Now())
 	if ae, ok := err.(*argumentsError); ok {
 		c.failRequest(ctx, ae)
@@ -283,7 +283,7 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 		v.rejection = &rejection{code: codeToolCallsDenied}
 		return v, nil
 	}
-	a, err := c.sess.Admit(ctx, p.plan, phase)
+	a, err := c.sess.Admit(engine.WithDecisionID(ctx, v.decisionID), p.plan, phase)
 	if r, ok := engine.AsRequiredAfterPlanningError(err); ok {
 		v.rejection = requiredRejection(r)
 		return v, nil
@@ -298,6 +298,7 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 	v.admitted(c.cfg, a)
 	if len(v.calls) == 0 {
 		v.rejection = &rejection{code: codeToolCallsDenied}
+		c.failRequest(ctx, &deniedRound{denials: v.denials})
 	}
 	return v, nil
 }

@@ -18,6 +18,9 @@ type verdict struct {
 	denials []denial
 	// rejection is set when nothing of the round may run.
 	rejection *rejection
+	// decisionID is the round's plan review's: the record and the decision log hold
+	// the rejection's details under it.
+	decisionID string
 }
 
 // denial is one withheld tool call.
@@ -47,6 +50,22 @@ func requiredRejection(r *engine.RequiredAfterPlanningError) *rejection {
 	}
 	return &rejection{code: codeRequiredAfterPlan, hook: r.Hook, cause: r.DecisionCause(), message: r.Error(), violations: violations}
 }
+
+// deniedRound fails a request whose accepted round had every call withheld: the turn
+// ends with the refusal, so the request ends too, failed with cause guard_denied (not
+// open until its state expires).
+type deniedRound struct{ denials []denial }
+
+func (e *deniedRound) Error() string {
+	parts := make([]string, len(e.denials))
+	for i, d := range e.denials {
+		parts[i] = d.Tool + ": " + d.Code
+	}
+	return "every tool call of the round was denied (" + strings.Join(parts, ", ") + ")"
+}
+
+// DecisionCause implements engine.Causer.
+func (e *deniedRound) DecisionCause() engine.Cause { return engine.CauseGuardDenied }
 
 // admitted turns an admission into the verdict's calls and denials: each allowed step
 // as the call the client gets (issuedCall), each denied one, and an allowed step no
@@ -98,6 +117,20 @@ func (v *verdict) text() string {
 		fmt.Fprintf(&b, "\n- %s: %s: %s", d.Tool, d.Code, d.Reason)
 	}
 	return b.String()
+}
+
+// refusal is the rejection as the end user reads it under on_reject: refuse: cfg's
+// refusal message, naming the decision id and a generic reason, never the hook, the
+// violations or the denials' text (those stay in the record and the error mode).
+func (v *verdict) refusal(cfg *config.OpenAIGateway) string {
+	reason := "the requested actions were refused by policy"
+	switch v.rejection.code {
+	case codeToolCallsDenied:
+		reason = "none of the requested actions is allowed"
+	case codeInvalidPlan, codeInvalidToolArguments:
+		reason = "the requested actions were malformed"
+	}
+	return cfg.Refusal(v.decisionID, reason)
 }
 
 // error is the rejection as an OpenAI-shaped 403.

@@ -83,6 +83,8 @@ func Query(t *testing.T, newStore func(t *testing.T) store.RecordStore) {
 			{"violation of a policy", store.Query{Violation: "capability_not_allowed"}, []string{"trade-1"}},
 			{"violation of a plan rule", store.Query{Violation: "unknown_agent"}, []string{"bad-plan"}},
 			{"violation of a guard", store.Query{Violation: "trade_limit"}, []string{"broker-1"}},
+			{"would-deny finding of a policy", store.Query{Violation: "external_email"}, []string{"quote-1"}},
+			{"would-deny finding of a guard", store.Query{Violation: "tier_limit"}, []string{"quote-1"}},
 			{"guard outcome", store.Query{Guard: engine.CheckDeny}, []string{"broker-1"}},
 			{"guard outcome allow", store.Query{Guard: engine.CheckAllow}, []string{"quote-1", "broker-1"}},
 			{"generation", store.Query{Generation: "g-2"}, []string{"cached"}},
@@ -242,7 +244,7 @@ func listAll(t *testing.T, s store.RecordLister, q store.Query, limit int) []str
 }
 
 // fixture is a set of records like the stock walkthrough's, newest first: an allowed
-// quote, a trade the plan policy rejected (request text with markup), a broker trade a
+// quote (a plan policy in audit and a guard in warn mode would have denied it), a trade the plan policy rejected (request text with markup), a broker trade a
 // guard denied, a 422 invalid plan, an open request whose state expired, and a cached
 // answer on another generation.
 func fixture(now time.Time) []*engine.ExecutionRecord {
@@ -259,10 +261,15 @@ func fixture(now time.Time) []*engine.ExecutionRecord {
 	check := func(outcome engine.CheckOutcome, code string) engine.OperationRecord {
 		return engine.OperationRecord{Operation: op.ToolCall, StepID: "step-1", Outcome: outcome, Code: code, Generation: "g-1", PolicyRevision: "trade-limits-v1"}
 	}
+	audited := accepted
+	audited.WouldDeny = []engine.Finding{{Mode: engine.RuleAudit, Rule: "rego data.mail", Cause: engine.CausePolicyDenied,
+		Violations: []engine.Violation{{Code: "external_email", Message: "mail leaves the company"}}}}
+	warned := check(engine.CheckAllow, "")
+	warned.WouldDeny = []engine.Finding{{Mode: engine.RuleWarn, Rule: "guard tier", Code: "tier_limit", Cause: engine.CauseGuardDenied}}
 	return []*engine.ExecutionRecord{
 		{RequestID: "quote-1", Generation: "g-1", Tenant: "acme", Status: engine.RecordSucceeded, Lifecycle: engine.LifecycleCompleted, Revision: 5,
-			PipelineHooks: []engine.Invocation{tenant, accepted, inv("pii-redaction", engine.StageAfterSynthesis, dec(engine.FailOpen, engine.ActionContinue, "completed"))},
-			Operations:    []engine.OperationRecord{check(engine.CheckAllow, "")}, CreatedAt: at(2), UpdatedAt: at(1)},
+			PipelineHooks: []engine.Invocation{tenant, audited, inv("pii-redaction", engine.StageAfterSynthesis, dec(engine.FailOpen, engine.ActionContinue, "completed"))},
+			Operations:    []engine.OperationRecord{warned}, CreatedAt: at(2), UpdatedAt: at(1)},
 		{RequestID: "trade-1", Generation: "g-1", Tenant: "acme", Request: "Buy 100 ACME <script>alert(1)</script>", Status: engine.RecordFailed,
 			Lifecycle: engine.LifecycleFailed, Cause: engine.CausePolicyDenied, Error: "required after-planning hook \"allowed-operations\" failed", Revision: 3,
 			PipelineHooks: []engine.Invocation{tenant, inv("allowed-operations", engine.StageAfterPlanning, dec(engine.FailClosed, engine.ActionTerminate, engine.ReasonHookError))},

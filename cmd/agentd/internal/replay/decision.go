@@ -1,7 +1,13 @@
 package replay
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -23,6 +29,33 @@ type Decision struct {
 	// Masked names the payload paths a decision log masked: the candidate saw them
 	// masked too.
 	Masked []string
+	// Lacks names the payload variables (builtin.PayloadVariables) the source did not
+	// keep: the candidate saw them empty.
+	Lacks []string
+}
+
+// unknowable returns why the candidate gen cannot decide d again as the live
+// configuration did, "" when it can: its hooks (a plan review's) or guards (a check's)
+// may read a payload variable the source lacks or masked.
+func (d *Decision) unknowable(gen *config.Generation) string {
+	stage, who := engine.StageAfterPlanning, "after_planning hooks"
+	if d.IsCheck() {
+		stage, who = "", "guards"
+	}
+	for _, v := range builtin.PayloadVariables {
+		if !gen.Reads.May(stage, v) {
+			continue
+		}
+		if slices.Contains(d.Lacks, v) {
+			return fmt.Sprintf("the candidate's %s may read %s, which the source did not keep", who, v)
+		}
+		for _, m := range d.Masked {
+			if m == "*" || m == v || strings.HasPrefix(m, v+".") || strings.HasPrefix(m, v+"[") {
+				return fmt.Sprintf("the candidate's %s may read %s, which the source masked (%s)", who, v, m)
+			}
+		}
+	}
+	return ""
 }
 
 // IsCheck reports whether d is an operation check.

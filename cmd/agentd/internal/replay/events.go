@@ -114,6 +114,7 @@ func checkEvent(e *decisionlog.Event, st *engine.RequestState) (Decision, error)
 	}
 	snap := *st
 	snap.Runs = maps.Clone(st.Runs)
+	snap.Request, snap.Metadata = call.Request, call.Metadata // what the guards saw
 	return Decision{RequestID: e.RequestID, DecisionID: e.DecisionID, Call: call, State: &snap, Live: live, Masked: masked(e)}, nil
 }
 

@@ -13,13 +13,22 @@ import (
 
 // fromRecord returns the decisions of one execution record: its plan phases in phase
 // order (each accepted plan and each rejected candidate, with the steps of the phases
-// accepted before it), then its operation checks in order.
+// accepted before it), then its operation checks in order, each on the request's text
+// and metadata. A record keeps no enrichments, nor metadata when written before records
+// kept it: its decisions say they lack them.
 func fromRecord(rec *engine.ExecutionRecord) *Set {
 	if rec.SchemaVersion != engine.ExecutionRecordVersion {
 		return &Set{Skips: []Skip{{RequestID: rec.RequestID, Reason: schemaSkip("record", rec.SchemaVersion, engine.ExecutionRecordVersion)}}}
 	}
 	set := &Set{Decisions: recordedPlans(rec)}
 	set.Add(recordedChecks(rec))
+	lacks := []string{"enrichments"}
+	if rec.Metadata == nil {
+		lacks = append(lacks, "metadata")
+	}
+	for i := range set.Decisions {
+		set.Decisions[i].Lacks = lacks
+	}
 	return set
 }
 
@@ -36,7 +45,7 @@ func recordedPlans(rec *engine.ExecutionRecord) []Decision {
 	var out []Decision
 	for _, ph := range rec.Phases {
 		out = append(out, Decision{RequestID: rec.RequestID, DecisionID: phaseDecision(rec, ph.Phase), Phase: ph.Phase,
-			Input: compare.Input{RequestID: rec.RequestID, Plan: ph.Plan}, Live: compare.Verdict{Outcome: engine.OutcomeAccepted}})
+			Input: compare.Input{RequestID: rec.RequestID, Request: rec.Request, Metadata: rec.Metadata, Plan: ph.Plan}, Live: compare.Verdict{Outcome: engine.OutcomeAccepted}})
 	}
 	for _, rj := range rec.Rejections {
 		live := compare.Verdict{Outcome: engine.OutcomeRejected, Cause: rj.Cause, Violations: rj.Violations}
@@ -45,7 +54,7 @@ func recordedPlans(rec *engine.ExecutionRecord) []Decision {
 				Violations: []engine.Violation{{Code: string(rj.Code), StepID: rj.StepID}}}
 		}
 		out = append(out, Decision{RequestID: rec.RequestID, DecisionID: rj.DecisionID, Phase: rj.Phase,
-			Input: compare.Input{RequestID: rec.RequestID, Plan: rj.Plan}, Live: live})
+			Input: compare.Input{RequestID: rec.RequestID, Request: rec.Request, Metadata: rec.Metadata, Plan: rj.Plan}, Live: live})
 	}
 	slices.SortStableFunc(out, func(a, b Decision) int {
 		return cmp.Or(cmp.Compare(a.Phase, b.Phase), cmp.Compare(rank(a), rank(b)))
@@ -89,7 +98,7 @@ func acceptedBefore(rec *engine.ExecutionRecord, phase int) []engine.RoutingStep
 // steps and the runs the checks and finishes before it left.
 func recordedChecks(rec *engine.ExecutionRecord) *Set {
 	set := &Set{}
-	st := &engine.RequestState{ID: rec.RequestID, Runs: map[string]*engine.StepRun{}}
+	st := &engine.RequestState{ID: rec.RequestID, Request: rec.Request, Metadata: rec.Metadata, Runs: map[string]*engine.StepRun{}}
 	for _, ph := range rec.Phases {
 		st.Phase = max(st.Phase, ph.Phase)
 		if ph.Plan != nil {

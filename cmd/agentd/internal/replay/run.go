@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"slices"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
 	"github.com/agentd-dev/agentd/config"
@@ -25,11 +26,17 @@ type Result struct {
 	Skips          []Skip
 }
 
-// Run decides every decision of set again with gen, in order.
+// Run decides every decision of set again with gen, in order. A decision gen's hooks or
+// guards cannot decide as the live configuration did, because they may read what the
+// source lacks or masked, is refused: a skip that says so, never a difference.
 func Run(ctx context.Context, gen *config.Generation, set *Set) *Result {
-	r := &Result{Generation: gen.ID, PolicyRevision: gen.PolicyRevision, Requests: set.requests(), Skips: set.Skips}
+	r := &Result{Generation: gen.ID, PolicyRevision: gen.PolicyRevision, Requests: set.requests(), Skips: slices.Clone(set.Skips)}
 	for i := range set.Decisions {
 		d := &set.Decisions[i]
+		if why := d.unknowable(gen); why != "" {
+			r.Skips = append(r.Skips, Skip{RequestID: d.RequestID, DecisionID: d.DecisionID, Reason: why})
+			continue
+		}
 		var v compare.Verdict
 		if d.IsCheck() {
 			r.Checks++
