@@ -31,7 +31,7 @@ const (
 	TypeMethodNotAllowed      ErrorType = "method_not_allowed"
 	TypeUnauthorized          ErrorType = "unauthorized"
 	TypeForbidden             ErrorType = "forbidden"
-	TypeTenantForbidden       ErrorType = ErrorType(engine.RefusedTenantForbidden)
+	TypeTenantForbidden       ErrorType = "tenant_forbidden"
 	TypeHostForbidden         ErrorType = "host_forbidden"
 	TypeCrossOrigin           ErrorType = "cross_origin"
 	TypeUnsupportedMediaType  ErrorType = "unsupported_media_type"

@@ -329,7 +329,7 @@ func TestReplicas_BundleRevisionsAnswerNoGenerationRetired(t *testing.T) {
 		}()
 	}
 	for _, rev := range revisions[1:] {
-		time.Sleep(700 * time.Millisecond)
+		time.Sleep(2 * time.Second) // time for both replicas to poll a revision before the next replaces it
 		srv.serve(rev)
 	}
 	last := fmt.Sprintf("r%d", len(revisions))

@@ -42,7 +42,7 @@ func TestOpenAIGateway_ForwardsOnlyWhatItReviewed(t *testing.T) {
 			t.Parallel()
 			c, id := buffered.complete(t, ask(question))
 			msg := c.Choices[0].Message
-			if len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "invalid_tool_arguments") || c.Choices[0].FinishReason != "stop" {
+			if len(msg.ToolCalls) != 0 || !strings.Contains(msg.Content, "the requested actions were malformed") || c.Choices[0].FinishReason != "stop" {
 				t.Errorf("answer = %q, %d tool calls", msg.Content, len(msg.ToolCalls))
 			}
 			if strings.Contains(c.RawJSON(), "50000") || strings.Contains(c.RawJSON(), "HALTED") {

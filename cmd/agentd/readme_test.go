@@ -65,7 +65,7 @@ func exerciseCommand(t *testing.T, root, scratch, cmd string) {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(makefile), "EXAMPLE ?= examples/stock-agent") ||
-			!strings.Contains(string(makefile), "$(GO) run ./cmd/agentd serve --config $(EXAMPLE)") {
+			!strings.Contains(string(makefile), "exec bin/agentd serve --config $(EXAMPLE)") {
 			t.Fatal("make run no longer serves examples/stock-agent, which TestWalkthrough exercises")
 		}
 	case cmd == "make test":
