@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/server"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	mcpgw "github.com/agentd-dev/agentd/gateway/mcp"
+	"github.com/agentd-dev/agentd/server"
 )
 
 // boundaryFlags configure what the daemon accepts from browsers and how many MCP
