@@ -47,26 +47,7 @@ func (enc *encoder) event(e *Event) error {
 	enc.member("generation", e.Generation, true)
 	enc.member("policy_revision", e.PolicyRevision, true)
 	enc.member("outcome", e.Outcome, false)
-	enc.member("cause", string(e.Cause), true)
-	if len(e.Hooks) > 0 {
-		enc.buf = append(enc.buf, `,"hooks":[`...)
-		for i := range e.Hooks {
-			if i > 0 {
-				enc.buf = append(enc.buf, ',')
-			}
-			if err := enc.hook(&e.Hooks[i]); err != nil {
-				return err
-			}
-		}
-		enc.buf = append(enc.buf, ']')
-	}
-	if err := enc.optional("violations", len(e.Violations) > 0, func() any { return e.Violations }); err != nil {
-		return err
-	}
-	if err := enc.optional("denial", e.Denial != nil, func() any { return e.Denial }); err != nil {
-		return err
-	}
-	if err := enc.optional("would_deny", len(e.WouldDeny) > 0, func() any { return e.WouldDeny }); err != nil {
+	if err := enc.verdict(e); err != nil {
 		return err
 	}
 	if err := enc.float("duration_ms", e.DurationMS); err != nil {
@@ -208,6 +189,35 @@ func (enc *encoder) members(m map[string]any, after bool) error {
 			}
 			enc.plans[p] = [2]int{start, len(enc.buf)}
 		}
+	}
+	return nil
+}
+
+// verdict writes the members that say what was decided, after a first member: the
+// cause, the hooks, the violations, the denial and the would-deny findings, each when
+// the event has it. Both formats write them alike.
+func (enc *encoder) verdict(e *Event) error {
+	enc.member("cause", string(e.Cause), true)
+	if len(e.Hooks) > 0 {
+		enc.buf = append(enc.buf, `,"hooks":[`...)
+		for i := range e.Hooks {
+			if i > 0 {
+				enc.buf = append(enc.buf, ',')
+			}
+			if err := enc.hook(&e.Hooks[i]); err != nil {
+				return err
+			}
+		}
+		enc.buf = append(enc.buf, ']')
+	}
+	if err := enc.optional("violations", len(e.Violations) > 0, func() any { return e.Violations }); err != nil {
+		return err
+	}
+	if err := enc.optional("denial", e.Denial != nil, func() any { return e.Denial }); err != nil {
+		return err
+	}
+	if err := enc.optional("would_deny", len(e.WouldDeny) > 0, func() any { return e.WouldDeny }); err != nil {
+		return err
 	}
 	return nil
 }

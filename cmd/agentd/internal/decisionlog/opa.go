@@ -150,26 +150,7 @@ func (f *opaFormat) result(e *Event) error {
 	enc := &f.enc
 	enc.buf = append(enc.buf, `{"outcome":`...)
 	enc.buf = engine.AppendJSONString(enc.buf, e.Outcome)
-	enc.member("cause", string(e.Cause), true)
-	if len(e.Hooks) > 0 {
-		enc.buf = append(enc.buf, `,"hooks":[`...)
-		for i := range e.Hooks {
-			if i > 0 {
-				enc.buf = append(enc.buf, ',')
-			}
-			if err := enc.hook(&e.Hooks[i]); err != nil {
-				return err
-			}
-		}
-		enc.buf = append(enc.buf, ']')
-	}
-	if err := enc.optional("violations", len(e.Violations) > 0, func() any { return e.Violations }); err != nil {
-		return err
-	}
-	if err := enc.optional("denial", e.Denial != nil, func() any { return e.Denial }); err != nil {
-		return err
-	}
-	if err := enc.optional("would_deny", len(e.WouldDeny) > 0, func() any { return e.WouldDeny }); err != nil {
+	if err := enc.verdict(e); err != nil {
 		return err
 	}
 	if err := enc.optional("shadow", e.Shadow != nil, func() any { return e.Shadow }); err != nil {
