@@ -46,7 +46,7 @@ const (
 	// maxBackoff is how many poll periods at most separate fetches after failures.
 	maxBackoff = 4
 	// missInterval is the least time between two fetches a registry miss starts.
-	missInterval = time.Second
+	missInterval = 100 * time.Millisecond
 	// missTimeout bounds a fetch a registry miss starts.
 	missTimeout = 5 * time.Second
 )
@@ -174,12 +174,15 @@ func (s *Source) Run(ctx context.Context) {
 	}
 }
 
-// onMiss is the registry's miss handler: one fetch, unless one ran in the last
-// missInterval (a request of a retired generation does not start a fetch per call).
+// onMiss is the registry's miss handler: one fetch, unless one started after the miss
+// did (its answer is as new as this one's would be; concurrent misses wait for it) or
+// in the last missInterval (requests of a retired generation do not start a fetch per
+// call).
 func (s *Source) onMiss(string) {
+	missed := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if time.Since(s.lastAttempt) < missInterval {
+	if !s.lastAttempt.Before(missed) || time.Since(s.lastAttempt) < missInterval {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), missTimeout)
