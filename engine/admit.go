@@ -69,11 +69,8 @@ func (s *Session) deny(ctx context.Context, a *Admission, step RoutingStep, para
 		found := *st
 		report.State = &found
 	}
-	rec := OperationRecord{
-		DecisionID: id, Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
-		Capability: call.Capability, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, StartedAt: started.UTC(),
-		Outcome: CheckDeny, Code: den.Code, Reason: den.Reason, Guard: AdmissionGuard, GuardIndex: ptr(-1),
-	}
+	rec := s.operationRecord(id, &call, started)
+	rec.Outcome, rec.Code, rec.Reason, rec.Guard, rec.GuardIndex = CheckDeny, den.Code, den.Reason, AdmissionGuard, ptr(-1)
 	rec.Duration = time.Since(started)
 	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
 	err := s.recordCheck(ctx, rec, &report.Record)

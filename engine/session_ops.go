@@ -167,10 +167,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	ofRequest(s.known(), &call)
 	mode := s.gen.binding()
 	bound := call.Operation == op.ToolCall && mode != BindingOff
-	rec := OperationRecord{
-		DecisionID: decisionID(ctx), Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
-		Capability: call.Capability, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, StartedAt: started.UTC(),
-	}
+	rec := s.operationRecord(decisionID(ctx), &call, started)
 	if bound {
 		rec.Binding = mode
 		if den := bind(mode, s.known(), &call); den != nil {
@@ -520,4 +517,13 @@ func (d *Driver) CompleteEffect(ctx context.Context, id string, e Effect) error 
 		return problem
 	}
 	return nil
+}
+
+// operationRecord is the record of decision id, a check of call on s's generation that
+// started at started, before its outcome is known.
+func (s *Session) operationRecord(id string, call *op.Call, started time.Time) OperationRecord {
+	return OperationRecord{
+		DecisionID: id, Operation: call.Operation, StepID: call.StepID, Namespace: call.Namespace, AgentName: call.AgentName,
+		Capability: call.Capability, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, StartedAt: started.UTC(),
+	}
 }
