@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/replay"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 )
 

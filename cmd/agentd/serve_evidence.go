@@ -12,10 +12,10 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/decisionlog"
 )
 
 // evidenceFlags configure the decision log's sinks and the shadow configuration.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/builtin"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/replay"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"

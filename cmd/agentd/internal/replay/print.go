@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/engine"
 )
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/replay"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 )
 

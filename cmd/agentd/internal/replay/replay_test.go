@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/replay"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/stocktest"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/internal/stocktest"
 )
 
 // inert runs the stock agent's cache and rate-limit steps against services that hold

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 )
 

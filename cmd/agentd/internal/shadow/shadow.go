@@ -8,10 +8,10 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 )
 

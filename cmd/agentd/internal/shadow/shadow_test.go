@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/stocktest"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/internal/stocktest"
 )
 
 type emitted struct {

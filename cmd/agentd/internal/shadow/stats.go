@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/decisionlog"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )

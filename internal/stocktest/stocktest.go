@@ -31,7 +31,7 @@ func Dir(t testing.TB, edits ...Edit) string {
 	if !ok {
 		t.Fatal("stocktest: no caller information")
 	}
-	root := filepath.Join(filepath.Dir(self), "..", "..", "..", "..")
+	root := filepath.Join(filepath.Dir(self), "..", "..")
 	dir := t.TempDir()
 	for dst, src := range map[string]string{
 		"hooks":    filepath.Join(root, "examples", "stock-agent", "hooks"),

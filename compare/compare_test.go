@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/stocktest"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/internal/stocktest"
 )
 
 func TestCompare(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd-dev/agentd/cmd/agentd/internal/compare"
+	"github.com/agentd-dev/agentd/compare"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 )
