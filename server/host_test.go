@@ -12,7 +12,7 @@ import (
 type hostConfig struct {
 	Registry      *reload.Registry
 	States        engine.StateStore
-	Records       store.RecordStore
+	Records       store.QueryableRecords
 	MeterProvider metric.MeterProvider
 }
 

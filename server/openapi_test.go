@@ -194,7 +194,7 @@ func stockHandler(t *testing.T) http.Handler {
 }
 
 // pipelineHandler serves one generation of Go hooks on the given stores.
-func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records store.RecordStore) http.Handler {
+func pipelineHandler(t *testing.T, registry *reload.Registry, states engine.StateStore, records store.QueryableRecords) http.Handler {
 	t.Helper()
 	svc, err := newService(hostConfig{Registry: registry, States: states, Records: records})
 	if err != nil {

@@ -26,7 +26,7 @@ type Config struct {
 	// the service's Metrics among its observers.
 	Driver *engine.Driver
 	// Records are the execution records GET /v1/executions reads: the driver's.
-	Records store.RecordStore
+	Records store.QueryableRecords
 	Logger  *slog.Logger
 	// LogPayloads lets a hook panic's value into the log (it may quote the request).
 	LogPayloads bool

@@ -33,7 +33,7 @@ func BenchmarkHandler_StageCallStoreCost(b *testing.B) {
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
-	handler := func(states engine.StateStore, records store.RecordStore) http.Handler {
+	handler := func(states engine.StateStore, records store.QueryableRecords) http.Handler {
 		b.Helper()
 		svc, err := newService(hostConfig{Registry: registry, States: states, Records: records})
 		if err != nil {

@@ -350,7 +350,7 @@ type stores struct {
 	states  engine.StateStore
 	cache   store.Cache
 	limiter store.Limiter
-	records store.RecordStore
+	records store.QueryableRecords
 	// kind is bolt, memory or redis.
 	kind  string
 	close func()

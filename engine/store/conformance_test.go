@@ -34,5 +34,5 @@ func TestMemory_Binding(t *testing.T) {
 }
 
 func TestMemory_Query(t *testing.T) {
-	storetest.Query(t, func(t *testing.T) store.RecordStore { return newMemory(t) })
+	storetest.Query(t, func(t *testing.T) store.QueryableRecords { return newMemory(t) })
 }

@@ -27,9 +27,9 @@ type RecordLister interface {
 	List(ctx context.Context, q Query) (Page, error)
 }
 
-// RecordStore is a record store that lists its records, as both stores of this
-// module are.
-type RecordStore interface {
+// QueryableRecords is an engine.RecordStore that also lists its records by a Query, as
+// every store of this module is; the stage API's record routes read through it.
+type QueryableRecords interface {
 	engine.RecordStore
 	RecordLister
 }

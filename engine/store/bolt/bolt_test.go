@@ -50,5 +50,5 @@ func TestStore_Binding(t *testing.T) {
 }
 
 func TestStore_Query(t *testing.T) {
-	storetest.Query(t, func(t *testing.T) store.RecordStore { return newStore(t) })
+	storetest.Query(t, func(t *testing.T) store.QueryableRecords { return newStore(t) })
 }

@@ -404,5 +404,5 @@ func TestStore_CloseLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestRecords_Query(t *testing.T) {
-	storetest.Query(t, func(t *testing.T) store.RecordStore { return open(t).Records(store.Retention{}) })
+	storetest.Query(t, func(t *testing.T) store.QueryableRecords { return open(t).Records(store.Retention{}) })
 }

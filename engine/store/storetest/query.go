@@ -17,7 +17,7 @@ import (
 
 // Query checks the store.RecordLister contract against stores made by newStore (which
 // keep records until deleted); each subtest gets a fresh store.
-func Query(t *testing.T, newStore func(t *testing.T) store.RecordStore) {
+func Query(t *testing.T, newStore func(t *testing.T) store.QueryableRecords) {
 	ctx := context.Background()
 	t.Run("EmptyStoreListsNothing", func(t *testing.T) {
 		page, err := newStore(t).List(ctx, store.Query{})
