@@ -84,7 +84,7 @@ func Synthesis(ctx context.Context, gen *engine.Generation, in Input) (v Verdict
 // request) and guards about call, beginning no observer.
 func Check(ctx context.Context, gen *engine.Generation, st *engine.RequestState, call op.Call) (v Verdict) {
 	defer recovered(&v)
-	return checkVerdict(gen.Verdict(ctx, st, call))
+	return checkVerdict(gen.EvaluateCall(ctx, st, call))
 }
 
 // recovered turns a hook panic into a panic verdict.

@@ -154,9 +154,9 @@ func TestDriver_ReportsCarryTheCallsStartingPoint(t *testing.T) {
 	}
 }
 
-// Verdict asks a generation what its binding and guards decide, writing nothing and
+// EvaluateCall asks a generation what its binding and guards decide, writing nothing and
 // beginning no observer.
-func TestGeneration_VerdictBindsThenGuards(t *testing.T) {
+func TestGeneration_EvaluateCallBindsThenGuards(t *testing.T) {
 	began := 0
 	runner, err := op.Compile(op.Set{
 		PolicyRevision: "r1",
@@ -204,7 +204,7 @@ func TestGeneration_VerdictBindsThenGuards(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gen := &engine.Generation{ID: "g", Runner: runner, PolicyRevision: "r1", Binding: tc.binding}
-			err := gen.Verdict(context.Background(), tc.st, tc.call)
+			err := gen.EvaluateCall(context.Background(), tc.st, tc.call)
 			code := ""
 			if den, ok := op.AsDenial(err); ok {
 				code = den.Code
@@ -223,7 +223,7 @@ func TestGeneration_VerdictBindsThenGuards(t *testing.T) {
 		t.Fatal("a verdict wrote the state")
 	}
 	var ce *op.CallError
-	if err := (&engine.Generation{}).Verdict(context.Background(), nil, op.Call{Operation: "launch"}); !errors.As(err, &ce) {
+	if err := (&engine.Generation{}).EvaluateCall(context.Background(), nil, op.Call{Operation: "launch"}); !errors.As(err, &ce) {
 		t.Fatalf("malformed call: %v, want a *op.CallError", err)
 	}
 }

@@ -64,7 +64,7 @@ func tokenOf(tokens []Token, header string) (Token, bool) {
 // authorize admits a call of a route that needs role: with no tokens configured every
 // call; otherwise a call presenting a token whose role may call the route, confined to
 // the token's tenant when it has one. A GET or HEAD may present, instead of a token,
-// the cookie of a session the token opened (see Sessions). A call without a valid
+// the cookie of a session the token opened (see BrowserSessions). A call without a valid
 // token is answered 401 and its connection closed, its body never read (a browser
 // loading a page is sent to opts.LoginPage instead, when set); a token whose role may
 // not call the route is answered 403 forbidden.

@@ -34,8 +34,8 @@ type HTTPOptions struct {
 	// caller may see it (a caller confined to a tenant: engine.TenantFrom(ctx)).
 	Gateways map[string]func(context.Context) any
 	// Sessions are the browser sessions that stand for a token on GET and HEAD calls
-	// (see Sessions); nil means a store of this handler's own.
-	Sessions *Sessions
+	// (see BrowserSessions); nil means a store of this handler's own.
+	Sessions *BrowserSessions
 	// AllowedHosts are the Host names, besides the loopback ones, that a call reaching
 	// the server at a loopback address may name (see browserBoundary).
 	AllowedHosts []string
@@ -88,7 +88,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		opts.MaxBody = 1 << 20
 	}
 	if opts.Sessions == nil {
-		opts.Sessions = NewSessions(0, 0)
+		opts.Sessions = NewBrowserSessions(0, 0)
 	}
 	mux := &apiMux{ServeMux: http.NewServeMux()}
 	route := func(role Role, method, path string, h http.Handler) {

@@ -22,15 +22,16 @@ const (
 	DefaultMaxSessions = 10_000
 )
 
-// Sessions are the browser sessions of the records viewer. A browser opens one with
+// BrowserSessions are the browser sessions of the records viewer (not engine.Session,
+// which is one request's stage calls). A browser opens one with
 // an API token (POST /v1/session) and gets a random session id in an HttpOnly,
 // SameSite=Strict cookie (Secure over TLS); the cookie never holds the token. A
 // session stands for the token that opened it (its role and tenant) on safe calls
 // only (GET and HEAD), so it reads records, status and the viewer but never changes
 // anything, and a forged cross-site request can do nothing with it. Sessions live in this process: they end
 // when it restarts, at their TTL, or at DELETE /v1/session; replicas do not share
-// them. Sessions is safe for concurrent use.
-type Sessions struct {
+// them. BrowserSessions is safe for concurrent use.
+type BrowserSessions struct {
 	ttl time.Duration
 	max int
 	now func() time.Time
@@ -38,30 +39,30 @@ type Sessions struct {
 	mu sync.Mutex
 	// live holds each session, keyed by the SHA-256 of its id, so that the ids
 	// themselves are nowhere but in the browsers.
-	live map[[sha256.Size]byte]session
+	live map[[sha256.Size]byte]browserSession
 }
 
-// session is the token that opened a session, and when the session ends.
-type session struct {
+// browserSession is the token that opened a session, and when the session ends.
+type browserSession struct {
 	token Token
 	end   time.Time
 }
 
-// NewSessions returns an empty session store whose sessions last ttl (0 means
+// NewBrowserSessions returns an empty session store whose sessions last ttl (0 means
 // DefaultSessionTTL); at most max live at once (0 means DefaultMaxSessions), the
 // oldest ending first.
-func NewSessions(ttl time.Duration, max int) *Sessions {
+func NewBrowserSessions(ttl time.Duration, max int) *BrowserSessions {
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	return &Sessions{ttl: ttl, max: max, now: time.Now, live: map[[sha256.Size]byte]session{}}
+	return &BrowserSessions{ttl: ttl, max: max, now: time.Now, live: map[[sha256.Size]byte]browserSession{}}
 }
 
 // open starts a session of tok and sets its cookie on w.
-func (s *Sessions) open(w http.ResponseWriter, r *http.Request, tok Token) {
+func (s *BrowserSessions) open(w http.ResponseWriter, r *http.Request, tok Token) {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
@@ -70,7 +71,7 @@ func (s *Sessions) open(w http.ResponseWriter, r *http.Request, tok Token) {
 	if len(s.live) >= s.max {
 		s.evict(now)
 	}
-	s.live[sha256.Sum256([]byte(id))] = session{token: tok, end: now.Add(s.ttl)}
+	s.live[sha256.Sum256([]byte(id))] = browserSession{token: tok, end: now.Add(s.ttl)}
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(s.ttl / time.Second),
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
@@ -78,7 +79,7 @@ func (s *Sessions) open(w http.ResponseWriter, r *http.Request, tok Token) {
 
 // evict ends the expired sessions, and the one closest to its end if none was. The
 // caller holds s.mu.
-func (s *Sessions) evict(now time.Time) {
+func (s *BrowserSessions) evict(now time.Time) {
 	var first [sha256.Size]byte
 	var firstEnd time.Time
 	n := len(s.live)
@@ -96,7 +97,7 @@ func (s *Sessions) evict(now time.Time) {
 
 // token returns the token whose live session r's cookie names; a nil Sessions has
 // none.
-func (s *Sessions) token(r *http.Request) (Token, bool) {
+func (s *BrowserSessions) token(r *http.Request) (Token, bool) {
 	if s == nil {
 		return Token{}, false
 	}
@@ -116,7 +117,7 @@ func (s *Sessions) token(r *http.Request) (Token, bool) {
 }
 
 // close ends the session of r, if any, and clears its cookie.
-func (s *Sessions) close(w http.ResponseWriter, r *http.Request) {
+func (s *BrowserSessions) close(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
 		s.mu.Lock()
 		delete(s.live, sha256.Sum256([]byte(c.Value)))

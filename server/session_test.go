@@ -44,7 +44,7 @@ func withCookie(h http.Handler, c *http.Cookie, method, path, body string) int {
 	return rec.Code
 }
 
-func sessionHandler(t *testing.T, sessions *Sessions) http.Handler {
+func sessionHandler(t *testing.T, sessions *BrowserSessions) http.Handler {
 	t.Helper()
 	svc, _ := newTestService(t)
 	return svc.Handler(HTTPOptions{Sessions: sessions, Tokens: []Token{
@@ -97,7 +97,7 @@ func TestSessions_AuthorizeReadsOnly(t *testing.T) {
 }
 
 func TestSessions_EndAtLogoutTTLAndBound(t *testing.T) {
-	sessions := NewSessions(time.Hour, 2)
+	sessions := NewBrowserSessions(time.Hour, 2)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sessions.now = func() time.Time { return now }
 	h := sessionHandler(t, sessions)

@@ -49,7 +49,7 @@ type Report struct {
 	Seed int64 `json:"seed"`
 	// Hook is the required after-planning hook attacked.
 	Hook string `json:"hook"`
-	// Seeds are the unmutated plans, with their verdicts.
+	// Seeds are the unmutated plans, with where each ended.
 	Seeds []SeedResult `json:"seeds"`
 	// Allowed are the operation identities the stage accepted unmutated.
 	Allowed []string `json:"allowed_identities"`
@@ -67,17 +67,17 @@ type Report struct {
 
 // SeedResult is one seed and where it ended.
 type SeedResult struct {
-	Source  string  `json:"source"`
-	Verdict Verdict `json:"verdict"`
+	Source string `json:"source"`
+	Ending Ending `json:"verdict"`
 }
 
 // MutationStats counts, per mutation, the plans reviewed and where each ended.
 type MutationStats struct {
-	Name     string          `json:"name"`
-	Doc      string          `json:"doc"`
-	Reviewed int             `json:"reviewed"`
-	Verdicts map[Verdict]int `json:"verdicts"`
-	Findings int             `json:"findings"`
+	Name     string         `json:"name"`
+	Doc      string         `json:"doc"`
+	Reviewed int            `json:"reviewed"`
+	Endings  map[Ending]int `json:"verdicts"`
+	Findings int            `json:"findings"`
 }
 
 // Finding is a mutated plan the stage accepted although it holds an operation identity
@@ -144,8 +144,8 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	var bases []*base
 	for _, s := range all {
 		o := p.review(ctx, &s)
-		r.Seeds = append(r.Seeds, SeedResult{Source: s.Source, Verdict: o.verdict})
-		switch o.verdict {
+		r.Seeds = append(r.Seeds, SeedResult{Source: s.Source, Ending: o.ending})
+		switch o.ending {
 		case Accepted:
 			for _, id := range identities(o.plan) {
 				p.allowed[id] = true
@@ -171,7 +171,7 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	candidates = sample(g.rng, candidates, opts.MaxPlans)
 	stats := map[string]*MutationStats{}
 	for _, m := range mutations {
-		stats[m.Name] = &MutationStats{Name: m.Name, Doc: m.Doc, Verdicts: map[Verdict]int{}}
+		stats[m.Name] = &MutationStats{Name: m.Name, Doc: m.Doc, Endings: map[Ending]int{}}
 	}
 	seen := map[string]bool{}
 	example := map[string]reviewed{}
@@ -190,10 +190,10 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		r.Reviewed++
 		st := stats[c.Mutation]
 		st.Reviewed++
-		st.Verdicts[o.verdict]++
+		st.Endings[o.ending]++
 		id := p.escaped(o)
-		if prev, ok := example[c.Mutation]; o.verdict == RejectedStage && (!ok || prev.o.verdict != RejectedStage) ||
-			o.verdict == Accepted && id == "" && !ok {
+		if prev, ok := example[c.Mutation]; o.ending == RejectedStage && (!ok || prev.o.ending != RejectedStage) ||
+			o.ending == Accepted && id == "" && !ok {
 			example[c.Mutation] = reviewed{*c, o}
 		}
 		if id == "" || seen[c.Mutation+" "+id] {

@@ -27,22 +27,22 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; should have been caught by: %s\n", f.Rule)
 	}
-	verdicts := map[Verdict]int{}
+	endings := map[Ending]int{}
 	for _, m := range r.Mutations {
-		for v, n := range m.Verdicts {
-			verdicts[v] += n
+		for v, n := range m.Endings {
+			endings[v] += n
 		}
 	}
 	accepted := 0
 	for _, s := range r.Seeds {
-		if s.Verdict == Accepted {
+		if s.Ending == Accepted {
 			accepted++
 		}
 	}
 	fmt.Fprintf(w, "probe: hook %s, seed %d: %d seed plans (%d accepted), %d of %d mutated plans reviewed "+
 		"(rejected: %d at the wire, %d by plan validation, %d by the policy; %d accepted), %d finding(s)",
 		r.Hook, r.Seed, len(r.Seeds), accepted, r.Reviewed, r.Generated,
-		verdicts[RejectedWire], verdicts[RejectedValidation], verdicts[RejectedStage], verdicts[Accepted], len(r.Findings))
+		endings[RejectedWire], endings[RejectedValidation], endings[RejectedStage], endings[Accepted], len(r.Findings))
 	if r.Truncated {
 		fmt.Fprint(w, "; stopped at the timeout")
 	}
@@ -53,8 +53,8 @@ func (r *Report) Print(w io.Writer) {
 func (r *Report) PrintMutations(w io.Writer) {
 	for _, m := range r.Mutations {
 		var parts []string
-		for _, v := range slices.Sorted(maps.Keys(m.Verdicts)) {
-			parts = append(parts, fmt.Sprintf("%s %d", v, m.Verdicts[v]))
+		for _, v := range slices.Sorted(maps.Keys(m.Endings)) {
+			parts = append(parts, fmt.Sprintf("%s %d", v, m.Endings[v]))
 		}
 		fmt.Fprintf(w, "  %-26s %4d reviewed (%s), %d finding(s): %s\n", m.Name, m.Reviewed, strings.Join(parts, ", "), m.Findings, m.Doc)
 	}
@@ -101,7 +101,7 @@ func (r *Report) Cases() []byte {
 	}
 	for _, rc := range r.cases {
 		expect := map[string]any{"plan": "allowed"}
-		if rc.o.verdict == RejectedStage {
+		if rc.o.ending == RejectedStage {
 			expect = map[string]any{"plan": "rejected", "violations": rc.o.violations}
 		}
 		add(fmt.Sprintf("probe %s (%s)", rc.c.Mutation, rc.c.Detail), rc.c, expect)

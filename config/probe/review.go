@@ -7,28 +7,29 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 )
 
-// Verdict is where a reviewed plan ended.
-type Verdict string
+// Ending is where a reviewed plan ended: the first of the daemon's checks that stopped it,
+// or Accepted. (Its JSON member is "verdict".)
+type Ending string
 
-// Verdicts, in the order a plan meets them.
+// Endings, in the order a plan meets them.
 const (
 	// RejectedWire: the API would not decode the body (an unknown member, a value of
 	// the wrong JSON type for a typed field).
-	RejectedWire Verdict = "wire"
+	RejectedWire Ending = "wire"
 	// RejectedValidation: plan validation (docs/semantics.md §2) rejected the plan, or
 	// the plan a hook returned.
-	RejectedValidation Verdict = "validation"
+	RejectedValidation Ending = "validation"
 	// RejectedStage: the after_planning stage rejected the plan: the required hook's
 	// policy denied it, or the hook failed (which fails closed).
-	RejectedStage Verdict = "policy"
+	RejectedStage Ending = "policy"
 	// Accepted: the whole stage accepted the plan.
-	Accepted Verdict = "accepted"
+	Accepted Ending = "accepted"
 )
 
 // outcome is what reviewing one case gave.
 type outcome struct {
-	verdict Verdict
-	err     error
+	ending Ending
+	err    error
 	// plan is the accepted plan (Accepted only).
 	plan *engine.RoutingPlan
 	// violations are the policy's violation codes (RejectedStage only).
@@ -42,11 +43,11 @@ type outcome struct {
 func (p *prober) review(ctx context.Context, c *Case) (out outcome) {
 	plan, err := decodePlan(c.Plan)
 	if err != nil {
-		return outcome{verdict: RejectedWire, err: err}
+		return outcome{ending: RejectedWire, err: err}
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			out = outcome{verdict: RejectedStage, err: fmt.Errorf("hook panic: %v", v)}
+			out = outcome{ending: RejectedStage, err: fmt.Errorf("hook panic: %v", v)}
 		}
 	}()
 	w := engine.WhatIf{RequestID: "probe", Request: c.Request, Metadata: cloneMap(c.Metadata), Enrichments: cloneMap(c.Enrichments),
@@ -61,20 +62,20 @@ func (p *prober) review(ctx context.Context, c *Case) (out outcome) {
 	if err != nil {
 		r, rejected := engine.AsRequiredAfterPlanningError(err)
 		if _, invalid := engine.AsPlanError(err); (invalid && !rejected) || (rejected && r.Reason == engine.ReasonInvalidPlan) {
-			return outcome{verdict: RejectedValidation, err: err}
+			return outcome{ending: RejectedValidation, err: err}
 		}
-		out := outcome{verdict: RejectedStage, err: err, violations: []string{}}
+		out := outcome{ending: RejectedStage, err: err, violations: []string{}}
 		for _, v := range engine.ViolationsOf(err) {
 			out.violations = append(out.violations, v.Code)
 		}
 		return out
 	}
-	return outcome{verdict: Accepted, plan: accepted}
+	return outcome{ending: Accepted, plan: accepted}
 }
 
 // escaped returns the first identity of an accepted plan that is not allowed, or "".
 func (p *prober) escaped(o outcome) string {
-	if o.verdict != Accepted {
+	if o.ending != Accepted {
 		return ""
 	}
 	for _, id := range identities(o.plan) {

@@ -266,9 +266,9 @@ func separated(before, text string) string {
 // arguments reject the round (the last two fail the request, as a broken planner
 // does); a call with no catalog identity or denied by a guard is withheld. Only the
 // admitted calls, in their canonical form, reach the client.
-func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *apiError) {
+func (c *chatCall) review(ctx context.Context, calls []toolCall) (*roundReview, *apiError) {
 	phase := len(c.conv.rounds) + 1
-	v := &verdict{decisionID: engine.NewDecisionID()}
+	v := &roundReview{decisionID: engine.NewDecisionID()}
 	p, err := buildPlan(c.cfg, c.id, c.token, c.conv.text, phase, c.attempt(phase), calls, time.Now())
 	if ae, ok := err.(*argumentsError); ok {
 		c.failRequest(ctx, ae)

@@ -10,8 +10,9 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 )
 
-// verdict is the outcome of reviewing one round of tool calls.
-type verdict struct {
+// roundReview is what reviewing one round of tool calls came to (engine.Admission in
+// the gateway's terms).
+type roundReview struct {
 	// calls are the accepted, allowed calls, in the accepted plan's order and form.
 	calls []toolCall
 	// denials are the calls withheld: unmapped, or denied by a guard.
@@ -67,10 +68,10 @@ func (e *deniedRound) Error() string {
 // DecisionCause implements engine.Causer.
 func (e *deniedRound) DecisionCause() engine.Cause { return engine.CauseGuardDenied }
 
-// admitted turns an admission into the verdict's calls and denials: each allowed step
+// admitted turns an admission into the review's calls and denials: each allowed step
 // as the call the client gets (issuedCall), each denied one, and an allowed step no
 // function maps to, as a denial.
-func (v *verdict) admitted(cfg *config.OpenAIGateway, a *engine.Admission) {
+func (v *roundReview) admitted(cfg *config.OpenAIGateway, a *engine.Admission) {
 	for _, d := range a.Denied {
 		name, _ := d.Step.Metadata["function"].(string)
 		code, reason := d.Reason()
@@ -87,9 +88,9 @@ func (v *verdict) admitted(cfg *config.OpenAIGateway, a *engine.Admission) {
 	}
 }
 
-// text states the verdict for the model and the user: the rejection, or the calls
+// text states the review for the model and the user: the rejection, or the calls
 // withheld.
-func (v *verdict) text() string {
+func (v *roundReview) text() string {
 	var b strings.Builder
 	if r := v.rejection; r != nil {
 		switch r.code {
@@ -122,7 +123,7 @@ func (v *verdict) text() string {
 // refusal is the rejection as the end user reads it under on_reject: refuse: cfg's
 // refusal message, naming the decision id and a generic reason, never the hook, the
 // violations or the denials' text (those stay in the record and the error mode).
-func (v *verdict) refusal(cfg *config.OpenAIGateway) string {
+func (v *roundReview) refusal(cfg *config.OpenAIGateway) string {
 	reason := "the requested actions were refused by policy"
 	switch v.rejection.code {
 	case codeToolCallsDenied:
@@ -134,7 +135,7 @@ func (v *verdict) refusal(cfg *config.OpenAIGateway) string {
 }
 
 // error is the rejection as an OpenAI-shaped 403.
-func (v *verdict) error() *apiError {
+func (v *roundReview) error() *apiError {
 	e := newError(http.StatusForbidden, typePolicyViolation, v.rejection.code, "%s", v.text())
 	e.Details = map[string]any{"denials": append([]denial{}, v.denials...)}
 	if r := v.rejection; r.code == codeRequiredAfterPlan {
