@@ -3,39 +3,38 @@ package compare
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // Input is what a stage call ran on: the request's text, metadata and enrichments as
-// the call began, for after_planning the incoming plan (with its phase number) and the
-// steps of the phases accepted before it, and for after_synthesis the draft response.
-// The maps and the plan are only read.
+// the call began, its accepted phases (Phase) and whether it had failed, for
+// after_planning the incoming plan (with its phase number) and the steps of the phases
+// accepted before it, and for after_synthesis the draft response. The maps and the
+// plan are only read.
 type Input struct {
 	RequestID   string
 	Request     string
 	Metadata    map[string]any
 	Enrichments map[string]any
+	Phase       int
+	Failed      bool
 	Plan        *engine.RoutingPlan
 	Prior       []engine.RoutingStep
 	Draft       string
 }
 
-// whatIf is in as the engine's what-if request, cache reads off.
+// whatIf is in as the engine's what-if request, cache reads off. A plan's phase number
+// names the phases accepted before it (an input read from a record or an event has no
+// Phase of its own).
 func (in *Input) whatIf() engine.WhatIf {
-	phase := 0
+	phase := in.Phase
 	if in.Plan != nil {
 		phase = max(in.Plan.PhaseNumber-1, 0)
 	}
 	return engine.WhatIf{RequestID: in.RequestID, Request: in.Request, Metadata: in.Metadata, Enrichments: in.Enrichments,
-		Prior: in.Prior, Phase: phase, CacheReadDisabled: true}
-}
-
-// context is the request context for the hooks of gen, as the driver gives it.
-func (in *Input) context(ctx context.Context, gen *engine.Generation) context.Context {
-	return in.whatIf().Context(ctx, gen)
+		Prior: in.Prior, Phase: phase, Failed: in.Failed, CacheReadDisabled: true}
 }
 
 // Plan reviews in.Plan as gen's after_planning stage would, through the engine's one
@@ -56,13 +55,13 @@ func Plan(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
 	return Verdict{Outcome: engine.OutcomeAccepted}
 }
 
-// BeforePlanning runs gen's before_planning stage on a copy of in's enrichments, with
-// cache reads off: it answers whether gen would short-circuit the request (or break
-// the decision contract) rather than let planning go on.
+// BeforePlanning asks gen's before_planning stage about in through the engine's
+// what-if path (engine.Generation.EvaluateBeforePlanning), cache reads off: it answers
+// whether gen would short-circuit the request (or break the decision contract) rather
+// than let planning go on.
 func BeforePlanning(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
 	defer recovered(&v)
-	pctx := &engine.PipelineContext{Request: in.Request, Metadata: in.Metadata, Enrichments: maps.Clone(in.Enrichments)}
-	sc, err := gen.Pipeline.BeforePlanning(in.context(ctx, gen), pctx, engine.NewGate(nil, true), nil)
+	sc, err := gen.EvaluateBeforePlanning(ctx, in.whatIf())
 	switch {
 	case err != nil:
 		return Verdict{Outcome: engine.OutcomeHookContract, Cause: engine.CauseOf(err)}
@@ -72,12 +71,12 @@ func BeforePlanning(ctx context.Context, gen *engine.Generation, in Input) (v Ve
 	return Verdict{Outcome: engine.OutcomeContinue}
 }
 
-// Synthesis runs gen's after_synthesis hooks on in.Draft, each given the previous
-// one's response, and answers the final response by its digest.
+// Synthesis asks gen's after_synthesis hooks about in.Draft through the engine's
+// what-if path (engine.Generation.EvaluateSynthesis), each given the previous one's
+// response, and answers the final response by its digest.
 func Synthesis(ctx context.Context, gen *engine.Generation, in Input) (v Verdict) {
 	defer recovered(&v)
-	pctx := &engine.PipelineContext{Request: in.Request, Metadata: in.Metadata, Enrichments: in.Enrichments}
-	return synthesized(gen.Pipeline.AfterSynthesis(in.context(ctx, gen), pctx, in.Draft, nil))
+	return synthesized(gen.EvaluateSynthesis(ctx, in.whatIf(), in.Draft))
 }
 
 // Check asks gen's plan binding (against st, the request's state; nil for an unknown

@@ -18,5 +18,6 @@ func Checked(r *engine.CheckReport) Verdict { return checkVerdict(r.Err) }
 
 // StageInput is what a finished stage call ran on.
 func StageInput(r *engine.StageReport) Input {
-	return Input{RequestID: r.RequestID, Request: r.Request, Metadata: r.Metadata, Enrichments: r.Enrichments, Plan: r.Plan, Prior: r.PriorSteps, Draft: r.Draft}
+	return Input{RequestID: r.RequestID, Request: r.Request, Metadata: r.Metadata, Enrichments: r.Enrichments, Phase: r.Phase, Failed: r.Failed,
+		Plan: r.Plan, Prior: r.PriorSteps, Draft: r.Draft}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/agentd-dev/agentd/engine/op"
 )
@@ -29,9 +30,9 @@ func (w *WhatIf) info(gen string) RequestInfo {
 	return RequestInfo{ID: w.RequestID, Generation: gen, Gate: NewGate(w.CacheVary, w.CacheReadDisabled), Phase: w.Phase, Failed: w.Failed}
 }
 
-// Context returns ctx carrying the request context the hooks of g see in a what-if
-// call on w (RequestInfoFrom), for the other stages a comparison evaluates.
-func (w WhatIf) Context(ctx context.Context, g *Generation) context.Context {
+// requestContext returns ctx carrying the request context the hooks of g see in a
+// what-if call on w (RequestInfoFrom).
+func (w WhatIf) requestContext(ctx context.Context, g *Generation) context.Context {
 	return WithRequestInfo(ctx, w.info(g.ID))
 }
 
@@ -56,7 +57,28 @@ func (g *Generation) EvaluatePlan(ctx context.Context, w WhatIf, plan *RoutingPl
 		return nil, err
 	}
 	pctx := &PipelineContext{Request: w.Request, Metadata: w.Metadata, Enrichments: w.Enrichments}
-	return g.Pipeline.AfterPlanning(w.Context(ctx, g), pctx, &next, w.Prior, nil)
+	return g.Pipeline.AfterPlanning(w.requestContext(ctx, g), pctx, &next, w.Prior, nil)
+}
+
+// EvaluateBeforePlanning answers what g's before_planning stage would decide on w's
+// request, the what-if path of that stage: the short circuit it would accept (nil:
+// planning goes on), or the *ContractError a broken decision contract makes. The stage
+// runs as Session.BeforePlanning runs it, with the same request context and cache
+// gate, on a copy of w.Enrichments, so it changes nothing: no state, record or
+// invocation is written. Hooks do run (a hook panic is re-raised), and w.Metadata is
+// only read.
+func (g *Generation) EvaluateBeforePlanning(ctx context.Context, w WhatIf) (*ShortCircuitOutcome, error) {
+	pctx := &PipelineContext{Request: w.Request, Metadata: w.Metadata, Enrichments: maps.Clone(w.Enrichments)}
+	return g.Pipeline.BeforePlanning(w.requestContext(ctx, g), pctx, NewGate(w.CacheVary, w.CacheReadDisabled), nil)
+}
+
+// EvaluateSynthesis answers the final response g's after_synthesis hooks would make of
+// draft on w's request, the what-if path of that stage: the hooks run as
+// Session.AfterSynthesis runs them, chained, with the same request context, and
+// nothing is written. A hook panic is re-raised.
+func (g *Generation) EvaluateSynthesis(ctx context.Context, w WhatIf, draft string) string {
+	pctx := &PipelineContext{Request: w.Request, Metadata: w.Metadata, Enrichments: w.Enrichments}
+	return g.Pipeline.AfterSynthesis(w.requestContext(ctx, g), pctx, draft, nil)
 }
 
 // Evaluate is Generation.EvaluatePlan on the session's request as it stands and on

@@ -3,10 +3,14 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // TestEvaluate_ReviewsLikeAfterPlanningAndChangesNothing runs the same plans through
@@ -137,5 +141,110 @@ func TestEvaluate_UsesTheGenerationsLimits(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[0].ID != seen[1].ID || seen[0].Generation != seen[1].Generation || seen[0].Phase != seen[1].Phase || seen[0].Failed != seen[1].Failed {
 		t.Errorf("Evaluate's hook saw %+v, AfterPlanning's %+v", seen[0], seen[1])
+	}
+}
+
+// TestEvaluate_SeesTheRealPathsContext runs a request through before_planning, one
+// phase and after_synthesis, then asks EvaluateBeforePlanning and EvaluateSynthesis
+// about each stage call from its report alone: the hooks see the same request context
+// (id, generation, phase, failed, cache gate), the answers agree, and the evaluations
+// change nothing (not the enrichments they were given, not the record).
+func TestEvaluate_SeesTheRealPathsContext(t *testing.T) {
+	type seen struct {
+		info engine.RequestInfo
+		vary map[string]string
+	}
+	var before, after []seen
+	gate := &decisionHook{name: "gate", fn: func(ctx context.Context, pctx *engine.PipelineContext, g engine.Gate) (*engine.ShortCircuitDecision, error) {
+		info, _ := engine.RequestInfoFrom(ctx)
+		before = append(before, seen{info, g.CacheVary()})
+		pctx.Enrichments["gate_ran"] = true
+		if pctx.Request == "stop" {
+			return &engine.ShortCircuitDecision{Kind: engine.KindAuthoritative, ShortCircuit: &engine.ShortCircuit{Response: "stopped", Source: "gate"}}, nil
+		}
+		return nil, nil
+	}}
+	polish := &synthesisHook{name: "polish", fn: func(ctx context.Context, pctx *engine.PipelineContext, response string) (string, error) {
+		info, _ := engine.RequestInfoFrom(ctx)
+		after = append(after, seen{info, info.Gate.CacheVary()})
+		return fmt.Sprintf("%s (phase %d, failed %t, topic %v)", response, info.Phase, info.Failed, pctx.Enrichments["topic"]), nil
+	}}
+	review := &requiredHook{planHook{name: "review"}}
+	p := mustNew(t, []engine.Hook{gate, review, polish}, engine.WithCatalog(testCatalog(t)))
+	reports := &reportLog{}
+	mem := store.NewMemory(store.MemoryOptions{})
+	gen := &engine.Generation{ID: "gen-ctx", Pipeline: p}
+	d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: gen},
+		States: mem, Records: mem, Observer: reports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, text := range []string{"go", "stop"} {
+		sess, err := d.Open(ctx, "req-"+text, engine.Opening{Text: text, Metadata: map[string]any{"user": "u1"},
+			Enrichments: map[string]any{"topic": "stocks"}, CacheVary: map[string]string{"locale": "en"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sess.BeforePlanning(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if text == "stop" {
+			continue
+		}
+		if _, err := sess.AfterPlanning(ctx, threeStepPlan(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sess.AfterSynthesis(ctx, "draft"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revisions := map[string]int64{}
+	for _, id := range []string{"req-go", "req-stop"} {
+		rec, err := mem.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revisions[id] = rec.Revision
+	}
+
+	realBefore, realAfter := len(before), len(after)
+	for _, r := range reports.stages {
+		w := engine.WhatIf{RequestID: r.RequestID, Request: r.Request, Metadata: r.Metadata, Enrichments: r.Enrichments,
+			Prior: r.PriorSteps, Phase: r.Phase, Failed: r.Failed, CacheVary: map[string]string{"locale": "en"}}
+		switch r.Stage {
+		case engine.StageBeforePlanning:
+			given := maps.Clone(r.Enrichments)
+			sc, err := gen.EvaluateBeforePlanning(ctx, w)
+			if err != nil {
+				t.Fatalf("%s: EvaluateBeforePlanning: %v", r.RequestID, err)
+			}
+			if got, want := sc != nil, r.Outcome == engine.OutcomeShortCircuit; got != want {
+				t.Errorf("%s: what-if short circuit %t, the real call's outcome %s", r.RequestID, got, r.Outcome)
+			}
+			if !reflect.DeepEqual(r.Enrichments, given) {
+				t.Errorf("%s: the evaluation wrote the enrichments it was given: %v", r.RequestID, r.Enrichments)
+			}
+		case engine.StageAfterSynthesis:
+			if got := gen.EvaluateSynthesis(ctx, w, r.Draft); got != r.Response {
+				t.Errorf("what-if response %q, the real call's %q", got, r.Response)
+			}
+		}
+	}
+	if len(before) != 2*realBefore || len(after) != 2*realAfter || realAfter != 1 {
+		t.Fatalf("hook calls: before_planning %d then %d, after_synthesis %d then %d", realBefore, len(before), realAfter, len(after))
+	}
+	for i := range realBefore {
+		if !reflect.DeepEqual(before[i], before[realBefore+i]) {
+			t.Errorf("before_planning: the real call's hook saw %+v, the evaluation's %+v", before[i], before[realBefore+i])
+		}
+	}
+	if !reflect.DeepEqual(after[0], after[1]) || after[0].info.Phase != 1 {
+		t.Errorf("after_synthesis: the real call's hook saw %+v, the evaluation's %+v (want phase 1)", after[0], after[1])
+	}
+	for id, rev := range revisions {
+		if rec, err := mem.Get(ctx, id); err != nil || rec.Revision != rev {
+			t.Errorf("%s after the evaluations: revision %d (err %v), want %d", id, rec.Revision, err, rev)
+		}
 	}
 }

@@ -59,6 +59,10 @@ type StageReport struct {
 	// steps of the phases accepted before the call. Both are read-only too.
 	Enrichments map[string]any
 	PriorSteps  []RoutingStep
+	// Phase and Failed are the request's as the call began: the phases it had accepted
+	// and whether it had failed (what the hooks saw of it, RequestInfo).
+	Phase  int
+	Failed bool
 	// Err is the error the call returned, if any.
 	Err error
 }

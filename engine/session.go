@@ -70,6 +70,8 @@ type stageCall struct {
 	result         *ExecutionResult
 	draft          string
 	response       string
+	phase          int  // the request's accepted phases as the call began
+	failed         bool // whether the request had failed as the call began
 	detachedCtx    context.Context
 	// span is the call's invoke_agent span, nil when tracing is off or once ended.
 	span trace.Span
@@ -107,7 +109,7 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 		id: decisionID(ctx), stage: stage, started: time.Now(), span: span,
 		ctx:         WithRequestInfo(ctx, s.info(gate)),
 		pctx:        PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
-		enrichments: enrichments, prior: st.PriorSteps,
+		enrichments: enrichments, prior: st.PriorSteps, phase: st.Phase, failed: st.Lifecycle == LifecycleFailed,
 	}
 }
 
@@ -151,7 +153,7 @@ func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
 		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
 		Started: c.started, Duration: time.Since(c.started), Invocations: c.recorded(),
 		Request: c.pctx.Request, Metadata: c.pctx.Metadata, Plan: c.plan, Accepted: c.accepted, Result: c.result,
-		Draft: c.draft, Response: c.response, Enrichments: c.enrichments, PriorSteps: c.prior, Err: err,
+		Draft: c.draft, Response: c.response, Enrichments: c.enrichments, PriorSteps: c.prior, Phase: c.phase, Failed: c.failed, Err: err,
 	})
 }
 
