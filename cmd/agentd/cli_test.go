@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -116,6 +117,40 @@ func TestCLI_Eval(t *testing.T) {
 	writeFile(t, dir, "plan.json", `{"request_id":"e2","request":"quote","plan":`+quotePlan+`}`)
 	if code, out, _ := runCLI(t, "eval", "--config", example, "--stage", "after_planning", "--input", input); code != exitOK || !strings.Contains(out, `"step_id": "step-1"`) {
 		t.Fatalf("eval of a quote plan: exit %d\n%s", code, out)
+	}
+}
+
+// eval builds its driver as serve does: with --decision-log-file every call of a
+// script is one decision event, of its kind, under the decision id its answer names,
+// masked by the config's decision_log section; a bad decision-log flag is a usage error.
+func TestCLI_EvalWritesTheDecisionLog(t *testing.T) {
+	dir := copyExample(t, "stock-agent")
+	writeFile(t, dir, "hooks/40-log.yaml", "apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: log}\ndecision_log:\n  mask: [metadata.email]\n")
+	const address = "ann.secret@example.com"
+	meta := `"metadata":{"tenant":"acme","email":"` + address + `"}`
+	writeFile(t, dir, "script.json", `[
+		{"call":"before_planning","body":{"request_id":"s1","request":"quote ACME",`+meta+`}},
+		{"call":"after_planning","body":{"request_id":"s1","plan":`+quotePlan+`}},
+		{"call":"operation","body":{"operation":"tool_call","call":{"request_id":"s1","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}},
+		{"call":"after_planning","body":{"request_id":"s2","request":"buy",`+meta+`,"plan":`+tradePlan+`}}]`)
+	file := filepath.Join(t.TempDir(), "decisions.log")
+	code, out, errOut := runCLI(t, "eval", "--config", dir, "--script", filepath.Join(dir, "script.json"), "--decision-log-file", file)
+	var got scriptOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitFailed || len(got.Answers) != 4 {
+		t.Fatalf("eval exit %d (want 1: the trade is rejected), %d answers, %v\n%s%s", code, len(got.Answers), err, out, errOut)
+	}
+	byID, events := logEvents(t, file)
+	for i, kind := range []string{"stage", "stage", "check", "stage"} {
+		id := decisionOf(t, string(got.Answers[i].Body))
+		if k := byID[id]; len(k) != 1 || k[0] != kind {
+			t.Errorf("answer %d (decision %s): events %v, want one %s event", i, id, k, kind)
+		}
+	}
+	if len(events) != 4 || strings.Contains(readText(t, file), address) || !strings.Contains(readText(t, file), `"tenant":"acme"`) {
+		t.Errorf("%d events, want 4, the address masked and the tenant kept:\n%s", len(events), readText(t, file))
+	}
+	if code, _, errOut := runCLI(t, "eval", "--config", dir, "--script", filepath.Join(dir, "script.json"), "--decision-log-format", "xml"); code != exitUsage || !strings.Contains(errOut, "agentd eval: unsupported --decision-log-format") {
+		t.Errorf("eval with a bad --decision-log-format: exit %d\n%s", code, errOut)
 	}
 }
 

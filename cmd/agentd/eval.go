@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
@@ -61,6 +63,10 @@ violation, the deny rule (file:line) that produced it, its variables and the inp
 read, or the rules consulted for an allowed plan; a one-line summary per violation
 goes to stderr.
 
+The driver is built as 'agentd serve' builds it. With --decision-log-file or
+--decision-log-url every call is a decision event too, masked by the config's
+decision_log section, written before eval exits.
+
 Exit 0: every answer is 2xx; 1: otherwise (rejections, denials, invalid input); 2:
 usage.`
 
@@ -76,8 +82,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	input := fs.String("input", "", "file with the call's API request body (JSON); - for stdin")
 	script := fs.String("script", "", "file with a JSON list of {\"call\": STAGE, \"body\": {...}}, run in order on one store; - for stdin")
 	explain := fs.Bool("explain", false, "explain every after_planning call (?explain=true): the answer names, for each violation, the deny rule (file:line) and the values it read; a summary goes to stderr")
+	var evidence evidenceFlags
+	evidence.registerSinks(fs.FlagSet)
 	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
 		return code
+	}
+	if evidence.check("eval", stderr) != nil {
+		return exitUsage
 	}
 	route, ok := evalRoutes[*stage]
 	single := ok && *input != "" && *script == ""
@@ -86,10 +97,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.printUsage(stderr)
 		return exitUsage
 	}
-	svc, err := evalService(*dir, stderr)
+	svc, closeLog, err := evalService(*dir, &evidence, stderr)
 	if err != nil {
 		return exitFailed
 	}
+	defer closeLog(ctx)
 	h := svc.Handler(server.HTTPOptions{})
 	if single {
 		body, err := readInput(*input)
@@ -118,26 +130,43 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// evalService compiles dir and serves it on a fresh in-process store.
-func evalService(dir string, stderr io.Writer) (*server.Service, error) {
+// evalFlushTimeout bounds how long eval waits for its decision events to be written
+// (serve's default --drain-timeout).
+const evalFlushTimeout = 30 * time.Second
+
+// evalService compiles dir and serves it on a fresh in-process store, through the
+// driver the host builds (hostDriver), with the decision log evidence asks for. Its
+// close writes out the decision log's events.
+func evalService(dir string, evidence *evidenceFlags, stderr io.Writer) (*server.Service, func(context.Context), error) {
 	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
 		printLoadError(stderr, dir, err)
-		return nil, err
+		return nil, nil, err
 	}
 	registry := reload.NewRegistry(1)
 	registry.Swap(gen)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dlog, err := openDecisionLog(evidence, false, registry, logger, logOutput{level: slog.LevelWarn}, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
+		return nil, nil, err
+	}
+	closeLog := func(ctx context.Context) { closeDecisionLog(ctx, dlog, evalFlushTimeout, logger) }
+	var observers []engine.Observer
+	if dlog != nil {
+		observers = append(observers, dlog)
+	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: mem, Records: mem, KeepPlans: true})
-	if err != nil {
-		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
-		return nil, err
+	driver, err := hostDriver(registry, mem, mem, 0, observers...)
+	if err == nil {
+		var svc *server.Service
+		if svc, err = server.New(server.Config{Registry: registry, Driver: driver, Records: mem}); err == nil {
+			return svc, closeLog, nil
+		}
 	}
-	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem})
-	if err != nil {
-		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
-	}
-	return svc, err
+	closeLog(context.Background())
+	fmt.Fprintf(stderr, "agentd eval: %v\n", err)
+	return nil, nil, err
 }
 
 func readScript(path string) ([]scriptCall, error) {

@@ -14,7 +14,6 @@ import (
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
-	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 	mcpgw "github.com/agentd-dev/agentd/gateway/mcp"
 )
@@ -86,7 +85,7 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 			}
 		}()
 	}
-	driver, err := engine.NewDriver(engine.DriverConfig{Generations: registry, States: stores.states, Records: stores.records, KeepPlans: true})
+	driver, err := hostDriver(registry, stores.states, stores.records, 0)
 	if err != nil {
 		return err
 	}

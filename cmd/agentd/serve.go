@@ -104,7 +104,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (*serveFlags, erro
 		}
 		return nil, errUsage
 	}
-	if err := f.evidence.check(stderr); err != nil {
+	if err := f.evidence.check("serve", stderr); err != nil {
 		return nil, err
 	}
 	if err := f.boundary.check(stderr); err != nil {
@@ -215,7 +215,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		return err
 	}
 	defer source.close()
-	dlog, err := openDecisionLog(f, registry, logger, out, tel.meter)
+	dlog, err := openDecisionLog(&f.evidence, f.logPayloads, registry, logger, out, tel.meter)
 	if err != nil {
 		return err
 	}
@@ -242,11 +242,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	}
 	// The host builds the driver every transport runs on: the stage API, both
 	// gateways, and the observers (metrics first) see the same calls.
-	driver, err := engine.NewDriver(engine.DriverConfig{
-		Generations: registry, States: stores.states, Records: stores.records, MaxRecordEntries: f.maxRecordEntries,
-		Observer:  engine.Observers(append([]engine.Observer{metrics}, observers...)...),
-		KeepPlans: true, // the handlers decode every plan anew, the gateways build theirs, and all only read answers
-	})
+	driver, err := hostDriver(registry, stores.states, stores.records, f.maxRecordEntries, append([]engine.Observer{metrics}, observers...)...)
 	if err != nil {
 		return err
 	}
@@ -325,6 +321,19 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	}
 	logger.Info("agentd stopped")
 	return nil
+}
+
+// hostDriver builds the driver a host's transports run on, the one construction
+// serve, mcp and eval share: gens' generations over the stores, at most maxEntries
+// entries a record (0: the engine's default), observers told of every call in their
+// order (a nil one is skipped; serve's are the stage metrics, the decision log, the
+// shadow configuration). Plans are kept as handed in: the handlers decode every plan
+// anew, the gateways build theirs, and all only read answers.
+func hostDriver(gens engine.Generations, states engine.StateStore, records engine.RecordStore, maxEntries int, observers ...engine.Observer) (*engine.Driver, error) {
+	return engine.NewDriver(engine.DriverConfig{
+		Generations: gens, States: states, Records: records, MaxRecordEntries: maxEntries,
+		Observer: engine.Observers(observers...), KeepPlans: true,
+	})
 }
 
 // gcHeadroom is the floor --gc-headroom asks for: by default a quarter of the memory

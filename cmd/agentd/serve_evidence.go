@@ -34,6 +34,13 @@ type evidenceFlags struct {
 
 func (f *evidenceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.logDecisions, "log-decisions", true, "write one JSON log line per decision (stage decision, operation check, shadow disagreement) at info level; payloads only with --log-payloads")
+	f.registerSinks(fs)
+	fs.StringVar(&f.shadow, "shadow", "", "a second config directory, loaded and watched like --config, that every stage call and check is evaluated against too, off the response path; disagreements are decision events, a metric and a /v1/status summary")
+}
+
+// registerSinks registers the flags of the decision log's file and HTTP sinks and of
+// its queue: what serve and eval share.
+func (f *evidenceFlags) registerSinks(fs *flag.FlagSet) {
 	fs.StringVar(&f.file, "decision-log-file", "", "append decision events (masked payload included) as JSON lines to this file")
 	fs.Int64Var(&f.fileMaxBytes, "decision-log-max-bytes", decisionlog.DefaultFileMaxBytes, "rotate the decision log file past this size")
 	fs.IntVar(&f.fileKeep, "decision-log-keep", 5, "rotated decision log files kept (FILE.1 is the newest)")
@@ -46,26 +53,25 @@ func (f *evidenceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.urlInterval, "decision-log-interval", time.Second, "how long a partial batch waits before it is sent")
 	fs.DurationVar(&f.urlTimeout, "decision-log-timeout", 5*time.Second, "how long one POST to --decision-log-url may take")
 	fs.IntVar(&f.queue, "decision-log-queue", decisionlog.DefaultQueue, "decision events waiting to be written at most; past it they are dropped and counted")
-	fs.StringVar(&f.shadow, "shadow", "", "a second config directory, loaded and watched like --config, that every stage call and check is evaluated against too, off the response path; disagreements are decision events, a metric and a /v1/status summary")
 }
 
-// check reports a flag combination that cannot work.
-func (f *evidenceFlags) check(stderr io.Writer) error {
+// check reports a flag combination that cannot work, as the command cmd.
+func (f *evidenceFlags) check(cmd string, stderr io.Writer) error {
 	switch {
 	case f.fileMaxBytes <= 0 || f.fileKeep < 0 || f.urlBatch <= 0 || f.urlBuffer <= 0 || f.queue <= 0:
-		fmt.Fprintln(stderr, "agentd serve: --decision-log-max-bytes, -batch, -buffer and -queue must be positive, --decision-log-keep not negative")
+		fmt.Fprintln(stderr, "agentd "+cmd+": --decision-log-max-bytes, -batch, -buffer and -queue must be positive, --decision-log-keep not negative")
 		return errUsage
 	case f.urlInterval <= 0 || f.urlTimeout <= 0:
-		fmt.Fprintln(stderr, "agentd serve: --decision-log-interval and --decision-log-timeout must be positive")
+		fmt.Fprintln(stderr, "agentd "+cmd+": --decision-log-interval and --decision-log-timeout must be positive")
 		return errUsage
 	case f.urlTokenEnv != "" && f.url == "":
-		fmt.Fprintln(stderr, "agentd serve: --decision-log-token-env needs --decision-log-url")
+		fmt.Fprintln(stderr, "agentd "+cmd+": --decision-log-token-env needs --decision-log-url")
 		return errUsage
 	case f.urlFormat != "agentd" && f.urlFormat != "opa":
-		fmt.Fprintf(stderr, "agentd serve: unsupported --decision-log-format %q (supported: agentd, opa)\n", f.urlFormat)
+		fmt.Fprintf(stderr, "agentd %s: unsupported --decision-log-format %q (supported: agentd, opa)\n", cmd, f.urlFormat)
 		return errUsage
 	case f.opaID != "" && f.urlFormat != "opa":
-		fmt.Fprintln(stderr, "agentd serve: --decision-log-opa-id needs --decision-log-format opa")
+		fmt.Fprintln(stderr, "agentd "+cmd+": --decision-log-opa-id needs --decision-log-format opa")
 		return errUsage
 	}
 	return nil
@@ -73,23 +79,24 @@ func (f *evidenceFlags) check(stderr io.Writer) error {
 
 // openDecisionLog starts the decision log with the sinks f asks for; nil when it asks
 // for none. Events are masked by the decision_log section of the generation their call
-// ran on, found in registry. Decision lines go to out, as the daemon's own log lines,
-// when its level lets info lines through: at a higher level there is no log sink, and
-// no decision log at all when no other sink is asked for.
-func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logger, out logOutput, mp metric.MeterProvider) (*decisionlog.Logger, error) {
+// ran on, found in registry. Decision lines go to out, as the host's own log lines,
+// when f asks for them and out's level lets info lines through (payloads in them only
+// with logPayloads): at a higher level there is no log sink, and no decision log at
+// all when no other sink is asked for.
+func openDecisionLog(f *evidenceFlags, logPayloads bool, registry *reload.Registry, logger *slog.Logger, out logOutput, mp metric.MeterProvider) (*decisionlog.Logger, error) {
 	var sinks []decisionlog.Sink
-	if f.evidence.logDecisions && out.level <= slog.LevelInfo {
-		sinks = append(sinks, decisionlog.NewLogSink(out.w, out.level, f.logPayloads))
+	if f.logDecisions && out.level <= slog.LevelInfo {
+		sinks = append(sinks, decisionlog.NewLogSink(out.w, out.level, logPayloads))
 	}
-	if f.evidence.file != "" {
-		s, err := decisionlog.NewFileSink(decisionlog.FileOptions{Path: f.evidence.file, MaxBytes: f.evidence.fileMaxBytes, Keep: f.evidence.fileKeep})
+	if f.file != "" {
+		s, err := decisionlog.NewFileSink(decisionlog.FileOptions{Path: f.file, MaxBytes: f.fileMaxBytes, Keep: f.fileKeep})
 		if err != nil {
 			return nil, err
 		}
 		sinks = append(sinks, s)
 	}
-	if f.evidence.url != "" {
-		s, err := httpSink(&f.evidence)
+	if f.url != "" {
+		s, err := httpSink(f)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +106,7 @@ func openDecisionLog(f *serveFlags, registry *reload.Registry, logger *slog.Logg
 		return nil, nil
 	}
 	return decisionlog.New(decisionlog.Options{
-		Sinks: sinks, Queue: f.evidence.queue, MeterProvider: mp, Logger: logger,
+		Sinks: sinks, Queue: f.queue, MeterProvider: mp, Logger: logger,
 		Rules: func(id string) (*config.DecisionLog, bool) {
 			if g := registry.Get(id); g != nil {
 				return g.DecisionLog, true
