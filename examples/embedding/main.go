@@ -4,22 +4,31 @@
 // beside a route of its own. main_test.go talks to it with api/client and the
 // official openai-go client.
 //
-//	go run ./examples/embedding -config examples/openai-gateway [-addr 127.0.0.1:8090]
+//	go run ./examples/embedding -config examples/openai-gateway [-addr 127.0.0.1:8090] [-decision-log FILE]
 //
 // The host builds what agentd serve builds: the live generation's registry, the
-// stores, and the one engine.Driver every transport runs on.
+// stores, the decision log (package decisionlog: one event per decision of every
+// transport, masked by the config's decision_log section) and the one engine.Driver
+// every transport runs on, with the stage metrics and the decision log as its
+// observers.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
+	"github.com/agentd-dev/agentd/decisionlog"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
 	"github.com/agentd-dev/agentd/gateway/openai"
@@ -29,41 +38,71 @@ import (
 func main() {
 	dir := flag.String("config", "examples/openai-gateway", "the config directory")
 	addr := flag.String("addr", "127.0.0.1:8090", "listen address")
+	decisions := flag.String("decision-log", "agentd-decisions.log", "the file decision events are appended to, as JSON lines")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	h, err := newHandler(*dir, logger)
+	h, dlog, err := newHandler(*dir, *decisions, logger)
 	if err != nil {
 		log.Fatal(err)
 	}
-	logger.Info("embedding example listening", "addr", *addr, "config", *dir)
-	log.Fatal(http.ListenAndServe(*addr, h))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Shutdown(context.Background())
+	}()
+	logger.Info("embedding example listening", "addr", *addr, "config", *dir, "decision_log", *decisions)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
+	// The calls have ended: write out the decision events still queued.
+	if err := dlog.Close(context.Background()); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // newHandler loads dir and serves it: the stage API under /v1/, the OpenAI gateway
 // under its own patterns (more specific, so the mux prefers them), and the host's own
-// GET /hello. Requests live in an in-process store.
-func newHandler(dir string, logger *slog.Logger) (http.Handler, error) {
+// GET /hello. Requests live in an in-process store; every decision of either
+// transport is an event appended to decisions, by the decision log it returns (whose
+// Close writes out what it holds).
+func newHandler(dir, decisions string, logger *slog.Logger) (http.Handler, *decisionlog.Logger, error) {
 	gen, err := config.Load(dir, config.Options{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	registry := reload.NewRegistry(2)
 	registry.Swap(gen)
 	mem := store.NewMemory(store.MemoryOptions{})
 	metrics, err := server.NewMetrics(nil, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	file, err := decisionlog.NewFileSink(decisionlog.FileOptions{Path: decisions})
+	if err != nil {
+		return nil, nil, err
+	}
+	dlog, err := decisionlog.New(decisionlog.Options{Sinks: []decisionlog.Sink{file}, Logger: logger,
+		Rules: func(id string) (*config.DecisionLog, bool) {
+			if g := registry.Get(id); g != nil {
+				return g.DecisionLog, true
+			}
+			return nil, false
+		}})
+	if err != nil {
+		return nil, nil, err
 	}
 	driver, err := engine.NewDriver(engine.DriverConfig{
-		Generations: registry, States: mem, Records: mem, Observer: metrics,
+		Generations: registry, States: mem, Records: mem, Observer: engine.Observers(metrics, dlog),
 		KeepPlans: true, // every transport only reads the driver's answers
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	svc, err := server.New(server.Config{Registry: registry, Driver: driver, Records: mem, Logger: logger})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gateway := openai.New(openai.Config{Registry: registry, Driver: driver, Logger: logger})
 
@@ -75,5 +114,5 @@ func newHandler(dir string, logger *slog.Logger) (http.Handler, error) {
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "hello from the host; agentd runs generation %s\n", registry.Current().ID)
 	})
-	return mux, nil
+	return mux, dlog, nil
 }

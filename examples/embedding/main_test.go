@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/api/client"
+	"github.com/agentd-dev/agentd/decisionlog"
 )
 
 // upstream is a stand-in model: it answers every chat completion with a plain text.
@@ -34,8 +37,9 @@ func upstream(t *testing.T) *httptest.Server {
 }
 
 // host serves the example's handler over a copy of examples/openai-gateway whose
-// gateway calls up.
-func host(t *testing.T, up string) string {
+// gateway calls up; it returns the handler's base URL, its decision log and the file
+// the log writes.
+func host(t *testing.T, up string) (string, *decisionlog.Logger, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "config")
 	if out, err := exec.Command("cp", "-rL", filepath.Join("..", "openai-gateway"), dir).CombinedOutput(); err != nil {
@@ -50,19 +54,21 @@ func host(t *testing.T, up string) string {
 		t.Fatal(err)
 	}
 	t.Setenv("UPSTREAM_API_KEY", "test-key")
-	h, err := newHandler(dir, slog.New(slog.DiscardHandler))
+	decisions := filepath.Join(t.TempDir(), "decisions.log")
+	h, dlog, err := newHandler(dir, decisions, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, dlog, decisions
 }
 
 // TestEmbedding: the stage API, the OpenAI gateway and the host's own route answer on
-// one mux; the gateway's request is a record the stage API's client reads back.
+// one mux; the gateway's request is a record the stage API's client reads back, and
+// both transports' decisions are events in the host's decision log.
 func TestEmbedding(t *testing.T) {
-	base := host(t, upstream(t).URL)
+	base, dlog, decisions := host(t, upstream(t).URL)
 	ctx := context.Background()
 
 	resp, err := http.Get(base + "/hello")
@@ -111,6 +117,44 @@ func TestEmbedding(t *testing.T) {
 	if err != nil || st.Generation != bp.Generation {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
+
+	// The decision log: the stage API's call under the decision id it answered, and
+	// the gateway's request from before_planning to its final response.
+	if err := dlog.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	events := readEvents(t, decisions)
+	if e := events[bp.DecisionID]; e == nil || e.Kind != "stage" || e.RequestID != "stage-1" || e.Stage != "before_planning" || e.Generation != bp.Generation {
+		t.Errorf("the event of the stage API's before_planning (decision %s): %+v", bp.DecisionID, e)
+	}
+	var stages []string
+	for _, e := range events {
+		if e.RequestID == "chat-1" && e.Kind == "stage" {
+			stages = append(stages, string(e.Stage))
+		}
+	}
+	if !slices.Contains(stages, "before_planning") || !slices.Contains(stages, "after_synthesis") {
+		t.Errorf("the gateway's request has stage events %v, want before_planning and after_synthesis among them", stages)
+	}
+}
+
+// readEvents reads a decision log file by decision id, checking each line is an event
+// of the schema this agentd writes.
+func readEvents(t *testing.T, path string) map[string]*decisionlog.Event {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]*decisionlog.Event{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e decisionlog.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.SchemaVersion != decisionlog.SchemaVersion || e.DecisionID == "" {
+			t.Fatalf("decision log line %s: %v", line, err)
+		}
+		events[e.DecisionID] = &e
+	}
+	return events
 }
 
 func isType(err error, typ api.ErrorType) bool {
