@@ -14,12 +14,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // loadRules compiles a config directory holding one HookSet with body and returns its
-// generation's id and a Rules function that knows only it.
+// generation's id and the Rules of a registry that keeps only it (RulesOf).
 func loadRules(t testing.TB, body string) (string, func(string) (*config.DecisionLog, bool)) {
 	t.Helper()
 	dir := t.TempDir()
@@ -34,12 +35,9 @@ func loadRules(t testing.TB, body string) (string, func(string) (*config.Decisio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gen.ID, func(id string) (*config.DecisionLog, bool) {
-		if id == gen.ID {
-			return gen.DecisionLog, true
-		}
-		return nil, false
-	}
+	registry := reload.NewRegistry(1)
+	registry.Swap(gen)
+	return gen.ID, RulesOf(registry)
 }
 
 // metrics returns a meter provider and a function that reads a counter's value for

@@ -30,6 +30,23 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// GenerationsByID finds a kept generation by its id, as a reload.Registry does (nil
+// when it is not kept).
+type GenerationsByID interface {
+	Get(id string) *config.Generation
+}
+
+// RulesOf is the Options.Rules of the generations gens keeps: each one's decision_log
+// section.
+func RulesOf(gens GenerationsByID) func(generation string) (*config.DecisionLog, bool) {
+	return func(id string) (*config.DecisionLog, bool) {
+		if g := gens.Get(id); g != nil {
+			return g.DecisionLog, true
+		}
+		return nil, false
+	}
+}
+
 // Logger is the decision log: an engine.Observer that turns every report into one
 // event for its sinks, off the caller's path. It is safe for concurrent use.
 type Logger struct {

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
-	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/decisionlog"
 )
@@ -107,12 +106,7 @@ func openDecisionLog(f *evidenceFlags, logPayloads bool, registry *reload.Regist
 	}
 	return decisionlog.New(decisionlog.Options{
 		Sinks: sinks, Queue: f.queue, MeterProvider: mp, Logger: logger,
-		Rules: func(id string) (*config.DecisionLog, bool) {
-			if g := registry.Get(id); g != nil {
-				return g.DecisionLog, true
-			}
-			return nil, false
-		},
+		Rules: decisionlog.RulesOf(registry),
 	})
 }
 

@@ -84,12 +84,7 @@ func newHandler(dir, decisions string, logger *slog.Logger) (http.Handler, *deci
 		return nil, nil, err
 	}
 	dlog, err := decisionlog.New(decisionlog.Options{Sinks: []decisionlog.Sink{file}, Logger: logger,
-		Rules: func(id string) (*config.DecisionLog, bool) {
-			if g := registry.Get(id); g != nil {
-				return g.DecisionLog, true
-			}
-			return nil, false
-		}})
+		Rules: decisionlog.RulesOf(registry)})
 	if err != nil {
 		return nil, nil, err
 	}
