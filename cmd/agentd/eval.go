@@ -152,12 +152,8 @@ func evalService(dir string, evidence *evidenceFlags, stderr io.Writer) (*server
 		return nil, nil, err
 	}
 	closeLog := func(ctx context.Context) { closeDecisionLog(ctx, dlog, evalFlushTimeout, logger) }
-	var observers []engine.Observer
-	if dlog != nil {
-		observers = append(observers, dlog)
-	}
 	mem := store.NewMemory(store.MemoryOptions{})
-	driver, err := hostDriver(registry, mem, mem, 0, observers...)
+	driver, err := hostDriver(registry, mem, mem, 0, decisionObserver(dlog))
 	if err == nil {
 		var svc *server.Service
 		if svc, err = server.New(server.Config{Registry: registry, Driver: driver, Records: mem}); err == nil {

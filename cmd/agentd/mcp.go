@@ -22,7 +22,9 @@ const mcpDoc = `
 Serve the MCP gateway of a config directory over stdio, one session for one client
 that spawns its servers: stdin and stdout carry the protocol, logs go to stderr. The
 config is watched and reloaded as 'agentd serve' does; with --store redis://... the
-session's record is in the store a daemon's records API reads.`
+session's record is in the store a daemon's records API reads. With
+--decision-log-file or --decision-log-url every decision is a decision event, as
+'agentd serve' writes it.`
 
 // runMCP serves the MCP gateway of a config directory over stdio, one session for one
 // client that spawns its servers: stdin and stdout carry the protocol, logs go to
@@ -36,8 +38,12 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.debounce, "debounce", 100*time.Millisecond, "quiet period before a reload")
 	fs.StringVar(&f.store, "store", "memory", "where request states, cache entries and records live: memory, or redis://host:port/db")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.evidence.registerSinks(fs.FlagSet)
 	if _, code, ok := fs.parse(args, stdout, 0, 0); !ok {
 		return code
+	}
+	if f.evidence.check("mcp", stderr) != nil {
+		return exitUsage
 	}
 	if f.config == "" {
 		fmt.Fprintln(stderr, "agentd mcp: --config is required")
@@ -53,7 +59,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentd mcp: bad --log-level: %v\n", err)
 		return exitUsage
 	}
-	f.successRetention, f.errorRetention, f.maxRecords = time.Hour, 24*time.Hour, store.DefaultMaxRecords
+	f.successRetention, f.errorRetention, f.maxRecords, f.drain = time.Hour, 24*time.Hour, store.DefaultMaxRecords, 30*time.Second
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if err := serveMCP(ctx, &f, os.Stdin, stdout, logger); err != nil {
 		logger.Error("agentd mcp stopped", "error", err.Error())
@@ -85,7 +91,12 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 			}
 		}()
 	}
-	driver, err := hostDriver(registry, stores.states, stores.records, 0)
+	dlog, err := openDecisionLog(&f.evidence, false, registry, logger, logOutput{level: slog.LevelWarn}, nil)
+	if err != nil {
+		return err
+	}
+	defer closeDecisionLog(ctx, dlog, f.drain, logger)
+	driver, err := hostDriver(registry, stores.states, stores.records, 0, decisionObserver(dlog))
 	if err != nil {
 		return err
 	}

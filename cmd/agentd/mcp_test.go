@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -143,10 +144,12 @@ func TestMCPGateway_TypeScriptSDKClient(t *testing.T) {
 }
 
 // TestMCP_StdioServesOneSession runs `agentd mcp` the way a client that spawns its
-// servers does, with the official Go SDK's command transport.
+// servers does, with the official Go SDK's command transport; its decisions are in
+// the decision log file once it exits, as serve writes them.
 func TestMCP_StdioServesOneSession(t *testing.T) {
 	requireMCPTools(t)
-	cmd := exec.Command(binary, "mcp", "--config", filepath.Join(repoRoot(t), "examples/mcp-gateway"), "--watch=false")
+	decisions := filepath.Join(t.TempDir(), "decisions.log")
+	cmd := exec.Command(binary, "mcp", "--config", filepath.Join(repoRoot(t), "examples/mcp-gateway"), "--watch=false", "--decision-log-file", decisions)
 	stderr := &capture.Buffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -183,6 +186,19 @@ func TestMCP_StdioServesOneSession(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `"msg":"agentd mcp serving on stdio"`) {
 		t.Errorf("stderr has no start line:\n%s", stderr)
+	}
+	_, events := logEvents(t, decisions)
+	var checked, stages []string
+	for _, e := range events {
+		switch e["kind"] {
+		case "check":
+			checked = append(checked, fmt.Sprint(e["operation"], " ", e["outcome"]))
+		case "stage":
+			stages = append(stages, fmt.Sprint(e["stage"], " ", e["outcome"]))
+		}
+	}
+	if !slices.Contains(checked, "tool_call allowed") || !slices.Contains(stages, "after_planning accepted") || !slices.Contains(stages, "after_planning rejected") {
+		t.Errorf("decision events: checks %v, stages %v; want get-sum's allowed check and get-sum's and get-env's reviews", checked, stages)
 	}
 }
 

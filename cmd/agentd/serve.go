@@ -220,10 +220,7 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		return err
 	}
 	defer closeDecisionLog(ctx, dlog, f.drain, logger)
-	var observers []engine.Observer
-	if dlog != nil {
-		observers = append(observers, dlog)
-	}
+	observers := []engine.Observer{decisionObserver(dlog)}
 	reloaders := source.watched()
 	refreshes := []func(context.Context){source.refresh}
 	var shadowStatus func(context.Context) any

@@ -15,6 +15,7 @@ import (
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/shadow"
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/decisionlog"
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // evidenceFlags configure the decision log's sinks and the shadow configuration.
@@ -134,6 +135,15 @@ func httpSink(f *evidenceFlags) (decisionlog.Sink, error) {
 		id = host
 	}
 	return decisionlog.NewOPASink(decisionlog.OPAOptions{HTTPOptions: opts, Labels: map[string]string{"id": id, "version": buildVersion()}})
+}
+
+// decisionObserver is dl as one of a driver's observers: nil, which Observers skips,
+// when there is no decision log.
+func decisionObserver(dl *decisionlog.Logger) engine.Observer {
+	if dl == nil {
+		return nil
+	}
+	return dl
 }
 
 // closeDecisionLog writes out what the decision log holds, for at most timeout.
