@@ -154,15 +154,16 @@ func evalService(dir string, evidence *evidenceFlags, stderr io.Writer) (*server
 	closeLog := func(ctx context.Context) { closeDecisionLog(ctx, dlog, evalFlushTimeout, logger) }
 	mem := store.NewMemory(store.MemoryOptions{})
 	driver, err := hostDriver(registry, mem, mem, 0, decisionObserver(dlog))
+	var svc *server.Service
 	if err == nil {
-		var svc *server.Service
-		if svc, err = server.New(server.Config{Registry: registry, Driver: driver, Records: mem}); err == nil {
-			return svc, closeLog, nil
-		}
+		svc, err = server.New(server.Config{Registry: registry, Driver: driver, Records: mem})
 	}
-	closeLog(context.Background())
-	fmt.Fprintf(stderr, "agentd eval: %v\n", err)
-	return nil, nil, err
+	if err != nil {
+		closeLog(context.Background())
+		fmt.Fprintf(stderr, "agentd eval: %v\n", err)
+		return nil, nil, err
+	}
+	return svc, closeLog, nil
 }
 
 func readScript(path string) ([]scriptCall, error) {
