@@ -59,24 +59,24 @@ func (d *DecisionLog) Drops(f LogFacts) bool {
 	return false
 }
 
-// Mask returns payload with every mask applied, and the paths that erased and that
-// replaced something, in rule order. payload is not changed (see MaskRule).
+// Mask returns payload with every mask applied, each to what its path names and to
+// every copy of it in the payload (see logcopies.go), and the paths that erased and
+// that replaced something, in rule order: a rule's own path as written, then each
+// copy's. payload is not changed (see MaskRule).
 func (d *DecisionLog) Mask(payload map[string]any) (out map[string]any, erased, replaced []string) {
 	out = payload
 	if d == nil {
 		return out, nil, nil
 	}
+	src := &shapedPayload{raw: payload}
 	for i := range d.masks {
 		r := &d.masks[i]
-		next, ok := r.apply(out)
-		if !ok {
-			continue
-		}
-		out = next
+		var named []string
+		out, named = r.apply(out, src)
 		if r.Replace {
-			replaced = append(replaced, r.Path.text)
+			replaced = append(replaced, named...)
 		} else {
-			erased = append(erased, r.Path.text)
+			erased = append(erased, named...)
 		}
 	}
 	return out, erased, replaced

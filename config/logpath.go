@@ -21,10 +21,12 @@ var LogPayloadFields = []string{
 const wildcard = "*"
 
 // LogPath is a parsed mask path: the payload field it starts at, then one segment per
-// level below it (a key, a list index, or "*").
+// level below it (a key, a list index, or "*"), and the places holding copies of what
+// it names (logcopies.go).
 type LogPath struct {
-	text string
-	segs []string
+	text   string
+	segs   []string
+	copies []logCopy
 }
 
 // String returns the path as written.
@@ -53,7 +55,7 @@ func ParseLogPath(s string) (LogPath, error) {
 	if !slices.Contains(LogPayloadFields, segs[0]) {
 		return LogPath{}, fmt.Errorf("mask path %q starts at %q, which is no payload field (known: %s)", s, segs[0], strings.Join(LogPayloadFields, ", "))
 	}
-	return LogPath{text: s, segs: segs}, nil
+	return LogPath{text: s, segs: segs, copies: copiesOf(segs)}, nil
 }
 
 // splitIndexes splits "name[*][2]" into "name" and its index segments.
@@ -104,15 +106,25 @@ type MaskRule struct {
 	Value   any
 }
 
-// apply returns payload with the rule applied and whether the path named anything.
-// payload is never changed: the maps and lists on the way to what the rule changes
-// are copied, and typed values (plans, calls) become their JSON form first.
-func (r *MaskRule) apply(payload map[string]any) (map[string]any, bool) {
-	out, ok := r.at(payload, r.Path.segs)
-	if !ok {
-		return payload, false
+// apply returns payload with the rule applied at its path and at every copy of what
+// it names (copiesOf) that src, the unmasked payload, holds, and the paths that named
+// something: the rule's own as written, then each copy's, dot-separated. payload is
+// never changed: the maps and lists on the way to what the rule changes are copied,
+// and typed values (plans, calls) become their JSON form first.
+func (r *MaskRule) apply(payload map[string]any, src *shapedPayload) (map[string]any, []string) {
+	var named []string
+	at := func(segs []string, text string) {
+		if out, ok := r.at(payload, segs); ok {
+			payload, named = out.(map[string]any), append(named, text)
+		}
 	}
-	return out.(map[string]any), true
+	at(r.Path.segs, r.Path.text)
+	for _, c := range r.Path.copies {
+		for _, segs := range c.paths(src) {
+			at(segs, strings.Join(segs, "."))
+		}
+	}
+	return payload, named
 }
 
 // at applies the rule to v at the path segs. A typed value that has no JSON form is

@@ -50,6 +50,18 @@ const (
 	DenialAmbiguousParameters = "ambiguous_parameters"
 )
 
+// ambiguousParameters is the denial (DenialAmbiguousParameters) of tool-call
+// parameters with two member names a client may take for one (AmbiguousMember), nil
+// when they have none.
+func ambiguousParameters(params map[string]any) *op.Denial {
+	x, y, ambiguous := AmbiguousMember(params)
+	if !ambiguous {
+		return nil
+	}
+	return &op.Denial{Code: DenialAmbiguousParameters,
+		Reason: fmt.Sprintf("the reviewed parameters have members %q and %q, which a client may take for one", x, y)}
+}
+
 // AdmissionGuard is the guard name operation records give Admit's own denials.
 const AdmissionGuard = "admission"
 
@@ -134,9 +146,8 @@ func (s *Session) Admit(ctx context.Context, plan *RoutingPlan, phase int) (*Adm
 			}
 			continue
 		}
-		if x, y, ambiguous := AmbiguousMember(params); ambiguous {
-			if err := s.deny(ctx, a, step, params, &op.Denial{Code: DenialAmbiguousParameters,
-				Reason: fmt.Sprintf("the reviewed parameters have members %q and %q, which a client may take for one", x, y)}); err != nil {
+		if den := ambiguousParameters(params); den != nil {
+			if err := s.deny(ctx, a, step, params, den); err != nil {
 				return nil, err
 			}
 			continue

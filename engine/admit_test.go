@@ -224,3 +224,49 @@ func TestAmbiguousMember(t *testing.T) {
 		}
 	}
 }
+
+// An operation check of a tool call whose parameters have two names a client may take
+// for one is denied before binding and the guards, as Admit denies it: the guard would
+// read amount 5 where a client decoding into a struct runs 50000.
+func TestDriver_CheckDeniesAmbiguousParameters(t *testing.T) {
+	ctx := context.Background()
+	d, mem := memoryDriver(t, engine.Fixed{Gen: admitGeneration(t)})
+	sess, err := d.Open(ctx, "req", engine.Opening{Text: "trade"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.AfterPlanning(ctx, &engine.RoutingPlan{PlanID: "p1", Steps: []engine.RoutingStep{
+		admitStep("step-1", "trade", "buy", map[string]any{"amount": 5.0}),
+	}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	call := op.Call{Operation: op.ToolCall, RequestID: "req", StepID: "step-1", Namespace: "ns", AgentName: "tools", Capability: "trade"}
+	for _, tc := range []struct {
+		params map[string]any
+		want   string // the denial code, "" for allowed
+	}{
+		{map[string]any{"amount": 5.0, "Amount": 50000.0}, engine.DenialAmbiguousParameters},
+		{map[string]any{"amount": 5.0, "nested": map[string]any{"key": "a", "\u212aey": "b"}}, engine.DenialAmbiguousParameters},
+		{map[string]any{"amount": 5.0}, ""},
+	} {
+		call.Parameters = tc.params
+		res, err := d.Check(ctx, call)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.params, err)
+		}
+		code := ""
+		if res.Denial != nil {
+			code = res.Denial.Code
+		}
+		if res.Allowed != (tc.want == "") || code != tc.want {
+			t.Errorf("%v: allowed %v, denial %q; want %q", tc.params, res.Allowed, code, tc.want)
+		}
+	}
+	rec, err := mem.Get(ctx, "req")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Operations); n != 3 || rec.Operations[0].Guard != engine.AdmissionGuard || rec.Operations[0].Code != engine.DenialAmbiguousParameters {
+		t.Errorf("recorded %+v, want the two denials by %s, then the allowed call", rec.Operations, engine.AdmissionGuard)
+	}
+}

@@ -211,8 +211,13 @@ func AsRefusal(err error) (*RefusalError, bool) {
 	return r, ok
 }
 
-// storeFailure is the refusal of a store error: the request is too large, or the
-// store unavailable.
+// StoreFailure is the refusal of a store error of request id ("" for none, as a
+// failed list): RefusedTooLarge for ErrTooLarge, else RefusedStoreUnavailable. An
+// adapter answers a failed read of the stores with it (api.ErrorOf), as the driver
+// does a failed write.
+func StoreFailure(id string, err error) error { return storeFailure(id, err) }
+
+// storeFailure is StoreFailure, for the driver's own store calls.
 func storeFailure(id string, err error) error {
 	if errors.Is(err, ErrTooLarge) {
 		return &RefusalError{Code: RefusedTooLarge, RequestID: id, Err: err}

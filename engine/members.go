@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -71,4 +73,53 @@ func AmbiguousMember(v any) (a, b string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// RepeatedMember finds, in the JSON document data, an object that repeats a member
+// name exactly, which decoding into a map hides (the last one wins, where another
+// reader keeps the first). It returns the name, or ok false when no object repeats one
+// or data is not JSON. Names that differ by case are AmbiguousMember's to find.
+func RepeatedMember(data []byte) (name string, ok bool) {
+	type object struct {
+		names     map[string]bool
+		expectKey bool
+	}
+	var stack []*object // nil for an array
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *object
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &object{names: map[string]bool{}, expectKey: true})
+				continue
+			case '[':
+				stack = append(stack, nil)
+				continue
+			}
+			stack = stack[:len(stack)-1] // a container ends: a value of its parent
+			if top = nil; len(stack) > 0 {
+				top = stack[len(stack)-1]
+			}
+		case string:
+			if top != nil && top.expectKey {
+				if top.names[t] {
+					return t, true
+				}
+				top.names[t], top.expectKey = true, false
+				continue
+			}
+		}
+		if top != nil { // a value ended: the object's next token is a name
+			top.expectKey = true
+		}
+	}
 }

@@ -168,6 +168,15 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	mode := s.gen.binding()
 	bound := call.Operation == op.ToolCall && mode != BindingOff
 	rec := s.operationRecord(decisionID(ctx), &call, started)
+	if call.Operation == op.ToolCall {
+		// Parameters a client may read otherwise than the guards do are denied first,
+		// as Admit denies them (guard AdmissionGuard).
+		if den := ambiguousParameters(call.Parameters); den != nil {
+			rec.Outcome, rec.Code, rec.Reason, rec.Guard, rec.GuardIndex = CheckDeny, den.Code, den.Reason, AdmissionGuard, ptr(-1)
+			rec.Duration = time.Since(started)
+			return ctx, func(op.Result) {}, den, s.recordCheck(ctx, rec, recorded)
+		}
+	}
 	if bound {
 		rec.Binding = mode
 		if den := bind(mode, s.known(), &call); den != nil {

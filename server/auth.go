@@ -66,13 +66,18 @@ func tokenOf(tokens []Token, header string) (Token, bool) {
 // the token's tenant when it has one. A GET or HEAD may present, instead of a token,
 // the cookie of a session the token opened (see BrowserSessions). A call without a valid
 // token is answered 401 and its connection closed, its body never read (a browser
-// loading a page is sent to opts.LoginPage instead, when set); a token whose role may
-// not call the route is answered 403 forbidden.
+// loading a page is sent to opts.LoginPage instead, when set), as is a call with more
+// than one Authorization header (a proxy in front may have read another than agentd);
+// a token whose role may not call the route is answered 403 forbidden.
 func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 	if len(opts.Tokens) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 { // which one counts is up to each reader: none does
+			refuseUnauthenticated(w)
+			return
+		}
 		tok, ok := tokenOf(opts.Tokens, r.Header.Get("Authorization"))
 		if !ok && safe(r) {
 			tok, ok = opts.Sessions.token(r)

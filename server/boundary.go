@@ -25,7 +25,9 @@ import (
 //   - Simple requests: a POST, PUT or PATCH must declare Content-Type
 //     application/json, which a form or a fetch without preflight cannot send; a form
 //     (urlencoded, multipart) or text/plain body is answered 415
-//     unsupported_media_type before it is read.
+//     unsupported_media_type before it is read. So is a body under any
+//     Content-Encoding but identity: agentd reads bodies as they come, and a proxy that
+//     decoded one would have inspected another body than agentd reads.
 //
 // Calls from programs (no Origin, no Sec-Fetch-Site, a JSON body) pass unchanged.
 func browserBoundary(allowed []string, next http.Handler) http.Handler {
@@ -42,6 +44,11 @@ func browserBoundary(allowed []string, next http.Handler) http.Handler {
 			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 				writeError(w, api.Errorf(http.StatusUnsupportedMediaType, api.TypeUnsupportedMediaType,
 					"%s %s: the body must be JSON (Content-Type: application/json), not %q", r.Method, r.URL.Path, r.Header.Get("Content-Type")))
+				return
+			}
+			if ce := r.Header.Values("Content-Encoding"); len(ce) > 0 && (len(ce) > 1 || !strings.EqualFold(strings.TrimSpace(ce[0]), "identity")) {
+				writeError(w, api.Errorf(http.StatusUnsupportedMediaType, api.TypeUnsupportedMediaType,
+					"%s %s: the body must not be encoded (Content-Encoding %q)", r.Method, r.URL.Path, strings.Join(ce, ", ")))
 				return
 			}
 		}

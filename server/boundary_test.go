@@ -36,6 +36,8 @@ func TestBrowserBoundary_RefusesWhatAPageCouldSend(t *testing.T) {
 		{"a multipart form", "POST", bp, "--x--", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, "", 415, api.TypeUnsupportedMediaType},
 		{"a text/plain fetch", "POST", bp, body, map[string]string{"Content-Type": "text/plain"}, "", 415, api.TypeUnsupportedMediaType},
 		{"no Content-Type", "POST", bp, body, nil, "", 415, api.TypeUnsupportedMediaType},
+		{"a body declared gzip", "POST", bp, body, map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"}, "", 415, api.TypeUnsupportedMediaType},
+		{"a body declared identity", "POST", bp, body, map[string]string{"Content-Type": "application/json", "Content-Encoding": "identity"}, "", 200, ""},
 		{"a form post to a mounted route", "POST", "/mounted", "a=b", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, "", 415, api.TypeUnsupportedMediaType},
 		{"a JSON post to a mounted route", "POST", "/mounted", "{}", map[string]string{"Content-Type": "application/json"}, "", 204, ""},
 		{"Sec-Fetch-Site cross-site", "POST", bp, body, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, "", 403, api.TypeCrossOrigin},

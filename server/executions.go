@@ -78,7 +78,7 @@ func (s *Service) Executions(ctx context.Context, q store.Query) (*store.Page, *
 		return nil, invalidQuery(qe.Param, qe.Reason)
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "list execution records", "error", err.Error())
-		return nil, api.Errorf(http.StatusServiceUnavailable, api.TypeStoreUnavailable, "state store unavailable")
+		return nil, api.ErrorOf(engine.StoreFailure("", err))
 	}
 	now := time.Now()
 	for i := range page.Records {

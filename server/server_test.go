@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -147,6 +148,27 @@ func TestService_StoreUnavailableIs503AndCounted(t *testing.T) {
 		}
 	}
 	t.Fatalf("no agentd.stage.calls{outcome=store_unavailable} in %+v", rm)
+}
+
+// A failed read of the records is answered as the engine's store refusal maps
+// (api.ErrorOf): 503 store_unavailable, with no detail of the store's error.
+func TestService_RecordReadFailureIs503(t *testing.T) {
+	p, _ := engine.New(nil)
+	registry := reload.NewRegistry(1)
+	registry.Swap(&config.Generation{Generation: engine.Generation{ID: "g-test", Pipeline: p}})
+	svc, err := newService(hostConfig{Registry: registry, Records: downRecords{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/executions/r1", "/v1/executions", "/v1/executions?status=failed"} {
+		rec := httptest.NewRecorder()
+		svc.Handler(HTTPOptions{}).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		var body struct{ Error struct{ Type api.ErrorType } }
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusServiceUnavailable ||
+			body.Error.Type != api.TypeStoreUnavailable || strings.Contains(rec.Body.String(), "refused") {
+			t.Errorf("GET %s = %d %s, want 503 store_unavailable with no detail", path, rec.Code, rec.Body)
+		}
+	}
 }
 
 // acceptHook accepts every plan as it is.

@@ -70,7 +70,7 @@ func (s *Service) Execution(ctx context.Context, id string) (*engine.ExecutionRe
 		return nil, api.Errorf(http.StatusNotFound, api.TypeNotFound, "no execution record for request %q", id)
 	case err != nil:
 		s.cfg.Logger.WarnContext(ctx, "read execution record", "request_id", id, "error", err.Error())
-		return nil, api.Errorf(http.StatusServiceUnavailable, api.TypeStoreUnavailable, "state store unavailable")
+		return nil, api.ErrorOf(engine.StoreFailure(id, err))
 	}
 	if err := engine.CheckTenant(ctx, id, rec.Tenant); err != nil {
 		// Another tenant's record is answered as no record: its id tells nothing.

@@ -145,3 +145,26 @@ func TestSessions_NoTokenNoSession(t *testing.T) {
 		t.Errorf("log in without a configured token = %d, cookies %v", rec.Code, rec.Result().Cookies())
 	}
 }
+
+// A call presenting two Authorization headers is refused 401, whichever order they
+// come in: agentd would read the first, a proxy in front of it may have read the last.
+func TestAuthorize_TwoAuthorizationHeadersAreRefused(t *testing.T) {
+	h := stockHandler(t)
+	for _, tokens := range [][]string{{viewerToken, testToken}, {testToken, viewerToken}, {testToken, testToken}} {
+		req := newRequest(http.MethodGet, "/v1/status", nil)
+		for _, tok := range tokens {
+			req.Header.Add("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("two Authorization headers %v: %d %s, want 401", tokens, rec.Code, rec.Body)
+		}
+	}
+	req := newRequest(http.MethodGet, "/v1/status", nil)
+	req.Header.Set("Authorization", "Bearer "+viewerToken)
+	rec := httptest.NewRecorder()
+	if h.ServeHTTP(rec, req); rec.Code != http.StatusOK {
+		t.Errorf("one Authorization header: %d %s, want 200", rec.Code, rec.Body)
+	}
+}

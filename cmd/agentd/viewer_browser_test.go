@@ -51,9 +51,9 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
-// browse starts a headless Chromium with a fresh profile and returns a context for
-// chromedp actions on one tab, bounded by timeout.
-func browse(t *testing.T, timeout time.Duration) context.Context {
+// browse starts a headless Chromium with a fresh profile (and the extra options
+// given) and returns a context for chromedp actions on one tab, bounded by timeout.
+func browse(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -61,6 +61,7 @@ func browse(t *testing.T, timeout time.Duration) context.Context {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-extensions", true), chromedp.WindowSize(1400, 1000),
 	}
+	opts = append(opts, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)

@@ -37,6 +37,11 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
 			return refused(s.id, "", &refusal{Code: "invalid_arguments", Reason: "the arguments are not a JSON object: " + err.Error()}), nil
 		}
+		// A repeated name is lost in args (the last wins): the client may mean the first.
+		if name, repeated := engine.RepeatedMember(req.Params.Arguments); repeated {
+			return refused(s.id, "", &refusal{Code: engine.DenialAmbiguousParameters, Reason: fmt.Sprintf(
+				"the arguments repeat the member %q, which a client may read otherwise than the review", name)}), nil
+		}
 	}
 	call, ref := g.admit(ctx, s, route, args)
 	step := call.Step

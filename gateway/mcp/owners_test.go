@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -207,5 +208,41 @@ func TestGateway_BodiesAreBounded(t *testing.T) {
 	}
 	if st := h.gw.Status(context.Background()).Sessions; st.Open != 1 {
 		t.Errorf("sessions open after a refused and an accepted initialize = %d, want 1", st.Open)
+	}
+}
+
+// Arguments that repeat a member name are refused (ambiguous_parameters) before any
+// review: decoded, the last one wins, where the client (or a proxy reading the
+// first) may have meant the other; the upstream sees nothing.
+func TestGateway_RepeatedArgumentIsRefused(t *testing.T) {
+	h := newHarness(t, stdioServer("local", ""))
+	h.waitReady("local")
+	srv := callerServer(t, h)
+	send := func(session, body string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, string(data)
+	}
+	resp, _ := send("", initialize)
+	session := resp.Header.Get("Mcp-Session-Id")
+	send(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, args := range []string{`{"message":"forbidden","message":"hi"}`, `{"message":"hi","nested":{"a":1,"\u0061":2}}`} {
+		_, body := send(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":`+args+`}}`)
+		if !strings.Contains(body, `"code":"ambiguous_parameters"`) || !strings.Contains(body, `"isError":true`) {
+			t.Errorf("echo with %s = %s, want the ambiguous_parameters refusal", args, body)
+		}
+	}
+	if calls := h.upstreamCalls(); calls != nil {
+		t.Errorf("the upstream saw %v", calls)
 	}
 }

@@ -56,6 +56,8 @@ func TestAmbiguousURI(t *testing.T) {
 		"test://dyn/42?x=../y": false, "test://dyn/{id}": false,
 		"test://dyn/../x": true, "test://dyn/./x": true, "test://dyn/..": true, "file:///srv/../etc/passwd": true,
 		"test://dyn/%2e%2e/x": true, "test://dyn/%2E./x": true, "test://dyn/a%2Fb": true, "test://dyn/a%5cb": true, "test://dyn/a\\b": true,
+		"test://dyn/%252e%252e/x": true, "test://dyn/%%32%65%%32%65/x": true, "test://dyn/a%252fb": true, "test://dyn/..;/x": true,
+		"test://dyn/.;v=1": true, "test://dyn/..%00": true, "test://dyn/a\x00b": true, "test://dyn/a;v=1": false, "test://dyn/100%25": false,
 	} {
 		if got := ambiguousURI(uri); got != want {
 			t.Errorf("ambiguousURI(%q) = %v, want %v", uri, got, want)

@@ -48,15 +48,32 @@ func (s *settings) allowsPrompt(name string) bool {
 }
 
 // ambiguousURI reports whether uri could name, once an upstream resolves it, another
-// resource than its text shows, so that a pattern matched on the text says nothing:
-// a dot segment ("." or "..", between slashes or at the end), a backslash, or a
-// percent-encoded dot, slash or backslash (%2e, %2f, %5c, any case), which decode to
-// one. Such a URI is refused, not normalized: the upstream reads it its own way.
+// resource than its text shows, so that a pattern matched on the text says nothing.
+// It reads uri as it is and after each percent-decoding, until one changes nothing,
+// as an upstream that decodes any number of times would: any of them with a backslash,
+// another number of slashes than uri (an encoded separator), a control character (a
+// NUL ends a path in C), a percent-encoded dot (%2e, any case) or a dot segment in its
+// path ("." or "..", between slashes or at the end, also before a ";parameter") makes
+// it ambiguous. Such a URI is refused, not normalized: the upstream reads it its own
+// way.
 func ambiguousURI(uri string) bool {
-	lower := strings.ToLower(uri)
-	if strings.ContainsRune(uri, '\\') || strings.Contains(lower, "%2e") || strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") {
-		return true
+	slashes := strings.Count(uri, "/")
+	for d := uri; ; {
+		if strings.ContainsRune(d, '\\') || strings.Count(d, "/") != slashes || strings.Contains(strings.ToLower(d), "%2e") ||
+			strings.ContainsFunc(d, func(r rune) bool { return r < 0x20 || r == 0x7f }) || dotSegment(d) {
+			return true
+		}
+		next := percentDecode(d)
+		if next == d {
+			return false
+		}
+		d = next
 	}
+}
+
+// dotSegment reports whether the path of uri (after "scheme://", before a query or a
+// fragment) has a "." or ".." segment, with or without a ";parameter".
+func dotSegment(uri string) bool {
 	if _, rest, ok := strings.Cut(uri, "://"); ok {
 		uri = rest
 	}
@@ -64,9 +81,41 @@ func ambiguousURI(uri string) bool {
 		uri = uri[:i]
 	}
 	for _, seg := range strings.Split(uri, "/") {
-		if seg == "." || seg == ".." {
+		if seg, _, _ = strings.Cut(seg, ";"); seg == "." || seg == ".." {
 			return true
 		}
 	}
 	return false
+}
+
+// percentDecode decodes each well-formed %XX of s once, keeping what is not one.
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if hi, lo := unhex(s[i+1]), unhex(s[i+2]); hi >= 0 && lo >= 0 {
+				b = append(b, byte(hi<<4|lo))
+				i += 2
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+// unhex is the value of the hex digit c, -1 when c is none.
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }

@@ -91,15 +91,19 @@ const maxRequestID = 128
 // gateway issues for it (callID). The token is the one the ids of the turn's first
 // round carry when they all carry one (the client sends back the calls it was given),
 // else a fresh one. The id is the configured header, else the configured body field,
-// else one derived from the tenant and the token (derivedID): a new turn is a new
-// request with a fresh id, whatever conversation it continues, and each later round of
-// the turn finds it by the token in the call ids it answers. Two conversations that
+// else one derived from the tenant and the token (derivedID); the header given twice
+// is refused. A new turn is a new request with a fresh id, whatever conversation it
+// continues, and each later round of the turn finds it by the token in the call ids it
+// answers. Two conversations that
 // begin alike therefore never share a request, and the tenant's part in the id keeps
 // a token sent by another tenant from naming any request of this one.
 func requestID(cfg *config.OpenAIGateway, h http.Header, req *chatRequest, conv *conversation, tenant string) (id, token string, e *apiError) {
 	token = conv.token()
 	if token == "" {
 		token = newToken()
+	}
+	if ids := h.Values(cfg.RequestIDHeader); len(ids) > 1 { // a proxy in front may have read another
+		return "", "", badRequest(codeInvalidField, cfg.RequestIDHeader, "%s is given %d times: a request has one id", cfg.RequestIDHeader, len(ids))
 	}
 	if id := h.Get(cfg.RequestIDHeader); id != "" {
 		return id, token, checkID(id, cfg.RequestIDHeader)

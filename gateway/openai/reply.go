@@ -15,7 +15,8 @@ type reply struct {
 	calls   []toolCall
 	finish  string
 	// meta and usage are the reply's (of a streamed reply, its chunks'): the members
-	// of the answer the gateway writes that are not the reviewed message.
+	// of the answer the gateway writes that are not the reviewed message, in their
+	// shape only (chunkMeta.vetted, vetUsage).
 	meta  chunkMeta
 	usage json.RawMessage
 }
@@ -66,10 +67,7 @@ func parseCompletion(data []byte) (*reply, *apiError) {
 	if fc := c.Message.FunctionCall; len(fc) > 0 && !bytes.Equal(fc, []byte("null")) {
 		return nil, malformed("legacy function_call is not supported; the upstream must answer with tool_calls")
 	}
-	r := &reply{content: c.Message.Content, refusal: c.Message.Refusal, calls: c.Message.ToolCalls, meta: w.chunkMeta}
-	if len(w.Usage) > 0 && !bytes.Equal(w.Usage, jsonNull) {
-		r.usage = w.Usage
-	}
+	r := &reply{content: c.Message.Content, refusal: c.Message.Refusal, calls: c.Message.ToolCalls, meta: w.chunkMeta.vetted(), usage: vetUsage(w.Usage)}
 	if c.FinishReason != nil {
 		r.finish = *c.FinishReason
 	}
@@ -158,10 +156,10 @@ func (a *assembler) add(data []byte) (content, refusal string, e *apiError) {
 		return "", "", upstreamEventError(c.Error)
 	}
 	if c.ID != "" {
-		a.r.meta = c.chunkMeta
+		a.r.meta = c.chunkMeta.vetted()
 	}
-	if len(c.Usage) > 0 && !bytes.Equal(c.Usage, []byte("null")) {
-		a.r.usage = append(json.RawMessage(nil), c.Usage...)
+	if u := vetUsage(c.Usage); u != nil {
+		a.r.usage = u
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {

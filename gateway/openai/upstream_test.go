@@ -142,3 +142,26 @@ func TestUpstream_ScrubsEscapedKeys(t *testing.T) {
 func hex2(r rune) string {
 	return strings.ToUpper(string("0123456789abcdef"[r>>4]) + string("0123456789abcdef"[r&15]))
 }
+
+// The request id header given twice is refused: the gateway would read the first, a
+// proxy in front of it (or its log) the other.
+func TestRequestID_HeaderGivenTwiceIsRefused(t *testing.T) {
+	cfg := &config.OpenAIGateway{RequestIDHeader: "X-Request-Id"}
+	req, e := parseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if e != nil {
+		t.Fatal(e)
+	}
+	conv, e := analyze(req.messages)
+	if e != nil {
+		t.Fatal(e)
+	}
+	h := http.Header{}
+	h.Add("X-Request-Id", "mine")
+	if id, _, e := requestID(cfg, h, req, conv, "acme"); e != nil || id != "mine" {
+		t.Fatalf("one header: %q, %v", id, e)
+	}
+	h.Add("X-Request-Id", "another-tenants")
+	if id, _, e := requestID(cfg, h, req, conv, "acme"); e == nil || e.Status != http.StatusBadRequest {
+		t.Errorf("two headers: id %q, error %+v; want a 400", id, e)
+	}
+}
