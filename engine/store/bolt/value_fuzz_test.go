@@ -25,7 +25,7 @@ func FuzzDecodeValue(f *testing.F) {
 			again.revision != v.revision || !bytes.Equal(again.payload, v.payload) {
 			t.Fatalf("%+v encoded decodes to %+v, %v", v, again, err)
 		}
-		if sum, rec, err := splitRecord(v.payload); err == nil && 4+len(sum)+len(rec) != len(v.payload) {
+		if sum, rec, err := split(v.payload); err == nil && 4+len(sum)+len(rec) != len(v.payload) {
 			t.Fatalf("split of %d bytes into %d and %d", len(v.payload), len(sum), len(rec))
 		}
 	})
