@@ -660,6 +660,8 @@ func (s *Store) commit() {
 	s.mu.Unlock()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		log := tx.Bucket(bucketLog)
+		// Stamps only grow: a split page is left full rather than half full.
+		log.FillPercent = 1
 		for _, w := range b.writes {
 			var err error
 			if w.value == nil {
