@@ -172,9 +172,10 @@ type Store struct {
 	broken error
 	closed bool
 	// unsynced says a commit has returned since the last fsync (SyncInterval); syncs
-	// counts the background fsyncs.
+	// counts the background fsyncs, commits the commits.
 	unsynced bool
 	syncs    int
+	commits  int
 
 	// turn is closed, and replaced, when a commit ends: writers that found a commit
 	// running wait on it to try to run the next.
@@ -681,6 +682,7 @@ func (s *Store) commit() {
 		s.broken = err
 	}
 	s.unsynced = true
+	s.commits++
 	for _, w := range b.writes {
 		if w.value != nil {
 			delete(s.pending, w.stamp)
