@@ -177,8 +177,8 @@ type Store struct {
 	syncs    int
 	commits  int
 
-	// turn is closed, and replaced, when a commit ends: writers that found a commit
-	// running wait on it to try to run the next.
+	// turn is closed, and replaced, each time s.committing is released (runCommit):
+	// writers that found it held wait on it to try to run the next commit.
 	turn chan struct{}
 
 	// syncFile fsyncs the file: db.Sync, which tests wrap.
@@ -544,9 +544,7 @@ func (s *Store) wait(b *batch) error {
 			return b.err
 		default:
 		}
-		if s.committing.TryLock() {
-			s.commit()
-			s.committing.Unlock()
+		if s.runCommit(false) {
 			continue
 		}
 		select {
@@ -637,19 +635,16 @@ func (s *Store) commitLoop() {
 		select {
 		case <-s.kick:
 		case <-s.quit:
-			s.committing.Lock()
-			s.commit()
-			s.committing.Unlock()
+			s.runCommit(true)
 			return
 		}
-		s.committing.Lock()
-		s.commit()
-		s.committing.Unlock()
+		s.runCommit(true)
 	}
 }
 
 // commit writes the next batch in one transaction (fsynced in SyncAlways) and answers
-// its writers. A failed commit breaks the store. The caller holds s.committing.
+// its writers. A failed commit breaks the store. The caller holds s.committing
+// (runCommit).
 func (s *Store) commit() {
 	s.mu.Lock()
 	b := s.next
@@ -688,10 +683,26 @@ func (s *Store) commit() {
 			delete(s.pending, w.stamp)
 		}
 	}
+	s.mu.Unlock()
 	close(b.done)
+}
+
+// runCommit runs the next commit, holding s.committing; with wait false it runs none
+// when another commit runs, and reports whether it ran one. Once it has released
+// s.committing, it ends the turn: writers that found the commit running try again.
+func (s *Store) runCommit(wait bool) bool {
+	if wait {
+		s.committing.Lock()
+	} else if !s.committing.TryLock() {
+		return false
+	}
+	s.commit()
+	s.committing.Unlock()
+	s.mu.Lock()
 	close(s.turn)
 	s.turn = make(chan struct{})
 	s.mu.Unlock()
+	return true
 }
 
 // syncLoop is SyncInterval's background fsync: every SyncEvery, it fsyncs the file if

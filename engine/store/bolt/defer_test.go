@@ -2,7 +2,9 @@ package bolt
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
+	"github.com/agentd-dev/agentd/engine/store"
 )
 
 // counts returns the commits the store has made and the values it has queued and not
@@ -141,5 +144,54 @@ func TestStore_StateWrittenWholeIsRead(t *testing.T) {
 	st, ok, err = s.GetRequest(ctx, "r")
 	if err != nil || !ok || st.Request != "buy" || st.Revision != 5 || len(st.Runs) != 2 || st.Runs["step-1"].Status != engine.RunStarted {
 		t.Fatalf("GetRequest after PutRun = %+v, %v, %v", st, ok, err)
+	}
+}
+
+// Many writers at once, some deferring, with the sweep committing deletions beside
+// them: every write returns, each once it is committed, and none is lost.
+func TestStore_ConcurrentWritersAllReturn(t *testing.T) {
+	ctx := context.Background()
+	s := openDir(t, t.TempDir(), Options{SweepEvery: time.Millisecond})
+	const writers, writes = 32, 100
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range writes {
+				id := fmt.Sprintf("r-%d-%d", w, i)
+				wctx, flush := ctx, func() error { return nil }
+				if i%2 == 0 {
+					wctx, flush = s.Defer(ctx)
+				}
+				err := s.PutRequest(wctx, &engine.RequestState{ID: id, Revision: 1}, time.Minute)
+				if err == nil {
+					err = s.Put(wctx, record(id, 1, engine.RecordRunning, time.Now()))
+				}
+				if err == nil {
+					err = s.PutCache(ctx, id, store.CacheEntry{Response: "x"}, time.Millisecond)
+				}
+				if ferr := flush(); err == nil {
+					err = ferr
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("writers still waiting after a minute")
+	}
+	if _, pending := counts(s); pending != 0 {
+		t.Fatalf("%d values pending after every write returned", pending)
+	}
+	if n := len(keys(t, s, kindRecord)); n != writers*writes {
+		t.Fatalf("%d records in the file, want %d", n, writers*writes)
 	}
 }
