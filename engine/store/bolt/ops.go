@@ -59,18 +59,6 @@ func decodeState(payload []byte) (*engine.RequestState, error) {
 	return &st, nil
 }
 
-// encodeRuns is the JSON of runs, nothing for none.
-func encodeRuns(runs map[string]*engine.StepRun) ([]byte, error) {
-	if len(runs) == 0 {
-		return nil, nil
-	}
-	data, err := json.Marshal(runs)
-	if err != nil {
-		return nil, fmt.Errorf("encode step runs: %w", err)
-	}
-	return data, nil
-}
-
 // PutRequest implements engine.StateStore, revision-gated; ttl 0 means
 // store.DefaultRequestTTL. It returns once the state is in the file (under Defer,
 // once it is decided).
@@ -78,13 +66,7 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	rest := *st
-	rest.Runs = nil
-	data, err := json.Marshal(&rest)
-	if err != nil {
-		return fmt.Errorf("encode request state: %w", err)
-	}
-	runs, err := encodeRuns(st.Runs)
+	data, runs, err := store.EncodeState(st)
 	if err != nil {
 		return err
 	}
@@ -124,7 +106,7 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	runsData, err := encodeRuns(runs)
+	runsData, err := store.EncodeRuns(runs)
 	if err != nil {
 		return err
 	}
@@ -149,9 +131,8 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 		if err != nil {
 			return fmt.Errorf("decode request state %q: %w", id, err)
 		}
-		st.Runs = nil
-		if rest, err = json.Marshal(st); err != nil {
-			return fmt.Errorf("encode request state: %w", err)
+		if rest, _, err = store.EncodeState(st); err != nil {
+			return err
 		}
 	} else if _, rest, err = split(rest); err != nil {
 		return fmt.Errorf("decode request state %q: %w", id, err)

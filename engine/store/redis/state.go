@@ -104,22 +104,10 @@ func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState
 	return &st, true, nil
 }
 
-// encodeRuns is the JSON of runs, empty for none.
-func encodeRuns(runs map[string]*engine.StepRun) ([]byte, error) {
-	if len(runs) == 0 {
-		return nil, nil
-	}
-	data, err := json.Marshal(runs)
-	if err != nil {
-		return nil, fmt.Errorf("encode step runs: %w", err)
-	}
-	return data, nil
-}
-
 // PutRun implements engine.RunStore in one atomic step (a Lua script that writes the
 // runs and the revision of the state's hash); ttl 0 means store.DefaultRequestTTL.
 func (s *Store) PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*engine.StepRun, ttl time.Duration) error {
-	data, err := encodeRuns(runs)
+	data, err := store.EncodeRuns(runs)
 	if err != nil {
 		return err
 	}
@@ -148,13 +136,7 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 // PutRequest implements engine.StateStore, revision-gated in one atomic step; ttl 0
 // means store.DefaultRequestTTL.
 func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl time.Duration) error {
-	rest := *st
-	rest.Runs = nil
-	data, err := json.Marshal(&rest)
-	if err != nil {
-		return fmt.Errorf("encode request state: %w", err)
-	}
-	runs, err := encodeRuns(st.Runs)
+	data, runs, err := store.EncodeState(st)
 	if err != nil {
 		return err
 	}
