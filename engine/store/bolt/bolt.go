@@ -167,6 +167,12 @@ type Store struct {
 	// writes queued and not yet committed, by stamp.
 	next    *batch
 	pending map[uint64][]byte
+	// recent holds the records written last, by request id, as given to Put (Get
+	// copies them rather than decoding the file's); recentOrder is their write order, a
+	// ring whose next slot is recentNext (see remember).
+	recent      map[string]recentRecord
+	recentOrder []recentKey
+	recentNext  int
 	// broken is the failure of a commit or an fsync, after which the store refuses
 	// every call.
 	broken error
@@ -268,6 +274,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		windows:  expiring.New[entry](maxWindows),
 		next:     &batch{done: make(chan struct{})},
 		pending:  map[uint64][]byte{},
+		recent:   map[string]recentRecord{},
 		turn:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),

@@ -195,3 +195,42 @@ func TestStore_ConcurrentWritersAllReturn(t *testing.T) {
 		t.Fatalf("%d records in the file, want %d", n, writers*writes)
 	}
 }
+
+// A record written lately is read back from memory as a copy (engine.CopyRecord:
+// changing what Get returned changes nothing stored; metadata values are read-only); one written recentRecords writes before is read
+// from the file, the same.
+func TestStore_RecentRecordsAreCopiedOthersDecoded(t *testing.T) {
+	ctx := context.Background()
+	s := openDir(t, t.TempDir(), Options{})
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	first := record("r-first", 1, engine.RecordRunning, at)
+	first.Metadata = map[string]any{"tenant": "acme"}
+	if err := s.Put(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "r-first")
+	if err != nil || got == first || got.Metadata["tenant"] != "acme" {
+		t.Fatalf("Get of a recent record = %p (put %p), %v", got, first, err)
+	}
+	got.FinalResponse = "changed"
+	got.Operations = append(got.Operations, engine.OperationRecord{DecisionID: "d"})
+	if again, _ := s.Get(ctx, "r-first"); again.FinalResponse != "hi" || len(again.Operations) != 0 {
+		t.Fatalf("a change to what Get returned reached the store: %+v", again)
+	}
+	for i := range recentRecords {
+		if err := s.Put(ctx, record(fmt.Sprint("r-", i), 1, engine.RecordRunning, at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	_, cached := s.recent["r-first"]
+	n := len(s.recent)
+	s.mu.Unlock()
+	if cached || n != recentRecords {
+		t.Fatalf("r-first still among the recent records: %v; %d kept, want %d", cached, n, recentRecords)
+	}
+	got, err = s.Get(ctx, "r-first")
+	if err != nil || got.RequestID != "r-first" || got.Revision != 1 || got.Metadata["tenant"] != "acme" || !got.CreatedAt.Equal(at) {
+		t.Fatalf("Get of a record read from the file = %+v, %v", got, err)
+	}
+}

@@ -206,9 +206,45 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	stamp, size := s.put(into, value{kind: kindRecord, key: rec.RequestID, expires: expiry(expires), revision: rec.Revision},
 		binary.BigEndian.AppendUint32(nil, uint32(len(sumData))), sumData, data)
 	into.PutSized(rec.RequestID, entry{stamp: stamp, revision: rec.Revision, summary: sum}, size, expires)
+	s.remember(rec, stamp)
 	b := s.next
 	s.mu.Unlock()
 	return s.settle(ctx, b)
+}
+
+// recentRecords is how many of the records written last the store keeps as they were
+// given to Put, so that the rewrite of a record (every stage call and check of an open
+// request reads its record, changes it and writes it) does not decode it from the file.
+const recentRecords = 1024
+
+// recentRecord is a record as written under stamp.
+type recentRecord struct {
+	stamp uint64
+	rec   *engine.ExecutionRecord
+}
+
+// remember keeps rec, written under stamp, among the recent records (the caller leaves
+// a record given to Put alone: engine.RecordStore), forgetting the one written
+// recentRecords writes before unless it has been written again since. The caller holds
+// s.mu.
+func (s *Store) remember(rec *engine.ExecutionRecord, stamp uint64) {
+	if len(s.recentOrder) == recentRecords {
+		old := s.recentOrder[s.recentNext]
+		if r, ok := s.recent[old.id]; ok && r.stamp == old.stamp {
+			delete(s.recent, old.id)
+		}
+		s.recentOrder[s.recentNext] = recentKey{rec.RequestID, stamp}
+		s.recentNext = (s.recentNext + 1) % recentRecords
+	} else {
+		s.recentOrder = append(s.recentOrder, recentKey{rec.RequestID, stamp})
+	}
+	s.recent[rec.RequestID] = recentRecord{stamp: stamp, rec: rec}
+}
+
+// recentKey is a record's place in the order of the recent records.
+type recentKey struct {
+	id    string
+	stamp uint64
 }
 
 // record returns the index entry of the record of id, in whichever map holds it. The
@@ -233,6 +269,20 @@ func split(payload []byte) (first, second []byte, err error) {
 
 // Get implements engine.RecordStore.
 func (s *Store) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	e, live := s.record(requestID, s.now())
+	recent, ok := s.recent[requestID]
+	s.mu.Unlock()
+	if live && ok && recent.stamp == e.stamp {
+		return engine.CopyRecord(recent.rec), nil
+	}
 	v, ok, err := s.lookup(ctx, requestID, s.records, s.failed)
 	if err != nil {
 		return nil, err
