@@ -9,6 +9,8 @@ import (
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
+	"github.com/agentd-dev/agentd/engine/store/bolt"
+	"github.com/agentd-dev/agentd/engine/store/storetest"
 )
 
 // BenchmarkCheck_Binding measures one allowed tool_call check in process on the memory
@@ -22,6 +24,28 @@ import (
 // no check has claimed yet: a new request with a 3-step plan is opened on each side
 // (timer stopped) every 3 checks.
 func BenchmarkCheck_Binding(b *testing.B) {
+	benchBinding(b, func(b *testing.B) storetest.Stores {
+		return store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
+	})
+}
+
+// BenchmarkCheck_BindingDurable is BenchmarkCheck_Binding on the durable store (bolt,
+// its default durability mode), each side on a store of its own: binding's cost there
+// is the claim's write, which goes into the commit of the check's record.
+func BenchmarkCheck_BindingDurable(b *testing.B) {
+	benchBinding(b, func(b *testing.B) storetest.Stores {
+		s, err := bolt.Open(b.TempDir(), bolt.Options{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// benchBinding is BenchmarkCheck_Binding with each side's states and records on a
+// store newStore makes.
+func benchBinding(b *testing.B, newStore func(b *testing.B) storetest.Stores) {
 	catalog, err := engine.NewCatalog([]engine.CatalogAgent{{Namespace: "demo-tools", Agent: "stock-service",
 		Capabilities: []engine.Capability{{Name: "stock_quote"}}}})
 	if err != nil {
@@ -48,9 +72,9 @@ func BenchmarkCheck_Binding(b *testing.B) {
 	modes := []engine.BindingMode{engine.BindingOff, engine.BindingStrict, engine.BindingStrict}
 	drivers := make([]*engine.Driver, len(modes))
 	for i, mode := range modes {
-		mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
+		st := newStore(b)
 		if drivers[i], err = engine.NewDriver(engine.DriverConfig{
-			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode, Runner: guard(i == 2)}}, States: mem, Records: mem,
+			Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Binding: mode, Runner: guard(i == 2)}}, States: st, Records: st,
 		}); err != nil {
 			b.Fatal(err)
 		}

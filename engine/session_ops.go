@@ -209,20 +209,23 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	}
 	describe(&rec, verdict)
 	rec.WouldDeny = findings.list()
-	if verdict == nil && bound {
-		if err := s.claim(ctx, mode, &call); err != nil {
-			var den *op.Denial
-			if !errors.As(err, &den) {
-				end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
-				return ctx, nil, nil, err
+	// The claim and the record: one commit of a store that can defer (durably).
+	err = s.durably(ctx, func(ctx context.Context) error {
+		if verdict == nil && bound {
+			if err := s.claim(ctx, mode, &call); err != nil {
+				var den *op.Denial
+				if !errors.As(err, &den) {
+					return err
+				}
+				verdict = den
+				describe(&rec, den)
+				rec.Guard, rec.GuardIndex = BindingGuard, ptr(-1)
 			}
-			verdict = den
-			describe(&rec, den)
-			rec.Guard, rec.GuardIndex = BindingGuard, ptr(-1)
 		}
-	}
-	rec.Duration = time.Since(started)
-	if err := s.recordCheck(ctx, rec, recorded); err != nil {
+		rec.Duration = time.Since(started)
+		return s.recordCheck(ctx, rec, recorded)
+	})
+	if err != nil {
 		end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
 		return ctx, nil, nil, err
 	}

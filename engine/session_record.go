@@ -89,31 +89,33 @@ func completed(response, source string) change {
 func (s *Session) commit(c *stageCall, ch change) error {
 	ctx := c.detached()
 	enrichments := c.pctx.Enrichments
-	err := s.writeState(ctx, func(st *RequestState) {
-		st.Enrichments = enrichments
-		if ch.state != nil {
-			ch.state(st)
-		}
-	})
-	if err != nil {
-		return s.d.refuse(ctx, c.stage, s.state.ID, err)
-	}
 	recorded := c.recorded() // the caller's: the record gets copies
 	invocations := make([]Invocation, len(recorded))
 	for i, inv := range recorded {
 		invocations[i] = copyInvocation(inv)
 	}
 	offset := -1
-	err = s.writeRecord(ctx, func(rec *ExecutionRecord) {
-		offset = len(rec.PipelineHooks)
-		rec.PipelineHooks = append(rec.PipelineHooks, invocations...)
-		if ch.record != nil {
-			ch.record(rec)
+	err := s.durably(ctx, func(ctx context.Context) error {
+		err := s.writeState(ctx, func(st *RequestState) {
+			st.Enrichments = enrichments
+			if ch.state != nil {
+				ch.state(st)
+			}
+		})
+		if err != nil {
+			return err
 		}
-		if rec.Lifecycle == LifecycleOpen {
-			until := s.d.now().Add(s.d.ttl).UTC()
-			rec.OpenUntil = &until
-		}
+		return s.writeRecord(ctx, func(rec *ExecutionRecord) {
+			offset = len(rec.PipelineHooks)
+			rec.PipelineHooks = append(rec.PipelineHooks, invocations...)
+			if ch.record != nil {
+				ch.record(rec)
+			}
+			if rec.Lifecycle == LifecycleOpen {
+				until := s.d.now().Add(s.d.ttl).UTC()
+				rec.OpenUntil = &until
+			}
+		})
 	})
 	if err != nil {
 		return s.d.refuse(ctx, c.stage, s.state.ID, err)
@@ -130,6 +132,29 @@ func (s *Session) commit(c *stageCall, ch change) error {
 		})
 	})
 	return nil
+}
+
+// durably runs write with a context under which the driver's stores defer the
+// durability of its writes (DeferringStore), then waits for them: what write writes
+// costs a store one commit. It returns write's error, else the store's failure to
+// make the writes durable (a refusal, as any store failure).
+func (s *Session) durably(ctx context.Context, write func(ctx context.Context) error) error {
+	var flushes [2]func() error
+	for i, st := range [2]any{s.d.states, s.d.records} {
+		if ds, ok := st.(DeferringStore); ok {
+			ctx, flushes[i] = ds.Defer(ctx)
+		}
+	}
+	err := write(ctx)
+	for _, flush := range flushes {
+		if flush == nil {
+			continue
+		}
+		if ferr := flush(); ferr != nil && err == nil {
+			err = storeFailure(s.state.ID, ferr)
+		}
+	}
+	return err
 }
 
 // writeState applies fn to the request's state and writes it as the next revision.

@@ -105,6 +105,21 @@ type RunStore interface {
 	PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*StepRun, ttl time.Duration) error
 }
 
+// DeferringStore is a store whose writes can wait to be durable together, so that the
+// writes of one call cost one commit. The state and record writes (PutRequest, PutRun,
+// Put) made with the context Defer returns, or one derived from it, return once the
+// store has decided them (revision-gated as ever; later reads see them) without
+// waiting for them to be durable; flush returns once every one of them is as durable
+// as a write made without Defer (with the first failure among them, a store failure).
+// The caller calls flush exactly once, before it answers anyone about those writes;
+// a write made with the context after flush waits for itself. Defer on a context
+// that already defers this store's writes returns it and a flush with nothing to do.
+// The driver defers the writes of a stage call's commit (state, then record) and of
+// an operation check (a bound step's claim, then the record).
+type DeferringStore interface {
+	Defer(ctx context.Context) (deferred context.Context, flush func() error)
+}
+
 // runOf returns the run of step id for a change, adding it when there is none. The
 // runs map and its runs are shared between stored revisions (CloneState) and never
 // change once stored, so it replaces the map with a copy and the run with a copy first.

@@ -1,10 +1,10 @@
 // Package bolt keeps agentd's state in one file on local disk (go.etcd.io/bbolt):
 // request states, execution records, response-cache entries and rate-limit windows, so
 // that they survive a restart of the daemon, a crash or a SIGKILL. Store implements
-// engine.StateStore, engine.RecordStore, store.RecordLister, store.Cache and
-// store.Limiter, and passes the conformance suites the memory and Redis stores pass
-// (storetest). It does not implement engine.RunStore: a state is encoded whole on
-// every write anyway, so the driver's fallback to PutRequest costs the same.
+// engine.StateStore, engine.RunStore (a step's claim rewrites the runs of a state and
+// copies the rest), engine.DeferringStore, engine.RecordStore, store.RecordLister,
+// store.Cache and store.Limiter, and passes the conformance suites the memory and
+// Redis stores pass (storetest).
 //
 // Durability (Options.Sync): a write returns once the commit that holds it has
 // returned, so whatever the mode, an answered write is in the file as the kernel
@@ -24,10 +24,14 @@
 //
 // A failed fsync (in the background too) stops the store, like a failed commit.
 //
-// Writes are group-committed: one goroutine commits the writes waiting when it is
-// free in one transaction, so a lone write waits for its own commit only and
-// concurrent writes share one. A write's context is checked before it is queued, not
-// while it waits: once queued, its outcome is the commit's.
+// Writes are group-committed: a writer that waits for its write commits, in its own
+// goroutine, every write queued when no other commit is running, in one transaction;
+// writers that find a commit running wait for it and then for the next, which one of
+// them runs. So a lone write waits for its own commit only, and concurrent writes
+// share one. A write's context is checked before it is queued, not while it waits:
+// once queued, its outcome is the commit's. Writes made under Defer wait together
+// (engine.DeferringStore): the driver's state and record writes of one stage call or
+// one bound check go into one commit.
 //
 // Bounds: as the memory store's (store.MemoryOptions), with sizes that are the bytes
 // each entry takes in the file. An index in memory holds each entry's place in write
@@ -163,17 +167,32 @@ type Store struct {
 	// writes queued and not yet committed, by stamp.
 	next    *batch
 	pending map[uint64][]byte
+	// recent holds the records written last, by request id, as given to Put (Get
+	// copies them rather than decoding the file's); recentOrder is their write order, a
+	// ring whose next slot is recentNext (see remember).
+	recent      map[string]recentRecord
+	recentOrder []recentKey
+	recentNext  int
 	// broken is the failure of a commit or an fsync, after which the store refuses
 	// every call.
 	broken error
 	closed bool
 	// unsynced says a commit has returned since the last fsync (SyncInterval); syncs
-	// counts the background fsyncs.
+	// counts the background fsyncs, commits the commits.
 	unsynced bool
 	syncs    int
+	commits  int
+
+	// turn is closed, and replaced, each time s.committing is released (runCommit):
+	// writers that found it held wait on it to try to run the next commit.
+	turn chan struct{}
 
 	// syncFile fsyncs the file: db.Sync, which tests wrap.
 	syncFile func() error
+
+	// committing is held while a commit runs, by the writer or the goroutine running
+	// it: one commit at a time, in the order the batches were queued.
+	committing sync.Mutex
 
 	kick chan struct{}
 	quit chan struct{}
@@ -255,6 +274,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		windows:  expiring.New[entry](maxWindows),
 		next:     &batch{done: make(chan struct{})},
 		pending:  map[uint64][]byte{},
+		recent:   map[string]recentRecord{},
+		turn:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 	}
@@ -461,15 +482,84 @@ func (s *Store) lookup(ctx context.Context, key string, ms ...*expiring.Map[entr
 	}
 }
 
-// wait kicks the committer and waits for the commit of batch b, which the caller's
-// writes went into (under s.mu, which the caller has released since).
-func (s *Store) wait(b *batch) error {
-	select {
-	case s.kick <- struct{}{}:
-	default:
+// deferKey is the context key of the writes of s deferred by Defer.
+type deferKey struct{ s *Store }
+
+// deferral is the batches the writes made under one Defer went into; done is set by
+// its flush, after which writes wait for themselves.
+type deferral struct {
+	mu      sync.Mutex
+	done    bool
+	batches []*batch
+}
+
+// Defer implements engine.DeferringStore: the writes made with the returned context
+// (states, runs, records and cache entries; a rate-limit event waits for its count)
+// are queued and return without
+// waiting for their commit, and flush waits for every commit they went into (usually
+// one: the writes of one caller queue into the same batch unless a commit starts
+// between them), running it itself when none runs. As every write waits for its
+// commit before flush returns, the contract of the package doc holds: a call is
+// answered only after what it wrote is in the file.
+func (s *Store) Defer(ctx context.Context) (context.Context, func() error) {
+	if _, ok := ctx.Value(deferKey{s}).(*deferral); ok {
+		return ctx, func() error { return nil }
 	}
-	<-b.done
-	return b.err
+	d := &deferral{}
+	flush := func() error {
+		d.mu.Lock()
+		d.done = true
+		batches := d.batches
+		d.mu.Unlock()
+		for _, b := range batches {
+			if err := s.wait(b); err != nil {
+				return err // a failed commit broke the store: the later ones fail too
+			}
+		}
+		return nil
+	}
+	return context.WithValue(ctx, deferKey{s}, d), flush
+}
+
+// settle waits for the commit of batch b, which the caller's write went into, or, for
+// a write made under Defer before its flush, leaves it to the flush.
+func (s *Store) settle(ctx context.Context, b *batch) error {
+	if d, ok := ctx.Value(deferKey{s}).(*deferral); ok {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !d.done {
+			if n := len(d.batches); n == 0 || d.batches[n-1] != b {
+				d.batches = append(d.batches, b)
+			}
+			return nil
+		}
+	}
+	return s.wait(b)
+}
+
+// wait returns once the commit of batch b, which the caller's writes went into (under
+// s.mu, which the caller has released since), has returned, with its error. While no
+// other commit runs, the caller runs the next itself (b, or a batch before b when b
+// was queued while that batch's commit was waiting to start, then b).
+func (s *Store) wait(b *batch) error {
+	for {
+		s.mu.Lock()
+		turn := s.turn
+		s.mu.Unlock()
+		select {
+		case <-b.done:
+			return b.err
+		default:
+		}
+		if s.runCommit(false) {
+			continue
+		}
+		select {
+		case <-b.done:
+			return b.err
+		case <-turn:
+		}
+	}
 }
 
 // load fills the index from the log, in write order, and queues the deletion of what
@@ -501,7 +591,7 @@ func (s *Store) load() error {
 			case kindWindow:
 				m, e.ends = s.windows, expiryTime(v.expires)
 			case kindRecord:
-				sum, _, err := splitRecord(v.payload)
+				sum, _, err := split(v.payload)
 				if err == nil {
 					e.summary = new(store.Summary)
 					err = json.Unmarshal(sum, e.summary)
@@ -544,23 +634,24 @@ func (s *Store) recordPeek(id string) (entry, bool) {
 	return s.failed.Peek(id)
 }
 
-// commitLoop is the committer: whenever kicked, it commits the batch queued so far,
-// until Close, when it commits what is left.
+// commitLoop commits the writes no writer waits for (the sweep's deletions) whenever
+// kicked, and at Close what is left.
 func (s *Store) commitLoop() {
 	defer s.wg.Done()
 	for {
 		select {
 		case <-s.kick:
-			s.commit()
 		case <-s.quit:
-			s.commit()
+			s.runCommit(true)
 			return
 		}
+		s.runCommit(true)
 	}
 }
 
-// commit writes the next batch in one transaction, ending with an fsync, and answers
-// its writers. A failed commit breaks the store.
+// commit writes the next batch in one transaction (fsynced in SyncAlways) and answers
+// its writers. A failed commit breaks the store. The caller holds s.committing
+// (runCommit).
 func (s *Store) commit() {
 	s.mu.Lock()
 	b := s.next
@@ -572,6 +663,8 @@ func (s *Store) commit() {
 	s.mu.Unlock()
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		log := tx.Bucket(bucketLog)
+		// Stamps only grow: a split page is left full rather than half full.
+		log.FillPercent = 1
 		for _, w := range b.writes {
 			var err error
 			if w.value == nil {
@@ -591,6 +684,7 @@ func (s *Store) commit() {
 		s.broken = err
 	}
 	s.unsynced = true
+	s.commits++
 	for _, w := range b.writes {
 		if w.value != nil {
 			delete(s.pending, w.stamp)
@@ -598,6 +692,24 @@ func (s *Store) commit() {
 	}
 	s.mu.Unlock()
 	close(b.done)
+}
+
+// runCommit runs the next commit, holding s.committing; with wait false it runs none
+// when another commit runs, and reports whether it ran one. Once it has released
+// s.committing, it ends the turn: writers that found the commit running try again.
+func (s *Store) runCommit(wait bool) bool {
+	if wait {
+		s.committing.Lock()
+	} else if !s.committing.TryLock() {
+		return false
+	}
+	s.commit()
+	s.committing.Unlock()
+	s.mu.Lock()
+	close(s.turn)
+	s.turn = make(chan struct{})
+	s.mu.Unlock()
+	return true
 }
 
 // syncLoop is SyncInterval's background fsync: every SyncEvery, it fsyncs the file if

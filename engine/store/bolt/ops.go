@@ -14,31 +14,64 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
+// A state's payload is its runs apart from the rest, so that a run stored alone
+// (PutRun) rewrites the runs and copies the rest as it is:
+//
+//	length of the runs (4 bytes, big-endian) | JSON of the runs | JSON of the rest
+//
+// The rest is the JSON of the state without its runs (every other field of
+// engine.RequestState, whatever fields it gains). A payload written before the split
+// is the JSON of the whole state; its first byte is '{', which no length under
+// MaxStateBytes begins with.
+
 // GetRequest implements engine.StateStore.
 func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
 	v, ok, err := s.lookup(ctx, id, s.requests)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	var st engine.RequestState
-	if err := json.Unmarshal(v.payload, &st); err != nil {
+	st, err := decodeState(v.payload)
+	if err != nil {
 		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
 	}
-	return &st, true, nil
+	st.Revision = v.revision // the rest a PutRun copied holds the revision it replaced
+	return st, true, nil
+}
+
+// decodeState decodes a state's payload.
+func decodeState(payload []byte) (*engine.RequestState, error) {
+	var st engine.RequestState
+	if len(payload) > 0 && payload[0] == '{' { // written whole, before the split
+		return &st, json.Unmarshal(payload, &st)
+	}
+	runs, rest, err := split(payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(rest, &st); err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		if err := json.Unmarshal(runs, &st.Runs); err != nil {
+			return nil, err
+		}
+	}
+	return &st, nil
 }
 
 // PutRequest implements engine.StateStore, revision-gated; ttl 0 means
-// store.DefaultRequestTTL. It returns once the state is on disk.
+// store.DefaultRequestTTL. It returns once the state is in the file (under Defer,
+// once it is decided).
 func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(st)
+	data, runs, err := store.EncodeState(st)
 	if err != nil {
-		return fmt.Errorf("encode request state: %w", err)
+		return err
 	}
-	if int64(len(data)) > s.opts.MaxStateBytes {
-		return tooLarge("state", st.ID, len(data), s.opts.MaxStateBytes)
+	if size := 4 + len(runs) + len(data); int64(size) > s.opts.MaxStateBytes {
+		return tooLarge("state", st.ID, size, s.opts.MaxStateBytes)
 	}
 	if err := checkKey(st.ID); err != nil {
 		return err
@@ -57,15 +90,78 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, st.ID, old.revision, st.Revision)
 	}
 	expires := now.Add(ttl)
-	stamp, size := s.put(s.requests, value{kind: kindState, key: st.ID, expires: expiry(expires), revision: st.Revision}, data)
+	stamp, size := s.put(s.requests, value{kind: kindState, key: st.ID, expires: expiry(expires), revision: st.Revision},
+		binary.BigEndian.AppendUint32(nil, uint32(len(runs))), runs, data)
 	s.requests.PutSized(st.ID, entry{stamp: stamp, revision: st.Revision}, size, expires)
 	b := s.next
 	s.mu.Unlock()
-	return s.wait(b)
+	return s.settle(ctx, b)
+}
+
+// PutRun implements engine.RunStore: the state's value is written again with runs as
+// its runs and the rest of the stored one copied byte for byte (no state is decoded
+// or encoded whole). It returns once the state is in the file (under Defer, once it
+// is decided).
+func (s *Store) PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*engine.StepRun, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	runsData, err := store.EncodeRuns(runs)
+	if err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		ttl = store.DefaultRequestTTL
+	}
+	stale := func() error {
+		return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
+	}
+	// The stored value is read without the lock (from the file, unless pending) and
+	// the write made under it only if the index still holds that value.
+	v, ok, err := s.lookup(ctx, id, s.requests)
+	if err != nil {
+		return err
+	}
+	if !ok || v.revision != revision-1 {
+		return stale()
+	}
+	rest := v.payload
+	if len(rest) > 0 && rest[0] == '{' { // written whole: the rest is the state without its runs
+		st, err := decodeState(rest)
+		if err != nil {
+			return fmt.Errorf("decode request state %q: %w", id, err)
+		}
+		if rest, _, err = store.EncodeState(st); err != nil {
+			return err
+		}
+	} else if _, rest, err = split(rest); err != nil {
+		return fmt.Errorf("decode request state %q: %w", id, err)
+	}
+	if size := 4 + len(runsData) + len(rest); int64(size) > s.opts.MaxStateBytes {
+		return tooLarge("state", id, size, s.opts.MaxStateBytes)
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	now := s.now()
+	if old, ok := s.requests.Get(id, now); !ok || old.revision != revision-1 {
+		s.mu.Unlock()
+		return stale()
+	}
+	expires := now.Add(ttl)
+	stamp, size := s.put(s.requests, value{kind: kindState, key: id, expires: expiry(expires), revision: revision},
+		binary.BigEndian.AppendUint32(nil, uint32(len(runsData))), runsData, rest)
+	s.requests.PutSized(id, entry{stamp: stamp, revision: revision}, size, expires)
+	b := s.next
+	s.mu.Unlock()
+	return s.settle(ctx, b)
 }
 
 // Put implements engine.RecordStore, revision-gated. The record is kept for its
-// outcome's retention. It returns once the record is on disk.
+// outcome's retention. It returns once the record is in the file (under Defer, once it
+// is decided).
 func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -110,9 +206,45 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	stamp, size := s.put(into, value{kind: kindRecord, key: rec.RequestID, expires: expiry(expires), revision: rec.Revision},
 		binary.BigEndian.AppendUint32(nil, uint32(len(sumData))), sumData, data)
 	into.PutSized(rec.RequestID, entry{stamp: stamp, revision: rec.Revision, summary: sum}, size, expires)
+	s.remember(rec, stamp)
 	b := s.next
 	s.mu.Unlock()
-	return s.wait(b)
+	return s.settle(ctx, b)
+}
+
+// recentRecords is how many of the records written last the store keeps as they were
+// given to Put, so that the rewrite of a record (every stage call and check of an open
+// request reads its record, changes it and writes it) does not decode it from the file.
+const recentRecords = 1024
+
+// recentRecord is a record as written under stamp.
+type recentRecord struct {
+	stamp uint64
+	rec   *engine.ExecutionRecord
+}
+
+// remember keeps rec, written under stamp, among the recent records (the caller leaves
+// a record given to Put alone: engine.RecordStore), forgetting the one written
+// recentRecords writes before unless it has been written again since. The caller holds
+// s.mu.
+func (s *Store) remember(rec *engine.ExecutionRecord, stamp uint64) {
+	if len(s.recentOrder) == recentRecords {
+		old := s.recentOrder[s.recentNext]
+		if r, ok := s.recent[old.id]; ok && r.stamp == old.stamp {
+			delete(s.recent, old.id)
+		}
+		s.recentOrder[s.recentNext] = recentKey{rec.RequestID, stamp}
+		s.recentNext = (s.recentNext + 1) % recentRecords
+	} else {
+		s.recentOrder = append(s.recentOrder, recentKey{rec.RequestID, stamp})
+	}
+	s.recent[rec.RequestID] = recentRecord{stamp: stamp, rec: rec}
+}
+
+// recentKey is a record's place in the order of the recent records.
+type recentKey struct {
+	id    string
+	stamp uint64
 }
 
 // record returns the index entry of the record of id, in whichever map holds it. The
@@ -124,11 +256,12 @@ func (s *Store) record(id string, now time.Time) (entry, bool) {
 	return s.failed.Get(id, now)
 }
 
-// splitRecord splits a stored record's payload into the JSON of its summary and the
-// JSON of the record.
-func splitRecord(payload []byte) (summary, record []byte, err error) {
+// split splits a payload of two parts, the first preceded by its length (4 bytes,
+// big-endian): a record's (the JSON of its summary, then of the record) or a state's
+// (the JSON of its runs, then of the rest).
+func split(payload []byte) (first, second []byte, err error) {
 	if len(payload) < 4 || uint64(binary.BigEndian.Uint32(payload)) > uint64(len(payload)-4) {
-		return nil, nil, fmt.Errorf("malformed record of %d bytes", len(payload))
+		return nil, nil, fmt.Errorf("malformed payload of %d bytes", len(payload))
 	}
 	n := 4 + int(binary.BigEndian.Uint32(payload))
 	return payload[4:n], payload[n:], nil
@@ -136,6 +269,20 @@ func splitRecord(payload []byte) (summary, record []byte, err error) {
 
 // Get implements engine.RecordStore.
 func (s *Store) Get(ctx context.Context, requestID string) (*engine.ExecutionRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	e, live := s.record(requestID, s.now())
+	recent, ok := s.recent[requestID]
+	s.mu.Unlock()
+	if live && ok && recent.stamp == e.stamp {
+		return engine.CopyRecord(recent.rec), nil
+	}
 	v, ok, err := s.lookup(ctx, requestID, s.records, s.failed)
 	if err != nil {
 		return nil, err
@@ -143,7 +290,7 @@ func (s *Store) Get(ctx context.Context, requestID string) (*engine.ExecutionRec
 	if !ok {
 		return nil, engine.RecordNotFound(requestID)
 	}
-	_, data, err := splitRecord(v.payload)
+	_, data, err := split(v.payload)
 	var rec engine.ExecutionRecord
 	if err == nil {
 		err = json.Unmarshal(data, &rec)
@@ -221,7 +368,7 @@ func (s *Store) PutCache(ctx context.Context, key string, e store.CacheEntry, tt
 	s.cache.Put(key, entry{stamp: stamp}, expires)
 	b := s.next
 	s.mu.Unlock()
-	return s.wait(b)
+	return s.settle(ctx, b)
 }
 
 // Allow implements store.Limiter with fixed windows aligned to the first event; a
@@ -265,9 +412,11 @@ func checkKey(key string) error {
 }
 
 var (
-	_ engine.StateStore  = (*Store)(nil)
-	_ engine.RecordStore = (*Store)(nil)
-	_ store.RecordLister = (*Store)(nil)
-	_ store.Cache        = (*Store)(nil)
-	_ store.Limiter      = (*Store)(nil)
+	_ engine.StateStore     = (*Store)(nil)
+	_ engine.RunStore       = (*Store)(nil)
+	_ engine.DeferringStore = (*Store)(nil)
+	_ engine.RecordStore    = (*Store)(nil)
+	_ store.RecordLister    = (*Store)(nil)
+	_ store.Cache           = (*Store)(nil)
+	_ store.Limiter         = (*Store)(nil)
 )

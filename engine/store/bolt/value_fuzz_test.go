@@ -7,14 +7,17 @@ import (
 )
 
 // FuzzDecodeValue: any bytes read from the log decode to a value or an error, never a
-// panic; what decodes encodes back to bytes that decode to the same value, and a
-// record payload splits within its bounds or fails.
+// panic; what decodes encodes back to bytes that decode to the same value, a record
+// payload splits within its bounds or fails, and a state payload (split or written
+// whole) decodes to a state or an error.
 func FuzzDecodeValue(f *testing.F) {
 	f.Add(encodeValue(value{kind: kindState, key: "req-1", expires: 1, revision: 2}, []byte(`{"id":"req-1"}`)))
 	f.Add(encodeValue(value{kind: kindRecord, key: "r"}, binary.BigEndian.AppendUint32(nil, 2), []byte(`{}{"request_id":"r"}`)))
 	f.Add(encodeValue(value{kind: kindWindow, key: string(make([]byte, 300)), revision: -1}))
 	f.Add([]byte{kindCache, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
+	f.Add(encodeValue(value{kind: kindState, key: "r"}, binary.BigEndian.AppendUint32(nil, 2), []byte(`{}{"id":"r"}`)))
+	f.Add(encodeValue(value{kind: kindState, key: "r"}, binary.BigEndian.AppendUint32(nil, 40), []byte(`{"s":{"status":"started","attempts":1}}{"id":"r"}`)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := decodeValue(b)
 		if err != nil {
@@ -25,8 +28,11 @@ func FuzzDecodeValue(f *testing.F) {
 			again.revision != v.revision || !bytes.Equal(again.payload, v.payload) {
 			t.Fatalf("%+v encoded decodes to %+v, %v", v, again, err)
 		}
-		if sum, rec, err := splitRecord(v.payload); err == nil && 4+len(sum)+len(rec) != len(v.payload) {
+		if sum, rec, err := split(v.payload); err == nil && 4+len(sum)+len(rec) != len(v.payload) {
 			t.Fatalf("split of %d bytes into %d and %d", len(v.payload), len(sum), len(rec))
+		}
+		if st, err := decodeState(v.payload); err == nil && st == nil {
+			t.Fatal("decodeState returned neither a state nor an error")
 		}
 	})
 }

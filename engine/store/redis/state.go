@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,19 +28,45 @@ end
 return n
 `)
 
+// A request state is a hash: its revision, its runs (the JSON of its step runs, empty
+// for none) and the rest (the JSON of the state without its runs), so that a step's
+// claim (PutRun) writes the runs alone. A hash written before the split has no runs
+// field and the runs in its state.
+
 // putStateScript is the revision-gated write of a request state, one atomic step: it
 // writes only when no state is stored or the stored revision is lower, and returns
 // {1} when written, {0, stored revision} when stale. Revisions are small counters,
 // exact as Lua numbers.
 //
-//	KEYS[1] the state's hash (fields revision, state)
-//	ARGV[1] revision   ARGV[2] the state as JSON   ARGV[3] time to live in ms
+//	KEYS[1] the state's hash (fields revision, state, runs)
+//	ARGV[1] revision   ARGV[2] the state without its runs as JSON   ARGV[3] time to
+//	live in ms   ARGV[4] the runs as JSON
 var putStateScript = goredis.NewScript(`
 local stored = redis.call('HGET', KEYS[1], 'revision')
 if stored and tonumber(stored) >= tonumber(ARGV[1]) then
   return {0, stored}
 end
-redis.call('HSET', KEYS[1], 'revision', ARGV[1], 'state', ARGV[2])
+redis.call('HSET', KEYS[1], 'revision', ARGV[1], 'state', ARGV[2], 'runs', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1}
+`)
+
+// putRunScript is PutRun in one atomic step: it writes the runs and the revision only
+// when the stored revision is the one before, and the state stays within the size
+// limit; it returns {1} when written, {0} when stale, {2, size} when too large.
+//
+//	KEYS[1] the state's hash   ARGV[1] revision   ARGV[2] the runs as JSON   ARGV[3] time
+//	to live in ms   ARGV[4] the limit in bytes of the state's encoding
+var putRunScript = goredis.NewScript(`
+local stored = redis.call('HGET', KEYS[1], 'revision')
+if not stored or tonumber(stored) ~= tonumber(ARGV[1]) - 1 then
+  return {0}
+end
+local size = redis.call('HSTRLEN', KEYS[1], 'state') + string.len(ARGV[2])
+if size > tonumber(ARGV[4]) then
+  return {2, size}
+end
+redis.call('HSET', KEYS[1], 'revision', ARGV[1], 'runs', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {1}
 `)
@@ -47,36 +74,74 @@ return {1}
 // GetRequest implements engine.StateStore.
 func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
 	key := s.key("req:", id)
-	var data []byte
-	var ok bool
-	err := s.do(ctx, s.timeout, "HGET", key, func(ctx context.Context) error {
+	var fields []any
+	err := s.do(ctx, s.timeout, "HMGET", key, func(ctx context.Context) error {
 		var err error
-		data, err = s.client.HGet(ctx, key, "state").Bytes()
-		if errors.Is(err, goredis.Nil) {
-			return nil
-		}
-		ok = err == nil
+		fields, err = s.client.HMGet(ctx, key, "revision", "state", "runs").Result()
 		return err
 	})
-	if err != nil || !ok {
+	if err != nil {
 		return nil, false, err
 	}
+	revision, _ := fields[0].(string)
+	data, _ := fields[1].(string)
+	runs, _ := fields[2].(string)
+	if data == "" {
+		return nil, false, nil
+	}
 	var st engine.RequestState
-	if err := json.Unmarshal(data, &st); err != nil {
+	err = json.Unmarshal([]byte(data), &st)
+	if err == nil && runs != "" {
+		err = json.Unmarshal([]byte(runs), &st.Runs)
+	}
+	if err == nil {
+		// A PutRun changes the revision field and leaves the state's JSON as it was.
+		st.Revision, err = strconv.ParseInt(revision, 10, 64)
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
 	}
 	return &st, true, nil
 }
 
+// PutRun implements engine.RunStore in one atomic step (a Lua script that writes the
+// runs and the revision of the state's hash); ttl 0 means store.DefaultRequestTTL.
+func (s *Store) PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*engine.StepRun, ttl time.Duration) error {
+	data, err := store.EncodeRuns(runs)
+	if err != nil {
+		return err
+	}
+	if ttl <= 0 {
+		ttl = store.DefaultRequestTTL
+	}
+	key := s.key("req:", id)
+	var res []any
+	err = s.do(ctx, s.timeout, "put run", key, func(ctx context.Context) error {
+		var err error
+		res, err = putRunScript.Run(ctx, s.client, []string{key}, revision, data, millis(ttl), store.DefaultMaxStateBytes).Slice()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	switch n, _ := res[0].(int64); n {
+	case 1:
+		return nil
+	case 2:
+		return fmt.Errorf("%w: request %q state would be %v bytes, over the limit of %d", engine.ErrTooLarge, id, res[1], store.DefaultMaxStateBytes)
+	}
+	return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
+}
+
 // PutRequest implements engine.StateStore, revision-gated in one atomic step; ttl 0
 // means store.DefaultRequestTTL.
 func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl time.Duration) error {
-	data, err := json.Marshal(st)
+	data, runs, err := store.EncodeState(st)
 	if err != nil {
-		return fmt.Errorf("encode request state: %w", err)
+		return err
 	}
-	if len(data) > store.DefaultMaxStateBytes {
-		return fmt.Errorf("%w: request %q state is %d bytes, over the limit of %d", engine.ErrTooLarge, st.ID, len(data), store.DefaultMaxStateBytes)
+	if size := len(data) + len(runs); size > store.DefaultMaxStateBytes {
+		return fmt.Errorf("%w: request %q state is %d bytes, over the limit of %d", engine.ErrTooLarge, st.ID, size, store.DefaultMaxStateBytes)
 	}
 	if ttl <= 0 {
 		ttl = store.DefaultRequestTTL
@@ -85,7 +150,7 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 	var res []any
 	err = s.do(ctx, s.timeout, "put state", key, func(ctx context.Context) error {
 		var err error
-		res, err = putStateScript.Run(ctx, s.client, []string{key}, st.Revision, data, millis(ttl)).Slice()
+		res, err = putStateScript.Run(ctx, s.client, []string{key}, st.Revision, data, millis(ttl), runs).Slice()
 		return err
 	})
 	if err != nil {
@@ -165,6 +230,7 @@ func millis(d time.Duration) int64 {
 
 var (
 	_ engine.StateStore = (*Store)(nil)
+	_ engine.RunStore   = (*Store)(nil)
 	_ store.Cache       = (*Store)(nil)
 	_ store.Limiter     = (*Store)(nil)
 )

@@ -1,6 +1,6 @@
 // Package storetest holds the conformance suites of agentd's store interfaces, one per
-// interface: States (engine.StateStore), Records (engine.RecordStore), Cache and
-// Limiter. Every implementation passes each suite of the interfaces it implements.
+// interface: States (engine.StateStore and engine.RunStore), Records
+// (engine.RecordStore), Cache and Limiter. Every implementation passes each suite of the interfaces it implements.
 package storetest
 
 import (
@@ -17,8 +17,9 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// States checks the engine.StateStore contract against stores made by newStore; each
-// subtest gets a fresh store with no keys in common with other subtests.
+// States checks the engine.StateStore and engine.RunStore contracts (every store
+// implements both) against stores made by newStore; each subtest gets a fresh store
+// with no keys in common with other subtests.
 func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 	ctx := context.Background()
 	t.Run("RequestStateRoundTripsAndIsCopied", func(t *testing.T) {
@@ -95,6 +96,74 @@ func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 			t.Fatalf("%d writers of revision 2 won, want exactly 1", n)
 		}
 	})
+	t.Run("RunIsTheNextRevision", func(t *testing.T) { runs(t, newStore(t)) })
+}
+
+// runs checks the engine.RunStore contract on s, which must implement it: a run is
+// stored as the next revision, revision-gated (stale, ahead or unknown: nothing
+// changes), the rest of the state is kept, and of concurrent claims of one revision
+// exactly one wins.
+func runs(t *testing.T, s engine.StateStore) {
+	ctx := context.Background()
+	rs, ok := s.(engine.RunStore)
+	if !ok {
+		t.Fatalf("%T does not implement engine.RunStore", s)
+	}
+	st := &engine.RequestState{ID: "req-1", Generation: "g", Request: "hi", Metadata: map[string]any{"tenant": "acme"}, Revision: 1,
+		PriorSteps: []engine.RoutingStep{{StepID: "step-1"}, {StepID: "step-2"}},
+		Runs:       map[string]*engine.StepRun{"step-0": {Status: engine.RunSucceeded, Attempts: 1, Response: "x"}}}
+	if err := s.PutRequest(ctx, st, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	with := func(step string, run engine.StepRun) map[string]*engine.StepRun {
+		return map[string]*engine.StepRun{"step-0": st.Runs["step-0"], step: &run}
+	}
+	for _, tc := range []struct {
+		name     string
+		id       string
+		revision int64
+	}{{"the stored revision", "req-1", 1}, {"a revision ahead", "req-1", 3}, {"an unknown request", "req-unknown", 2}} {
+		if err := rs.PutRun(ctx, tc.id, tc.revision, "step-1", with("step-1", engine.StepRun{Status: engine.RunStarted}), time.Minute); !errors.Is(err, engine.ErrStaleRevision) {
+			t.Errorf("PutRun of %s: err = %v, want ErrStaleRevision", tc.name, err)
+		}
+	}
+	if err := rs.PutRun(ctx, "req-1", 2, "step-1", with("step-1", engine.StepRun{Status: engine.RunStarted, Attempts: 1}), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.GetRequest(ctx, "req-1")
+	if err != nil || !ok {
+		t.Fatalf("GetRequest after PutRun = ok %v, err %v", ok, err)
+	}
+	if got.Revision != 2 || got.Generation != "g" || got.Request != "hi" || got.Metadata["tenant"] != "acme" || len(got.PriorSteps) != 2 ||
+		len(got.Runs) != 2 || got.Runs["step-0"].Response != "x" || *got.Runs["step-1"] != (engine.StepRun{Status: engine.RunStarted, Attempts: 1}) {
+		t.Fatalf("state after PutRun = %+v (runs %v)", got, got.Runs)
+	}
+	if err := s.PutRequest(ctx, st, time.Minute); !errors.Is(err, engine.ErrStaleRevision) {
+		t.Errorf("a write of the revision PutRun replaced: err = %v, want ErrStaleRevision", err)
+	}
+	const claims = 16
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range claims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := rs.PutRun(ctx, "req-1", 3, "step-2", with("step-2", engine.StepRun{Status: engine.RunStarted, Attempts: i + 1}), time.Minute)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, engine.ErrStaleRevision):
+				t.Errorf("claim %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := wins.Load(); n != 1 {
+		t.Fatalf("%d concurrent claims of revision 3 won, want exactly 1", n)
+	}
+	if got, _, _ := s.GetRequest(ctx, "req-1"); got == nil || got.Revision != 3 || got.Runs["step-2"] == nil || got.Runs["step-1"] != nil {
+		t.Fatalf("state after the claims = %+v", got)
+	}
 }
 
 // Cache checks the store.Cache contract against stores made by newStore.

@@ -42,7 +42,7 @@ spec:
       containers:
         - name: agentd
           image: agentd:dev
-          args: [serve, --config=/etc/agentd]
+          args: [serve, --config=/etc/agentd, --data-dir=/var/lib/agentd]
           readinessProbe: {httpGet: {path: /readyz, port: 8181}}
           livenessProbe: {httpGet: {path: /healthz, port: 8181}}
           resources:
@@ -80,6 +80,8 @@ func TestDecodeAndPolicy_KeyedOnKind(t *testing.T) {
 		{"privilege escalation", strings.Replace(goodDeployment, "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", 1), KindPolicy},
 		{"no memory limit", strings.Replace(goodDeployment, "limits: {memory: 1Gi}", "limits: {}", 1), KindPolicy},
 		{"no state volume", strings.Replace(goodDeployment, "mountPath: /var/lib/agentd", "mountPath: /tmp", 1), KindPolicy},
+		{"data directory left implicit", strings.Replace(goodDeployment, ", --data-dir=/var/lib/agentd", "", 1), KindPolicy},
+		{"data directory elsewhere", strings.Replace(goodDeployment, "--data-dir=/var/lib/agentd", "--data-dir=/tmp/agentd", 1), KindPolicy},
 		{"replicas without a shared store", strings.Replace(goodDeployment, "replicas: 1", "replicas: 2", 1), KindPolicy},
 		{"replicas with Redis", strings.NewReplacer("replicas: 1", "replicas: 2", "--config=/etc/agentd", "--store=redis://redis:6379/0").Replace(goodDeployment), ""},
 	} {

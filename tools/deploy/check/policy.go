@@ -19,7 +19,9 @@ const stateDir = "/var/lib/agentd"
 //   - runAsNonRoot and the RuntimeDefault seccomp profile (on the pod or the container),
 //     a read-only root filesystem, no privilege escalation, all capabilities dropped;
 //   - resource requests and a memory limit;
-//   - a volume mounted at /var/lib/agentd (the root filesystem is read-only);
+//   - a volume mounted at /var/lib/agentd (the root filesystem is read-only), and
+//     --data-dir=/var/lib/agentd among the arguments (the durable store's file there,
+//     named rather than left to the working directory);
 //   - with more than one replica, a shared store (--store=redis://… or from a variable):
 //     replicas on their own stores would each keep part of the records.
 func checkManifest(m Manifest) []*Problem {
@@ -67,6 +69,9 @@ func checkManifest(m Manifest) []*Problem {
 	}
 	if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == stateDir && !v.ReadOnly }) {
 		fail("no writable volume is mounted at %s", stateDir)
+	}
+	if !slices.Contains(c.Args, "--data-dir="+stateDir) {
+		fail("the arguments do not pass --data-dir=%s", stateDir)
 	}
 	if d.Spec.Replicas != nil && *d.Spec.Replicas > 1 && !slices.ContainsFunc(c.Args, sharedStore) {
 		fail("%d replicas without a shared store (--store=redis://…)", *d.Spec.Replicas)

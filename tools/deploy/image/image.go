@@ -49,9 +49,9 @@ const (
 	Port = 8181
 )
 
-// DefaultCmd is the image's default command: serve ConfigDir on all interfaces. (When
-// serve gains --data-dir, it belongs here as --data-dir DataDir.)
-var DefaultCmd = []string{"serve", "--config", ConfigDir, "--addr", ":" + strconv.Itoa(Port)}
+// DefaultCmd is the image's default command: serve ConfigDir on all interfaces, the
+// durable store's file under DataDir (named, not left to the working directory).
+var DefaultCmd = []string{"serve", "--config", ConfigDir, "--addr", ":" + strconv.Itoa(Port), "--data-dir", DataDir}
 
 // Options are the inputs of Build. Binary, Config and CACerts are files on this machine.
 type Options struct {
