@@ -54,11 +54,16 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, payloads boo
 	if err != nil {
 		return telemetry{}, err
 	}
-	t := telemetry{decisions: counter, payloads: payloads}
-	if _, noop := tp.(tracenoop.TracerProvider); !noop {
-		t.tracer = tp.Tracer(InstrumentationName)
+	return telemetry{decisions: counter, payloads: payloads, tracer: Tracer(tp, InstrumentationName)}, nil
+}
+
+// Tracer returns tp's tracer of scope, nil for a nil or no-op provider: a transport
+// (and the pipeline) with no tracer builds no span, not even a no-op one.
+func Tracer(tp trace.TracerProvider, scope string) trace.Tracer {
+	if _, noop := tp.(tracenoop.TracerProvider); tp == nil || noop {
+		return nil
 	}
-	return t, nil
+	return tp.Tracer(scope)
 }
 
 // start opens the span of hook e; the span is nil when tracing is off.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,58 @@ import (
 	"sync"
 	"testing"
 )
+
+// otlpCollector is a loopback OTLP/HTTP collector stand-in: the bodies posted to
+// /v1/traces, concatenated.
+func otlpCollector(t *testing.T) (url string, received func() []byte) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if r.URL.Path == "/v1/traces" {
+			buf.Write(body)
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(collector.Close)
+	return collector.URL, func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return bytes.Clone(buf.Bytes())
+	}
+}
+
+// A stage call's W3C traceparent header puts the request's spans in the caller's
+// trace: the exported spans carry its trace id, and the request that after_synthesis
+// completes is one invoke_agent span whose parent is the caller's span.
+func TestServe_StageCallsJoinTheCallersTrace(t *testing.T) {
+	url, received := otlpCollector(t)
+	d := startDaemonEnv(t, []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + url,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_BSP_SCHEDULE_DELAY=50",
+	}, filepath.Join(repoRoot(t), "examples", "stock-agent"))
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if code, body := d.do(t, "POST", "/v1/hooks/before_planning", `{"request_id":"joined","request":"q","metadata":{"tenant":"acme"}}`,
+		"traceparent", traceparent); code != 200 {
+		t.Fatalf("before_planning = %d %s", code, body)
+	}
+	if code, body := d.do(t, "POST", "/v1/hooks/after_synthesis", `{"request_id":"joined","response":"done"}`, "traceparent", traceparent); code != 200 {
+		t.Fatalf("after_synthesis = %d %s", code, body)
+	}
+	d.stop(t) // shutdown flushes the batch exporter
+	got := received()
+	traceID, _ := hex.DecodeString("4bf92f3577b34da6a3ce929d0e0e4736")
+	callerSpan, _ := hex.DecodeString("00f067aa0ba902b7")
+	for name, want := range map[string][]byte{"the caller's trace id": traceID, "the caller's span id": callerSpan,
+		"an invoke_agent span": []byte("invoke_agent"), "a stage call's span": []byte("pipeline.stage.after_synthesis")} {
+		if !bytes.Contains(got, want) {
+			t.Errorf("exported traces lack %s (%d bytes received)", name, len(got))
+		}
+	}
+}
 
 // TestServe_ExportsTracesByOTLP points the standard OTEL_EXPORTER_OTLP_ENDPOINT at a
 // loopback collector stand-in and checks that the hook spans arrive there.
