@@ -66,6 +66,16 @@ func (m metaCarrier) Keys() []string {
 	return out
 }
 
+// metaTraceContext is the W3C trace context a message's params._meta carries
+// (traceparent and tracestate, read by the standard propagator); invalid when it
+// carries none, or a malformed one, or values that are not strings.
+func metaTraceContext(meta map[string]any) trace.SpanContext {
+	if len(meta) == 0 {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(traceContext.Extract(context.Background(), metaCarrier(meta)))
+}
+
 // paramsOf returns the params of req, nil when it has none (a nil pointer included).
 func paramsOf(req mcp.Request) mcp.Params {
 	p := req.GetParams()
@@ -157,9 +167,7 @@ func (g *Gateway) traceServer(next mcp.MethodHandler) mcp.MethodHandler {
 		ambient := trace.SpanContextFromContext(ctx)
 		var fromMeta trace.SpanContext
 		if p != nil {
-			if meta := p.GetMeta(); len(meta) > 0 {
-				fromMeta = trace.SpanContextFromContext(traceContext.Extract(context.Background(), metaCarrier(meta)))
-			}
+			fromMeta = metaTraceContext(p.GetMeta())
 		}
 		switch {
 		case fromMeta.IsValid():
