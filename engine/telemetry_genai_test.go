@@ -257,3 +257,41 @@ func TestTelemetry_FailedRequestSpan(t *testing.T) {
 		t.Errorf("invoke_agent span of a failed request: %v %v", a, agents[0].Status())
 	}
 }
+
+// A request failed by its caller (Session.Fail) ends with that call: one invoke_agent
+// span, failed, under the failing call's trace context.
+func TestTelemetry_FailEmitsTheRequestSpan(t *testing.T) {
+	ctx := context.Background()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(engine.IDGenerator{}))
+	pipeline := mustNew(t, nil, engine.WithTracerProvider(tp))
+	d, _ := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g1", Pipeline: pipeline}})
+	s, err := d.Open(ctx, "p", engine.Opening{Text: "weather"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BeforePlanning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	caller := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{7}, SpanID: trace.SpanID{8}, TraceFlags: trace.FlagsSampled, Remote: true})
+	if err := s.Fail(trace.ContextWithRemoteSpanContext(ctx, caller), errors.New("the planner crashed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail(ctx, errors.New("again")); err != nil { // the request is over: no second span
+		t.Fatal(err)
+	}
+	var agents []sdktrace.ReadOnlySpan
+	for _, s := range sr.Ended() {
+		if s.Name() == "invoke_agent" {
+			agents = append(agents, s)
+		}
+	}
+	if len(agents) != 1 {
+		t.Fatalf("%d invoke_agent spans, want 1", len(agents))
+	}
+	a := agents[0]
+	if attrs(a)[engine.AttrLifecycle] != "failed" || a.Status().Description != "the planner crashed" ||
+		a.Parent().SpanID() != caller.SpanID() || a.SpanContext().SpanID() != engine.RequestSpanContext("p").SpanID() {
+		t.Errorf("invoke_agent span: %v %v, parent %v", attrs(a), a.Status(), a.Parent())
+	}
+}
