@@ -150,13 +150,14 @@ func endSpan(span trace.Span, res mcp.Result, err error) {
 
 // traceServer is the server's outermost receiving middleware when the gateway traces:
 // each request or notification of a client is a SERVER span. Its parent is the trace
-// context the client put in params._meta; without one, the session's agentd request
-// (engine.RequestSpanContext), so that a session's calls share its trace, or the
-// ambient context. When _meta is the parent, the ambient context is a link, and so is
-// the HTTP request's own traceparent (the transport's context) always. The attributes: mcp.method.name, the target's,
-// mcp.session.id, mcp.protocol.version, network.transport (tcp over HTTP, pipe over
-// stdio) and network.protocol.name http. jsonrpc.request.id is not set: the MCP Go SDK
-// gives a middleware no access to the message's id (modelcontextprotocol/go-sdk#1264).
+// context the client put in params._meta; without one, the span of the session's
+// agentd request (engine.RequestSpanContext), so that a session's calls share its
+// trace, or else the ambient context. When _meta is the parent, the ambient context is
+// a link; the HTTP request's own traceparent (the transport's context) always is. The
+// attributes: mcp.method.name, the target's, mcp.session.id, mcp.protocol.version,
+// network.transport (tcp over HTTP, pipe over stdio) and network.protocol.name http.
+// jsonrpc.request.id is not set: the MCP Go SDK gives a middleware no access to the
+// message's id (modelcontextprotocol/go-sdk#1264).
 func (g *Gateway) traceServer(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		p := paramsOf(req)
