@@ -107,7 +107,7 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 	var span trace.Span
 	caller := trace.SpanContextFromContext(ctx)
 	if stage != "" {
-		ctx, span = s.gen.telemetry().startStage(ctx, st.ID, stage)
+		ctx, span = s.gen.telemetry().startStage(ctx, st, stage)
 	}
 	return &stageCall{
 		id: decisionID(ctx), stage: stage, started: time.Now(), span: span,

@@ -37,8 +37,11 @@ type RequestState struct {
 	InvalidPlanFails  bool              `json:"invalid_plan_fails,omitempty"`
 	Lifecycle         RequestLifecycle  `json:"lifecycle,omitempty"`
 	OpenedAt          time.Time         `json:"opened_at"`
-	PriorSteps        []RoutingStep     `json:"prior_steps,omitempty"`
-	Phase             int               `json:"phase,omitempty"`
+	// TraceParent is the W3C traceparent of the call that opened the request, when it
+	// carried trace context: a later call without its own is in that trace (telemetry).
+	TraceParent string        `json:"traceparent,omitempty"`
+	PriorSteps  []RoutingStep `json:"prior_steps,omitempty"`
+	Phase       int           `json:"phase,omitempty"`
 	// PhasePlanID is the plan_id of the last accepted phase's incoming plan, PhaseHash
 	// the SHA-256 of that plan's JSON encoding and PhaseStart the index in PriorSteps
 	// where that phase's steps begin: a call that re-sends exactly that plan is answered

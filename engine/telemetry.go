@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"math/rand/v2"
 	"time"
 
@@ -171,15 +172,60 @@ func RequestContext(ctx context.Context, id string) context.Context {
 	return trace.ContextWithRemoteSpanContext(ctx, requestSpanContext(trace.SpanContextFromContext(ctx), id))
 }
 
-// requestParent is RequestContext for a span of the driver's, with the span start
-// options that link the span to the caller's span context when ctx carried one (the
-// span's parent is the request's span, not the caller's).
-func requestParent(ctx context.Context, id string, opts ...trace.SpanStartOption) (context.Context, []trace.SpanStartOption) {
+// requestParent is RequestContext for a span of the driver's of request id, whose
+// state st (nil: unknown) says how it was opened: with the span start options that
+// link the span to the caller's span context when ctx carried one (the span's parent
+// is the request's span, not the caller's). A call without one is in the trace of the
+// call that opened the request (RequestState.TraceParent), if that call had one.
+func requestParent(ctx context.Context, st *RequestState, id string, opts ...trace.SpanStartOption) (context.Context, []trace.SpanStartOption) {
 	caller := trace.SpanContextFromContext(ctx)
 	if caller.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller}))
+	} else {
+		caller = openerOf(st)
 	}
 	return trace.ContextWithRemoteSpanContext(ctx, requestSpanContext(caller, id)), opts
+}
+
+// traceParentOf is the W3C traceparent of ctx's span context (version 00), "" when
+// it has none. (The engine encodes it itself: OpenTelemetry's propagation package
+// depends on net/http, which the core does not.)
+func traceParentOf(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// parseTraceParent reads a version 00 W3C traceparent as traceParentOf writes it: a
+// remote span context, invalid when s is anything else (an all-zero id included).
+func parseTraceParent(s string) trace.SpanContext {
+	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return trace.SpanContext{}
+	}
+	tid, err := trace.TraceIDFromHex(s[3:35])
+	if err != nil {
+		return trace.SpanContext{}
+	}
+	sid, err := trace.SpanIDFromHex(s[36:52])
+	if err != nil {
+		return trace.SpanContext{}
+	}
+	flags, err := hex.DecodeString(s[53:])
+	if err != nil {
+		return trace.SpanContext{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
+}
+
+// openerOf is the span context of the call that opened request st (its TraceParent),
+// invalid when st is nil or that call carried none.
+func openerOf(st *RequestState) trace.SpanContext {
+	if st == nil || st.TraceParent == "" {
+		return trace.SpanContext{}
+	}
+	return parseTraceParent(st.TraceParent)
 }
 
 // IDGenerator is the span and trace id generator of a TracerProvider the driver traces
@@ -222,14 +268,15 @@ func randomSpanID() trace.SpanID {
 	return sid
 }
 
-// startStage opens the span of a stage call of request id (nil when tracing is off),
+// startStage opens the span of a stage call of request st (nil when tracing is off),
 // pipeline.stage.<stage>: a child of the request's invoke_agent span, linked to the
 // caller's span when the call carried trace context.
-func (t telemetry) startStage(ctx context.Context, id string, stage Stage) (context.Context, trace.Span) {
+func (t telemetry) startStage(ctx context.Context, st *RequestState, stage Stage) (context.Context, trace.Span) {
 	if t.tracer == nil {
 		return ctx, nil
 	}
-	ctx, opts := requestParent(ctx, id)
+	id := st.ID
+	ctx, opts := requestParent(ctx, st, id)
 	ctx, span := t.tracer.Start(ctx, "pipeline.stage."+string(stage), opts...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(AttrGenAIConversationID, id), attribute.String(AttrStage, string(stage)))
@@ -239,11 +286,15 @@ func (t telemetry) startStage(ctx context.Context, id string, stage Stage) (cont
 
 // endRequest emits request st's invoke_agent span once a call of caller (the call's
 // own trace context, or none) ended the request: from the request's opening to now,
-// with the ids requestSpanContext derives (see IDGenerator), a child of caller when it
-// is valid, else a root. A failed request carries its cause as error.type.
+// with the ids requestSpanContext derives (see IDGenerator), a child of caller, else
+// of the call that opened the request, when either carried trace context, else a root.
+// A failed request carries its cause as error.type.
 func (t telemetry) endRequest(caller trace.SpanContext, st *RequestState, err error, now time.Time) {
 	if t.tracer == nil {
 		return
+	}
+	if !caller.IsValid() {
+		caller = openerOf(st)
 	}
 	ctx := context.Background()
 	if caller.IsValid() {
@@ -298,14 +349,15 @@ func endStage(span trace.Span, outcome CallOutcome, err error) {
 // toolName is the gen_ai.tool.name of a tool call: its capability, else its agent.
 func toolName(c op.Call) string { return cmp.Or(c.Capability, c.AgentName) }
 
-// startTool opens the execute_tool span of a tool_call check (nil when tracing is off,
-// or for another operation): arguments only when payloads are on.
-func (t telemetry) startTool(ctx context.Context, c op.Call) (context.Context, trace.Span) {
+// startTool opens the execute_tool span of a tool_call check of request st (nil:
+// unknown) (nil when tracing is off, or for another operation): arguments only when
+// payloads are on.
+func (t telemetry) startTool(ctx context.Context, st *RequestState, c op.Call) (context.Context, trace.Span) {
 	if t.tracer == nil || c.Operation != op.ToolCall {
 		return ctx, nil
 	}
 	name := toolName(c)
-	ctx, opts := requestParent(ctx, c.RequestID)
+	ctx, opts := requestParent(ctx, st, c.RequestID)
 	ctx, span := t.tracer.Start(ctx, "execute_tool "+name, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(AttrGenAIOperation, "execute_tool"), attribute.String(AttrGenAIToolName, name),
@@ -339,10 +391,10 @@ func endTool(span trace.Span, outcome CallOutcome, err error) {
 	span.End()
 }
 
-// finishTool emits the execute_tool span of a reported finish of step of request id,
+// finishTool emits the execute_tool span of a reported finish of step of request st,
 // back-dated by the run's duration: its end is now. A failed run carries error.type
 // tool_failed; the response is an attribute only when payloads are on.
-func (t telemetry) finishTool(ctx context.Context, f Finish, step *RoutingStep, now time.Time) {
+func (t telemetry) finishTool(ctx context.Context, st *RequestState, f Finish, step *RoutingStep, now time.Time) {
 	if t.tracer == nil {
 		return
 	}
@@ -350,7 +402,7 @@ func (t telemetry) finishTool(ctx context.Context, f Finish, step *RoutingStep, 
 	if step != nil {
 		name = cmp.Or(step.Capability(), step.AgentName, name)
 	}
-	ctx, opts := requestParent(ctx, f.RequestID, trace.WithTimestamp(now.Add(-f.Duration)))
+	ctx, opts := requestParent(ctx, st, f.RequestID, trace.WithTimestamp(now.Add(-f.Duration)))
 	_, span := t.tracer.Start(ctx, "execute_tool "+name, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(AttrGenAIOperation, "execute_tool"), attribute.String(AttrGenAIToolName, name),

@@ -295,3 +295,49 @@ func TestTelemetry_FailEmitsTheRequestSpan(t *testing.T) {
 		t.Errorf("invoke_agent span: %v %v, parent %v", attrs(a), a.Status(), a.Parent())
 	}
 }
+
+// The call that opens a request names its trace: a later call without trace context
+// of its own is in it too (the state keeps the opener's traceparent), unlinked, and the
+// request's invoke_agent span is a child of the opener's span.
+func TestTelemetry_OpenerTraceContextKept(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(engine.IDGenerator{}))
+	pipeline := mustNew(t, nil, engine.WithTracerProvider(tp))
+	d, _ := memoryDriver(t, engine.Fixed{Gen: &engine.Generation{ID: "g1", Pipeline: pipeline}})
+	opener := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9, 9}, SpanID: trace.SpanID{3}, TraceFlags: trace.FlagsSampled, Remote: true})
+	s, err := d.Open(trace.ContextWithRemoteSpanContext(context.Background(), opener), "o", engine.Opening{Text: "weather"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BeforePlanning(trace.ContextWithRemoteSpanContext(context.Background(), opener)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = d.Resume(context.Background(), engine.StageAfterSynthesis, "o", engine.Opening{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AfterSynthesis(context.Background(), "sunny"); err != nil {
+		t.Fatal(err)
+	}
+	request := engine.RequestSpanContext("o").SpanID()
+	seen := map[string]bool{}
+	for _, s := range sr.Ended() {
+		seen[s.Name()] = true
+		if s.SpanContext().TraceID() != opener.TraceID() {
+			t.Errorf("span %q in trace %s, want the opener's %s", s.Name(), s.SpanContext().TraceID(), opener.TraceID())
+		}
+		switch s.Name() {
+		case "invoke_agent":
+			if s.Parent().SpanID() != opener.SpanID() || s.SpanContext().SpanID() != request {
+				t.Errorf("invoke_agent span %v under %v, want %s under the opener's span", s.SpanContext(), s.Parent(), request)
+			}
+		case "pipeline.stage.after_synthesis":
+			if s.Parent().SpanID() != request || len(s.Links()) != 0 {
+				t.Errorf("after_synthesis span under %v, links %v; want under the request's span, unlinked", s.Parent(), s.Links())
+			}
+		}
+	}
+	if !seen["invoke_agent"] || !seen["pipeline.stage.after_synthesis"] {
+		t.Errorf("spans %v", seen)
+	}
+}
