@@ -2,13 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd-dev/agentd/internal/capture"
 )
 
 // otlpCollector is a loopback OTLP/HTTP collector stand-in: the bodies posted to
@@ -92,6 +100,42 @@ func TestServe_ExportsTracesByOTLP(t *testing.T) {
 	for _, want := range []string{"pipeline.hook.before_planning.tenant-context", "pipeline.hook.failure_policy", "agentd"} {
 		if !bytes.Contains(received.Bytes(), []byte(want)) {
 			t.Errorf("exported traces lack %q (%d bytes received)", want, received.Len())
+		}
+	}
+}
+
+// `agentd mcp` traces as `serve` does: a client's tools/call with trace context in
+// params._meta is exported as the gateway's server span "tools/call get-sum" in the
+// client's trace, with the client span of the upstream call beside it.
+func TestMCP_StdioExportsMCPSpans(t *testing.T) {
+	requireMCPTools(t)
+	url, received := otlpCollector(t)
+	cmd := exec.Command(binary, "mcp", "--config", filepath.Join(repoRoot(t), "examples/mcp-gateway"), "--watch=false")
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_BSP_SCHEDULE_DELAY=50")
+	stderr := &capture.Buffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "trace-check", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"},
+		Name: "get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
+	if err != nil || res.IsError {
+		t.Fatalf("get-sum: %v %+v\n%s", err, res, stderr)
+	}
+	if err := cs.Close(); err != nil { // agentd mcp exits, flushing its spans
+		t.Errorf("close: %v\n%s", err, stderr)
+	}
+	_ = cmd.Wait()
+	got := received()
+	id, _ := hex.DecodeString(traceID)
+	for name, want := range map[string][]byte{"the client's trace id": id, "the tools/call span": []byte("tools/call get-sum"),
+		"mcp.method.name": []byte("mcp.method.name"), "network.transport": []byte("pipe")} {
+		if !bytes.Contains(got, want) {
+			t.Errorf("exported traces lack %s (%d bytes received)\n%s", name, len(got), stderr)
 		}
 	}
 }
