@@ -139,3 +139,56 @@ func TestMCP_StdioExportsMCPSpans(t *testing.T) {
 		}
 	}
 }
+
+// The daemon's MCP gateway traces over streamable HTTP: a tools/call with trace
+// context in params._meta is exported as its server span in the client's trace, and
+// the HTTP request's own traceparent as a link (its span id is in the export too).
+func TestServe_MCPGatewayExportsMCPSpans(t *testing.T) {
+	requireMCPTools(t)
+	url, received := otlpCollector(t)
+	d := startDaemonEnv(t, []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + url,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_BSP_SCHEDULE_DELAY=50",
+	}, filepath.Join(repoRoot(t), "examples/mcp-gateway"))
+	const traceID, httpSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "0123456789abcdef"
+	httpClient := &http.Client{Transport: withTraceparent("00-" + traceID + "-" + httpSpan + "-01")}
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "trace-check", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: d.url + "/mcp", HTTPClient: httpClient, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatalf("session: %v\n%s", err, d.stderr)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var res *mcp.CallToolResult
+	for res == nil || refusal(res) == "unknown_tool" && time.Now().Before(deadline) { // until the upstream is ready
+		if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"},
+			Name: "get-sum", Arguments: map[string]any{"a": 1, "b": 2}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res.IsError {
+		t.Fatalf("get-sum: %+v", res.Content[0])
+	}
+	_ = cs.Close()
+	d.stop(t) // shutdown flushes the batch exporter
+	got := received()
+	id, _ := hex.DecodeString(traceID)
+	link, _ := hex.DecodeString(httpSpan)
+	for name, want := range map[string][]byte{"the client's trace id": id, "the HTTP request's span (a link)": link,
+		"the tools/call span": []byte("tools/call get-sum"), "mcp.session.id": []byte("mcp.session.id")} {
+		if !bytes.Contains(got, want) {
+			t.Errorf("exported traces lack %s (%d bytes received)", name, len(got))
+		}
+	}
+}
+
+// withTraceparent sends its traceparent header on every request.
+type withTraceparent string
+
+func (tp withTraceparent) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Traceparent", string(tp))
+	return http.DefaultTransport.RoundTrip(r)
+}
