@@ -32,7 +32,7 @@ func tracedHarness(t *testing.T, servers string) (*harness, *tracetest.SpanRecor
 func spanAttrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes() {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }

@@ -32,7 +32,7 @@ func TestGateway_UpstreamCallIsAChatSpan(t *testing.T) {
 	}
 	a := map[string]string{}
 	for _, kv := range spans[0].Attributes() {
-		a[string(kv.Key)] = kv.Value.Emit()
+		a[string(kv.Key)] = kv.Value.String()
 	}
 	id := rec.Header().Get("X-Request-Id")
 	if a[engine.AttrGenAIOperation] != "chat" || a[attrProvider] != "openai" || a[attrRequestModel] != "gpt-test" || a[engine.AttrGenAIConversationID] != id {
