@@ -37,11 +37,8 @@ type RequestState struct {
 	InvalidPlanFails  bool              `json:"invalid_plan_fails,omitempty"`
 	Lifecycle         RequestLifecycle  `json:"lifecycle,omitempty"`
 	OpenedAt          time.Time         `json:"opened_at"`
-	// TraceParent is the W3C traceparent of the call that opened the request, when it
-	// carried trace context: a later call without its own is in that trace (telemetry).
-	TraceParent string        `json:"traceparent,omitempty"`
-	PriorSteps  []RoutingStep `json:"prior_steps,omitempty"`
-	Phase       int           `json:"phase,omitempty"`
+	PriorSteps        []RoutingStep     `json:"prior_steps,omitempty"`
+	Phase             int               `json:"phase,omitempty"`
 	// PhasePlanID is the plan_id of the last accepted phase's incoming plan, PhaseHash
 	// the SHA-256 of that plan's JSON encoding and PhaseStart the index in PriorSteps
 	// where that phase's steps begin: a call that re-sends exactly that plan is answered
@@ -54,6 +51,10 @@ type RequestState struct {
 	// Revision grows with every write; a store never lets a write based on an older
 	// revision replace a newer one.
 	Revision int64 `json:"revision"`
+
+	// TraceParent is the W3C traceparent of the call that opened the request, when it
+	// carried trace context: a later call without its own is in that trace (telemetry).
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // RunStatus is how far the execution of an accepted step went.
