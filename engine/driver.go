@@ -280,6 +280,7 @@ func (d *Driver) open(ctx context.Context, stage Stage, id string, o Opening, ol
 		return nil, d.refuse(ctx, stage, id, &RefusalError{Code: RefusedNotReady, RequestID: id})
 	}
 	st := d.openState(id, gen, o)
+	st.TraceParent = traceParentOf(ctx)
 	if old != nil {
 		st.Revision = old.Revision
 	}

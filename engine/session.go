@@ -73,8 +73,13 @@ type stageCall struct {
 	phase          int  // the request's accepted phases as the call began
 	failed         bool // whether the request had failed as the call began
 	detachedCtx    context.Context
-	// span is the call's invoke_agent span, nil when tracing is off or once ended.
+	// span is the call's span, nil when tracing is off or once ended.
 	span trace.Span
+	// caller is the call's own trace context (none: invalid), and open says the
+	// request was open when the call began: a call that ends it emits the request's
+	// invoke_agent span (ended).
+	caller trace.SpanContext
+	open   bool
 }
 
 // endSpan ends the call's span if done did not (a call that ended on a store failure).
@@ -102,11 +107,13 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 		enrichments = maps.Clone(enrichments) // the stage writes the request's own map
 	}
 	var span trace.Span
+	caller := trace.SpanContextFromContext(ctx)
 	if stage != "" {
-		ctx, span = s.gen.telemetry().startStage(ctx, st.ID, stage)
+		ctx, span = s.gen.telemetry().startStage(ctx, st, stage)
 	}
 	return &stageCall{
 		id: decisionID(ctx), stage: stage, started: time.Now(), span: span,
+		caller: caller, open: st.Lifecycle == LifecycleOpen || st.Lifecycle == "",
 		ctx:         WithRequestInfo(ctx, s.info(gate)),
 		pctx:        PipelineContext{Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments},
 		enrichments: enrichments, prior: st.PriorSteps, phase: st.Phase, failed: st.Lifecycle == LifecycleFailed,
@@ -148,6 +155,7 @@ func (c *stageCall) warnings() []Finding {
 func (s *Session) done(c *stageCall, outcome CallOutcome, err error) {
 	endStage(c.span, outcome, err)
 	c.span = nil
+	s.ended(c, err)
 	s.d.observer.Staged(c.detached(), &StageReport{
 		DecisionID: c.id, RequestID: s.state.ID, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision,
 		Stage: c.stage, Outcome: outcome, Cause: CauseOf(err), Violations: ViolationsOf(err),
@@ -442,7 +450,20 @@ func (s *Session) ReportResults(ctx context.Context, result *ExecutionResult) er
 // Fail fails the request with err (a planner or synthesizer error, say): the record
 // and the state say failed.
 func (s *Session) Fail(ctx context.Context, err error) error {
-	return s.commit(s.begin(ctx, ""), failed(err))
+	c := s.begin(ctx, "")
+	if werr := s.commit(c, failed(err)); werr != nil {
+		return werr
+	}
+	s.ended(c, err)
+	return nil
+}
+
+// ended emits the request's invoke_agent span when call c, which began on an open
+// request, left it completed or failed (err: why it failed, if it did).
+func (s *Session) ended(c *stageCall, err error) {
+	if c.open && s.state.Lifecycle != LifecycleOpen && s.state.Lifecycle != "" {
+		s.gen.telemetry().endRequest(c.caller, s.state, err, s.d.now())
+	}
 }
 
 // resultsReported files a combined result: into the record (see attachResults) and,

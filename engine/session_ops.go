@@ -62,7 +62,7 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 		}
 	}
 	report.Generation, report.PolicyRevision = s.gen.ID, s.gen.PolicyRevision
-	ctx, span := s.gen.telemetry().startTool(ctx, call)
+	ctx, span := s.gen.telemetry().startTool(ctx, s.known(), call)
 	defer func() { endTool(span, report.Outcome, report.Err) }()
 	ofRequest(s.known(), &report.Call) // the decision log shows what the guards saw
 	if st := s.known(); st != nil {
@@ -404,7 +404,7 @@ func (d *Driver) Finish(ctx context.Context, f Finish) error {
 	if err := s.finish(ctx, f); err != nil {
 		return err
 	}
-	s.gen.telemetry().finishTool(ctx, f, acceptedStep(st, f.StepID), d.now())
+	s.gen.telemetry().finishTool(ctx, st, f, acceptedStep(st, f.StepID), d.now())
 	return nil
 }
 

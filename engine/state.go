@@ -51,6 +51,10 @@ type RequestState struct {
 	// Revision grows with every write; a store never lets a write based on an older
 	// revision replace a newer one.
 	Revision int64 `json:"revision"`
+
+	// TraceParent is the W3C traceparent of the call that opened the request, when it
+	// carried trace context: a later call without its own is in that trace (telemetry).
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // RunStatus is how far the execution of an accepted step went.

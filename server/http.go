@@ -65,8 +65,9 @@ type Mount struct {
 // docs/openapi.yaml, which it serves at GET /v1/openapi.json, and names here the role
 // a token needs to call it (see Role); /healthz and /readyz need none. Every route is
 // behind the browser boundary (browserBoundary): Host, Origin and Content-Type checks.
+// A call's traceparent header is its spans' parent (withTraceContext).
 func (s *Service) Handler(opts HTTPOptions) http.Handler {
-	return withDeadlines(opts.Timeouts, s.recoverPanics(browserBoundary(opts.AllowedHosts, s.routes(opts))))
+	return withDeadlines(opts.Timeouts, s.recoverPanics(browserBoundary(opts.AllowedHosts, withTraceContext(s.routes(opts)))))
 }
 
 // apiMux is the API's ServeMux. It remembers the pattern of every route it serves

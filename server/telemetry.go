@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -179,4 +181,18 @@ func (m *Metrics) Refused(ctx context.Context, stage engine.Stage, id string, r 
 	m.logger.LogAttrs(ctx, slog.LevelWarn, "stage refused", slog.String("decision_id", decisionID),
 		slog.String("request_id", id), slog.String("stage", string(stage)),
 		slog.String("error_type", code), slog.String("error", msg))
+}
+
+// withTraceContext gives each call the W3C trace context (traceparent, tracestate) its
+// request carries, read by the standard propagator, as its context's remote span
+// context: the driver's spans of the call then join the caller's trace (see
+// engine.RequestContext), on every route, the mounted gateways' included. A request
+// without a traceparent header, or with a malformed one, keeps its context.
+func withTraceContext(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Traceparent") != "" {
+			r = r.WithContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+		}
+		h.ServeHTTP(w, r)
+	})
 }

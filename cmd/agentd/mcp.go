@@ -69,6 +69,11 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	tel, err := setupTelemetry(ctx) // traces by OTLP as serve's do; metrics are not served
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
 	stores, err := openStores(ctx, f, logger)
 	if err != nil {
 		return err
@@ -77,6 +82,7 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 	registry := reload.NewRegistry(8)
 	reloader, err := reload.NewReloader(f.config, config.Options{
 		Services: builtin.Services{Cache: stores.cache, Limiter: stores.limiter, Logger: logger}, Logger: logger,
+		TracerProvider: tel.tracer,
 	}, registry, logger, nil)
 	if err != nil {
 		return err
@@ -100,7 +106,7 @@ func serveMCP(ctx context.Context, f *serveFlags, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	gateway, stop, err := startMCPGateway(ctx, mcpgw.Config{Driver: driver, Generations: registry, Logger: logger})
+	gateway, stop, err := startMCPGateway(ctx, mcpgw.Config{Driver: driver, Generations: registry, Logger: logger, TracerProvider: tel.tracer})
 	if err != nil {
 		return err
 	}

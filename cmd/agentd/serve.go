@@ -260,7 +260,9 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 		}
 	}
 	go reloadOnHangup(ctx, refreshes...)
-	mcpGateway, stopMCP, err := startMCPGateway(ctx, f.mcpConfig(driver, registry, logger))
+	mcpConfig := f.mcpConfig(driver, registry, logger)
+	mcpConfig.TracerProvider = tel.tracer
+	mcpGateway, stopMCP, err := startMCPGateway(ctx, mcpConfig)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // telemetry is the daemon's OpenTelemetry setup: metrics exported in Prometheus text at
@@ -54,7 +56,9 @@ func setupTelemetry(ctx context.Context) (*telemetry, error) {
 		if err != nil {
 			return nil, err
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		// The engine's generator gives a request's invoke_agent span the ids its calls'
+		// spans, on any replica, name as their parent.
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(engine.IDGenerator{}))
 		t.tracer = tp
 		shutdowns = append(shutdowns, tp.Shutdown)
 	}

@@ -55,4 +55,10 @@
 // its in-flight calls with an error result and is reconnected with exponential backoff
 // while every session stays open. Each forwarded call has the tool's timeout. Status
 // reports each upstream's state, last error and restarts (GET /v1/status, gateways.mcp).
+//
+// Telemetry. With Config.TracerProvider, the messages the gateway serves and sends are
+// spans after the OpenTelemetry MCP conventions (telemetry.go): a SERVER span per
+// client message, whose parent is the trace context in its params._meta; a CLIENT
+// span per upstream message, whose trace context goes into its params._meta. The
+// driver's spans of a call join the trace of its server span.
 package mcp

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
@@ -52,6 +53,9 @@ type Config struct {
 	// Backoff is the delay before an upstream's first reconnect, doubled per further
 	// failure up to MaxBackoff; 0 means 250ms and 30s.
 	Backoff, MaxBackoff time.Duration
+	// TracerProvider traces the MCP messages the gateway serves and sends, after the
+	// MCP semantic conventions (see telemetry.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway is the MCP gateway. Run follows the live generation and keeps the upstreams
@@ -60,6 +64,7 @@ type Gateway struct {
 	cfg    Config
 	log    *slog.Logger
 	server *mcp.Server
+	tracer trace.Tracer // nil when not tracing
 
 	// mu serializes changes to the upstreams and to what the server offers.
 	mu        sync.Mutex
@@ -101,7 +106,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.MaxBackoff = max(30*time.Second, cfg.Backoff)
 	}
 	g := &Gateway{cfg: cfg, log: cfg.Logger.With("gateway", "mcp"), progress: progressRoutes{routes: map[string]progressRoute{}},
-		owners: newOwners(cfg.MaxSessions, cfg.MaxSessionsPerCaller)}
+		owners: newOwners(cfg.MaxSessions, cfg.MaxSessionsPerCaller), tracer: engine.Tracer(cfg.TracerProvider, "github.com/agentd-dev/agentd/gateway/mcp")}
 	g.tools.Store(&map[string]toolRoute{})
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "agentd", Title: "agentd MCP gateway", Version: cfg.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -113,6 +118,9 @@ func New(cfg Config) (*Gateway, error) {
 		// A session is known from its handshake on, so it is forgotten when it ends.
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { g.sessionOf(req.Session, nil) },
 	})
+	if g.tracer != nil {
+		g.server.AddReceivingMiddleware(g.traceServer) // outermost: the span covers the review
+	}
 	g.server.AddReceivingMiddleware(g.review)
 	return g, nil
 }

@@ -37,6 +37,7 @@ type harness struct {
 	url     string
 	callLog string
 	logs    *capture.Buffer
+	options config.Options // what configure loads the config with
 }
 
 // allowed is the allow-list of every harness: namespace -> agent -> capabilities.
@@ -158,7 +159,7 @@ func (h *harness) configure(servers string) {
 	h.t.Helper()
 	servers = strings.ReplaceAll(servers, `"@CALLLOG@"`, jsonString(h.callLog))
 	writeFile(h.t, filepath.Join(h.dir, "hooks/gateway.yaml"), hookSet(servers))
-	gen, err := config.Load(h.dir, config.Options{})
+	gen, err := config.Load(h.dir, h.options)
 	if err != nil {
 		h.t.Fatalf("config: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/internal/redirect"
@@ -47,8 +48,10 @@ type upstream struct {
 	name   string
 	conf   atomic.Pointer[settings]
 	client *mcp.Client
-	cancel context.CancelFunc
-	done   chan struct{}
+	// transportAttrs are the network attributes of its client spans (traceClient).
+	transportAttrs []attribute.KeyValue
+	cancel         context.CancelFunc
+	done           chan struct{}
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession // nil while not connected
@@ -82,6 +85,10 @@ func (g *Gateway) startUpstream(ctx context.Context, s *config.MCPServer) *upstr
 			g.progress.forward(req.Params)
 		},
 	})
+	if g.tracer != nil {
+		u.transportAttrs = transportAttributes(len(s.Command) > 0, s.URL)
+		u.client.AddSendingMiddleware(u.traceClient)
+	}
 	go u.run(ctx)
 	return u
 }
@@ -183,7 +190,11 @@ func (u *upstream) transport(s *config.MCPServer) (t mcp.Transport, exited <-cha
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("start %s: %w", s.Command[0], err)
 		}
-		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}, p.exited, p.stop, nil
+		var t mcp.Transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}
+		if u.g.tracer != nil {
+			t = taggingTransport{t}
+		}
+		return t, p.exited, p.stop, nil
 	}
 	headers := http.Header{}
 	for name, env := range s.HeadersEnv {
@@ -199,7 +210,11 @@ func (u *upstream) transport(s *config.MCPServer) (t mcp.Transport, exited <-cha
 	}
 	// withHeaders adds the secret headers to every request, a redirected one too: so
 	// redirects are followed within the server's origin only.
-	client := &http.Client{Transport: withHeaders{base: http.DefaultTransport, headers: headers},
+	var base http.RoundTripper = http.DefaultTransport
+	if u.g.tracer != nil {
+		base = tagRequests{base: base}
+	}
+	client := &http.Client{Transport: withHeaders{base: base, headers: headers},
 		CheckRedirect: redirect.SameOrigin(endpoint, maxRedirects)}
 	return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: client}, nil, func() {}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -24,10 +23,7 @@ const (
 // tracerOf returns the gateway's tracer, nil for none or a no-op provider: an untraced
 // gateway builds no span.
 func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if _, noop := tp.(tracenoop.TracerProvider); tp == nil || noop {
-		return nil
-	}
-	return tp.Tracer("github.com/agentd-dev/agentd/gateway/openai")
+	return engine.Tracer(tp, "github.com/agentd-dev/agentd/gateway/openai")
 }
 
 // startChat opens the chat span of the call's upstream call (nil when tracing is off),
