@@ -40,7 +40,8 @@ guards:
 
 // The evidence of a request in a real browser: what audit and warn rules would have
 // denied shows on the hook's card and on the check's row, a guard's denial on the
-// first tab and on its step in the plan graph; the list has a tenant column and a
+// first tab and on its step in the plan graph; a request whose only step was denied
+// is listed failed (guard_denied), not open; the list has a tenant column and a
 // tenant filter, and a session of a tenant-bound token sees its tenant's records
 // only, whatever it filters on.
 func TestViewer_EvidenceInBrowser(t *testing.T) {
@@ -67,6 +68,10 @@ func TestViewer_EvidenceInBrowser(t *testing.T) {
 		{"/v1/hooks/after_planning", `{"request_id":"ev-acme","plan":` + plan + `}`, 200, ""},
 		{"/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"ev-acme","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"ACME"}}}`, 200, `"allowed":true`},
 		{"/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"ev-acme","step_id":"step-2","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"PEER"}}}`, 403, `"code":"peer_blocked"`},
+		{"/v1/hooks/before_planning", `{"request_id":"ev-peer","request":"Quote PEER","metadata":{"tenant":"acme"}}`, 200, ""},
+		{"/v1/hooks/after_planning", `{"request_id":"ev-peer","plan":{"plan_id":"pp","steps":[` +
+			`{"step_id":"step-1","agent_name":"stock-service","namespace":"demo-tools","instruction":"quote PEER","metadata":{"capability":"stock_quote","parameters":{"symbol":"PEER"}}}]}}`, 200, ""},
+		{"/v1/operations/check", `{"operation":"tool_call","call":{"request_id":"ev-peer","step_id":"step-1","namespace":"demo-tools","agent_name":"stock-service","capability":"stock_quote","parameters":{"symbol":"PEER"}}}`, 403, `"code":"peer_blocked"`},
 		{"/v1/hooks/before_planning", `{"request_id":"ev-globex","request":"Quote GLBX","metadata":{"tenant":"globex"}}`, 200, ""},
 	} {
 		code, body := d.do(t, "POST", c.path, c.body, auth...)
@@ -86,6 +91,10 @@ func TestViewer_EvidenceInBrowser(t *testing.T) {
 	check(t, tab, "the list has a tenant column", `[...document.querySelectorAll('#records thead th')].some(h => h.textContent === "Tenant")`)
 	check(t, tab, "each row shows its tenant", `document.querySelector('tr[data-request-id="ev-acme"] td.tenant').textContent === "acme" &&
 		document.querySelector('tr[data-request-id="ev-globex"] td.tenant').textContent === "globex"`)
+	check(t, tab, "a request whose only step a guard denied is over, failed with cause guard_denied; one with a step left stays open",
+		`(() => { const r = id => document.querySelector('tr[data-request-id="' + id + '"]');
+		  return r("ev-peer").textContent.includes("guard_denied") && r("ev-peer").querySelectorAll('.badge.failed').length === 2 &&
+		    r("ev-acme").querySelector('.badge.open') !== null })()`)
 	browserRun(t, tab, shots, "filter on a tenant",
 		chromedp.SendKeys(chromedp.CSS("#filter-tenant"), "globex"), chromedp.Click(chromedp.CSS(`#filters button[type=submit]`)),
 		truthy(`location.hash.includes("tenant=globex") && `+rows+` === "ev-globex"`), screenshot(shots, "01-tenant-filter"))
