@@ -112,8 +112,11 @@ type Miss struct {
 
 // prober holds one run's state.
 type prober struct {
-	gen     *config.Generation
-	allowed map[string]bool
+	gen *config.Generation
+	// allowed are the identities the stage accepted unmutated, byContext the same per
+	// request metadata (contextOf).
+	allowed   map[string]bool
+	byContext map[string]map[string]bool
 }
 
 // reviewed is a case and its outcome.
@@ -138,7 +141,7 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	p := &prober{gen: gen, allowed: map[string]bool{}}
+	p := &prober{gen: gen, allowed: map[string]bool{}, byContext: map[string]map[string]bool{}}
 	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}}
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))}
 	var bases []*base
@@ -147,8 +150,13 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		r.Seeds = append(r.Seeds, SeedResult{Source: s.Source, Verdict: o.verdict})
 		switch o.verdict {
 		case Accepted:
+			ctxAllowed := p.byContext[s.Context]
+			if ctxAllowed == nil {
+				ctxAllowed = map[string]bool{}
+				p.byContext[s.Context] = ctxAllowed
+			}
 			for _, id := range identities(o.plan) {
-				p.allowed[id] = true
+				p.allowed[id], ctxAllowed[id] = true, true
 			}
 			bases = append(bases, &base{Case: s, accepted: true})
 		case RejectedStage:
@@ -191,7 +199,7 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		st := stats[c.Mutation]
 		st.Reviewed++
 		st.Verdicts[o.verdict]++
-		id := p.escaped(o)
+		id := p.escaped(c, o)
 		if prev, ok := example[c.Mutation]; o.verdict == RejectedStage && (!ok || prev.o.verdict != RejectedStage) ||
 			o.verdict == Accepted && id == "" && !ok {
 			example[c.Mutation] = reviewed{*c, o}
