@@ -60,6 +60,9 @@ type Report struct {
 	Truncated bool            `json:"truncated"`
 	Mutations []MutationStats `json:"mutations"`
 	Findings  []Finding       `json:"findings"`
+	// Warnings say what the run could not try: a policy reading request metadata that
+	// no seed carries.
+	Warnings []string `json:"warnings,omitempty"`
 	// cases are, per mutation whose plans reached the policy, one the policy rejected
 	// (else one accepted that is no finding), for Cases.
 	cases []reviewed
@@ -143,6 +146,11 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 
 	p := &prober{gen: gen, allowed: map[string]bool{}, byContext: map[string]map[string]bool{}}
 	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}}
+	if gen.Reads.May(engine.StageAfterPlanning, "metadata") && !slices.ContainsFunc(all, func(c Case) bool { return len(c.Metadata) > 0 }) {
+		r.Warnings = append(r.Warnings, "the after_planning stage reads the request metadata, but no test or request has any: "+
+			"add a test whose given.metadata is a real request's (its tenant), so that the catalog's plans are reviewed "+
+			"under it and its members are mutated (missing, empty, unknown)")
+	}
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))}
 	var bases []*base
 	for _, s := range all {

@@ -382,4 +382,11 @@ granted(step) if step.metadata.capability in allowed[input.metadata.tenant]
 	for _, f := range r.Findings {
 		t.Errorf("after the fix: %s %s: %s", f.Mutation, f.Detail, f.Identity)
 	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings with tenants in the tests: %q", r.Warnings)
+	}
+	r = run(t, map[string]string{"hooks/plan.yaml": hookSet(true), "policies/review.rego": fixed}, probe.Options{})
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "reads the request metadata, but no test or request has any") {
+		t.Errorf("warnings without a test of a tenant: %q", r.Warnings)
+	}
 }
