@@ -49,21 +49,16 @@ func (e *PhaseDeniedError) DecisionCause() Cause { return CauseGuardDenied }
 // a step of the phase that cannot run. A step not yet checked, or whose latest check
 // failed (a guard error, retried), can still run.
 func phaseDenied(rec *ExecutionRecord, step string) *PhaseDeniedError {
-	var phase *PhaseRecord
-	index := map[string]*RoutingStep{}
-	for i := range rec.Phases {
-		p := rec.Phases[i].Plan
-		if p == nil || !slices.ContainsFunc(p.Steps, func(s RoutingStep) bool { return s.StepID == step }) {
-			continue
-		}
-		phase = &rec.Phases[i]
-		clear(index)
-		for j := range p.Steps {
-			index[p.Steps[j].StepID] = &p.Steps[j]
-		}
-	}
-	if phase == nil {
+	i := slices.IndexFunc(rec.Phases, func(ph PhaseRecord) bool {
+		return ph.Plan != nil && slices.ContainsFunc(ph.Plan.Steps, func(s RoutingStep) bool { return s.StepID == step })
+	})
+	if i < 0 {
 		return nil
+	}
+	phase := &rec.Phases[i] // a step id names one step of one accepted phase
+	index := make(map[string]*RoutingStep, len(phase.Plan.Steps))
+	for j := range phase.Plan.Steps {
+		index[phase.Plan.Steps[j].StepID] = &phase.Plan.Steps[j]
 	}
 	latest := map[string]*OperationRecord{}
 	allowed := map[string]bool{}
@@ -109,7 +104,9 @@ func phaseDenied(rec *ExecutionRecord, step string) *PhaseDeniedError {
 // step has nothing left that can run, after a guard denied a check of step. A request
 // whose phases are independent stays open: its calls do not depend on each other. A
 // store failure leaves the request open, as it was before the denial; the denial
-// itself is answered either way.
+// itself is answered either way. The record is read, then the request failed: a check
+// of another step of the phase allowed in between is not seen (that step's finish is
+// then refused request_failed).
 func (s *Session) endDeniedPhase(ctx context.Context, step string) {
 	if s.unknown || s.state.PhasesIndependent {
 		return
