@@ -345,7 +345,7 @@
   }
 
   const OPERATION_FIELDS = ['operation', 'step_id', 'namespace', 'agent_name', 'capability', 'outcome', 'code', 'reason', 'guard',
-    'guard_index', 'binding', 'generation', 'policy_revision', 'live_generation', 'live_policy_revision', 'started_at', 'duration', 'would_deny'];
+    'guard_index', 'binding', 'generation', 'policy_revision', 'live_generation', 'live_policy_revision', 'started_at', 'duration'];
 
   function operationsTable(ops) {
     if (!ops.length) return el('p', {class: 'muted'}, 'No operation check.');
