@@ -30,7 +30,10 @@ type CheckResult struct {
 // request is unknown). A tool_call is first bound to the request's accepted plan (see
 // bind; not for a generation whose binding is off), then the guards of the request's
 // generation run and, when a newer generation is live, the live guards too: a denial
-// by either denies. The outcome is recorded in the request's execution record.
+// by either denies. The outcome is recorded in the request's execution record. When a
+// guard's denial leaves the step's accepted phase with nothing that can run (every
+// step denied, or depending on a denied one), the request fails with a
+// *PhaseDeniedError (cause guard_denied), unless its phases are independent.
 //
 // A denial is an answer (Allowed false). A malformed call is an *op.CallError, a broken
 // guard an *op.GuardError (fail closed: the call must not run), a request that may not
@@ -40,8 +43,11 @@ func (d *Driver) Check(ctx context.Context, call op.Call) (*CheckResult, error) 
 }
 
 // check is Check on session s, the request's, or with s nil on the request call names,
-// attached afresh.
+// attached afresh. A check of its own (s nil: Driver.Check, not a round Admit answers
+// as a whole) whose guard denied a bound tool_call ends the request when the step's
+// phase has nothing left that can run (endDeniedPhase).
 func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckResult, error) {
+	own := s == nil
 	started := time.Now()
 	id := decisionID(ctx)
 	ctx = WithDecisionID(ctx, id)
@@ -85,6 +91,9 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Warnings: warnings, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
 	if den, ok := op.AsDenial(verdict); ok {
 		result.Denial = den
+		if own && report.Record != nil && report.Record.Binding != "" && report.Record.Guard != BindingGuard {
+			s.endDeniedPhase(ctx, call.StepID)
+		}
 		return result, nil
 	}
 	if verdict != nil {

@@ -25,6 +25,7 @@ var listParams = map[string]func(q *store.Query, v string) error{
 	"violation":  func(q *store.Query, v string) error { q.Violation = v; return nil },
 	"guard":      func(q *store.Query, v string) error { q.Guard = engine.CheckOutcome(v); return nil },
 	"generation": func(q *store.Query, v string) error { q.Generation = v; return nil },
+	"tenant":     func(q *store.Query, v string) error { q.Tenant = v; return nil },
 	"id":         func(q *store.Query, v string) error { q.IDContains = v; return nil },
 	"cursor":     func(q *store.Query, v string) error { q.Cursor = v; return nil },
 	"since":      func(q *store.Query, v string) (err error) { q.Since, err = time.Parse(time.RFC3339Nano, v); return },
@@ -66,9 +67,13 @@ func invalidQuery(param, reason string) *api.Error {
 
 // Executions lists the stored records q selects, newest first; each record's
 // lifecycle is reported as of the call. A call confined to a tenant
-// (engine.WithTenant) lists only records of that tenant.
+// (engine.WithTenant) lists only records of that tenant: filtering on another tenant
+// lists none.
 func (s *Service) Executions(ctx context.Context, q store.Query) (*store.Page, *api.Error) {
 	if tenant, ok := engine.TenantFrom(ctx); ok {
+		if q.Tenant != "" && q.Tenant != tenant {
+			return &store.Page{Records: []store.Summary{}}, nil
+		}
 		q.Tenant = tenant
 	}
 	page, err := s.cfg.Records.List(ctx, q)

@@ -76,14 +76,14 @@ func TestExecutions_FiltersFindTheWalkthroughRequests(t *testing.T) {
 func TestExecutions_BadQueriesNameTheParameter(t *testing.T) {
 	h := stockHandler(t)
 	for query, param := range map[string]string{
-		"?tenant=acme":                "tenant",
-		"?status=failed&status=open":  "status",
-		"?status=done":                "status",
-		"?lifecycle=later":            "lifecycle",
-		"?stage=planning":             "stage",
-		"?guard=perhaps":              "guard",
-		"?since=yesterday":            "since",
-		"?until=2026-13-01T00:00:00Z": "until",
+		"?tenant=" + strings.Repeat("t", 257): "tenant",
+		"?status=failed&status=open":          "status",
+		"?status=done":                        "status",
+		"?lifecycle=later":                    "lifecycle",
+		"?stage=planning":                     "stage",
+		"?guard=perhaps":                      "guard",
+		"?since=yesterday":                    "since",
+		"?until=2026-13-01T00:00:00Z":         "until",
 		"?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z": "until",
 		"?limit=0":                          "limit",
 		"?limit=-3":                         "limit",
@@ -105,15 +105,27 @@ func TestExecutions_BadQueriesNameTheParameter(t *testing.T) {
 	}
 }
 
-// A token bound to a tenant lists that tenant's records only.
+// A token bound to a tenant lists that tenant's records only, whatever tenant it
+// filters on; an unbound token filters on any.
 func TestExecutions_TenantTokensListTheirTenantOnly(t *testing.T) {
 	h := stockHandler(t)
 	call(t, h, http.MethodPost, "/v1/hooks/before_planning", `{"request_id":"acme-1","request":"q","metadata":{"tenant":"acme"}}`)
 	req := newRequest(http.MethodPost, "/v1/hooks/before_planning", strings.NewReader(`{"request_id":"globex-1","request":"q","metadata":{"tenant":"globex"}}`))
 	req.Header.Set("Authorization", "Bearer "+globexToken)
 	h.ServeHTTP(httptest.NewRecorder(), req)
-	for token, want := range map[string][]string{viewerToken: {"acme-1", "globex-1"}, globexViewerToken: {"globex-1"}} {
-		req := newRequest(http.MethodGet, "/v1/executions", nil)
+	for _, c := range []struct {
+		token, query string
+		want         []string
+	}{
+		{viewerToken, "", []string{"acme-1", "globex-1"}},
+		{viewerToken, "?tenant=acme", []string{"acme-1"}},
+		{viewerToken, "?tenant=initech", nil},
+		{globexViewerToken, "", []string{"globex-1"}},
+		{globexViewerToken, "?tenant=globex", []string{"globex-1"}},
+		{globexViewerToken, "?tenant=acme", nil},
+	} {
+		token, want := c.token, c.want
+		req := newRequest(http.MethodGet, "/v1/executions"+c.query, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -126,7 +138,7 @@ func TestExecutions_TenantTokensListTheirTenantOnly(t *testing.T) {
 			got = append(got, r.RequestID)
 		}
 		if slices.Sort(got); !slices.Equal(got, want) {
-			t.Errorf("token %s lists %v, want %v", token, got, want)
+			t.Errorf("token %s: GET /v1/executions%s lists %v, want %v", token, c.query, got, want)
 		}
 	}
 }

@@ -9,7 +9,7 @@
 //	agentd replay  --config CANDIDATE --records FILE|URL [--allow-changes] [--json]
 //	agentd probe   [--seed N] [--json] DIR   attack the required plan policy with mutated plans
 //	agentd opa     ARGS...                OPA's own command line at the pinned version
-//	agentd init    DIR                    write a starter config
+//	agentd init    [--example stock] DIR  write a new project of one's own (or an example)
 //	agentd schema  DIR                    write the JSON Schemas for editors
 //	agentd version
 package main
@@ -52,7 +52,7 @@ var commands = []command{
 	{"replay", "re-run recorded plans and checks against a candidate config and print what would change", runReplay},
 	{"probe", "attack the required plan policy with mutated plans", runProbe},
 	{"opa", "run OPA's own command line (opa test, eval, check, fmt) at the pinned version", runOPA},
-	{"init", "write a working starter config into a new directory", runInit},
+	{"init", "write a new project of one's own (or an example) into a new directory", runInit},
 	{"schema", "write the JSON Schemas of the config files into a directory, for editors", runSchema},
 	{"version", "print the version of agentd, OPA and CEL", runVersion},
 }

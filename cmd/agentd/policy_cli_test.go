@@ -315,36 +315,9 @@ func TestCLI_EveryCommandHasHelp(t *testing.T) {
 	}
 }
 
-// TestCLI_InitWritesAConfigThatPassesCheckTestAndProbe: the starter config passes
-// check --strict, test (with full coverage), probe and opa test, and init never
-// overwrites.
-func TestCLI_InitWritesAConfigThatPassesCheckTestAndProbe(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "starter")
-	if code, out, errOut := runCLI(t, "init", dir); code != exitOK {
-		t.Fatalf("init: exit %d:\n%s%s", code, out, errOut)
-	}
-	for _, args := range [][]string{{"check", "--strict", dir}, {"test", "--min-coverage", "100", dir}, {"probe", dir}} {
-		if code, out, errOut := runCLI(t, args...); code != exitOK {
-			t.Errorf("agentd %v: exit %d:\n%s%s", args, code, out, errOut)
-		}
-	}
-	cmd := exec.Command(binary, "opa", "test", "policies/", "data/")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("agentd opa test in the starter: %v\n%s", err, out)
-	}
-	before := snapshot(t, dir)
-	if code, _, errOut := runCLI(t, "init", dir); code != exitUsage || !strings.Contains(errOut, "not empty") {
-		t.Errorf("init into a non-empty directory: exit %d: %s", code, errOut)
-	}
-	if snapshot(t, dir) != before {
-		t.Error("a second init changed the directory")
-	}
-}
-
 // TestCLI_SchemaWritesSchemasEditorsResolveLocally: the written schemas compile with a
 // loader that reads only local files (their references resolve next to them), and
-// the starter's files validate against them.
+// the files init writes validate against them.
 func TestCLI_SchemaWritesSchemasEditorsResolveLocally(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "schemas")
 	if code, out, errOut := runCLI(t, "schema", dir); code != exitOK || !strings.Contains(out, "hookset.schema.json") {
@@ -361,9 +334,11 @@ func TestCLI_SchemaWritesSchemasEditorsResolveLocally(t *testing.T) {
 		compiled[name] = s
 	}
 	for file, schema := range map[string]string{
-		"starter/hooks/20-plan.yaml":     "hookset.schema.json",
-		"starter/tests/pipeline.yaml":    "hooktests.schema.json",
-		"starter/hooks/30-response.yaml": "hookset.schema.json",
+		"starter/stock/hooks/20-plan.yaml":     "hookset.schema.json",
+		"starter/stock/tests/pipeline.yaml":    "hooktests.schema.json",
+		"starter/stock/hooks/30-response.yaml": "hookset.schema.json",
+		"starter/minimal/hooks/plan.yaml":      "hookset.schema.json",
+		"starter/minimal/tests/pipeline.yaml":  "hooktests.schema.json",
 	} {
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -21,10 +21,13 @@ identity (namespace/agent_name/capability) the policy did not allow unmutated.
 
 Seeds are one plan per catalog capability, the after_planning plans of tests/*.yaml
 and the plans of requests/*.json (the catalog's plans with the request metadata of the
-first of those that has some). Each finding is one line: the mutation, the identity
-that got through, the minimal plan as JSON (a reproducing after_planning call and test
-case) and the deny rule that should have caught it. Runs in process, never writes into
-DIR, and is deterministic for a --seed.
+first of those that has some and, when the policy reads the metadata, with each other
+metadata they hold; a warning when it reads metadata no seed has). A plan whose
+request metadata was mutated (a member missing, null, empty, unknown or retyped) is a
+finding when it gets an identity its unmutated metadata was not allowed. Each finding
+is one line: the mutation, the identity that got through, the minimal plan as JSON
+(a reproducing after_planning call and test case) and the deny rule that should have
+caught it. Runs in process, never writes into DIR, and is deterministic for a --seed.
 
 Exit 0: no finding; 1: findings; 2: bad input (no required after_planning hook with a
 rego step, a config that does not compile, tests or requests that do not load).`

@@ -30,6 +30,22 @@ type Case struct {
 	// Prior are the steps of the request's completed earlier phases.
 	Prior []engine.RoutingStep
 	Plan  any
+	// Context names the request metadata of the seed the case was made from (see
+	// contextOf): what that metadata was allowed is what a request_metadata mutation
+	// of it may get.
+	Context string
+}
+
+// contextOf names request metadata: its JSON encoding, keys sorted ("{}" for none).
+func contextOf(metadata map[string]any) string {
+	if len(metadata) == 0 {
+		return "{}"
+	}
+	data, err := json.Marshal(metadata)
+	if err != nil {
+		panic(fmt.Sprintf("probe: request metadata does not encode: %v", err))
+	}
+	return string(data)
 }
 
 // with returns a deep copy of c named by mutation and detail.

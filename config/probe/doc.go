@@ -5,9 +5,11 @@
 // Seeds are the plans the directory already knows: one single-step plan per catalog
 // capability, the after_planning plans of tests/*.yaml and the plans of requests/*.json
 // (API bodies, or eval scripts of {call, body}); the catalog's plans carry the request
-// metadata of the first of the others that has some. Every seed is reviewed unmutated; the
-// operation identities (namespace, agent_name, metadata.capability) of the plans the
-// whole after_planning stage accepts are the allowed identities, and the catalog
+// metadata of the first of the others that has some and, when the after_planning stage
+// reads the metadata, are repeated with each other metadata the others hold (each
+// tenant, say). Every seed is reviewed unmutated; the operation identities (namespace,
+// agent_name, metadata.capability) of the plans the whole after_planning stage accepts
+// are the allowed identities, overall and per request metadata, and the catalog
 // capabilities whose single-step plan the policy rejects are the denied ones.
 //
 // Each mutation (see Mutations) rewrites a seed in its wire form, JSON as the API
@@ -15,7 +17,11 @@
 // strict decoding (unknown members are rejected), plan validation (docs/semantics.md
 // §2) and the after_planning stage of the generation's pipeline, in process, recording
 // nothing. A mutated plan is a finding when the stage accepts it and its accepted plan
-// holds a step whose operation identity is not one the policy allowed unmutated.
+// holds a step whose operation identity is not one the policy allowed unmutated. A
+// mutation of the request metadata (a member missing, null, empty, another value such
+// as an unknown tenant, retyped) is judged against what its seed's own metadata was
+// allowed: a request that lacks or blanks what its metadata said must get no more than
+// the request that said it, even when another request context may use the identity.
 //
 // Each finding is minimized (steps, then step members, request metadata and the phase
 // removed one at a time while it stays a finding), then evaluated once more with OPA's

@@ -13,7 +13,7 @@ import (
 func (p *prober) finding(ctx context.Context, c Case) Finding {
 	c = p.minimize(ctx, c)
 	o := p.review(ctx, &c)
-	id := p.escaped(o)
+	id := p.escaped(&c, o)
 	f := Finding{
 		Mutation: c.Mutation, Detail: c.Detail, Seed: c.Source, Identity: id,
 		Request: c.Request, Metadata: c.Metadata, PriorSteps: c.Prior, Plan: c.Plan,
@@ -70,7 +70,7 @@ func (p *prober) misses(ctx context.Context, c Case, o outcome, id string) []Mis
 // attempt is one review, so minimizing costs at most a few reviews per step and member.
 func (p *prober) minimize(ctx context.Context, c Case) Case {
 	still := func(try Case) bool {
-		return p.escaped(p.review(ctx, &try)) != ""
+		return p.escaped(&try, p.review(ctx, &try)) != ""
 	}
 	attempt := func(change func(*Case) bool) {
 		try := c.with(c.Mutation, c.Detail)

@@ -35,6 +35,10 @@ type generator struct {
 	denied []map[string]any
 }
 
+// metadataMutation is the mutation of the request metadata, judged against what the
+// seed's own metadata was allowed (prober.escaped).
+const metadataMutation = "request_metadata"
+
 // maxStepsMutated bounds the steps of one seed whose members are mutated one by one.
 const maxStepsMutated = 4
 
@@ -70,18 +74,19 @@ var mutations = []Mutation{
 		},
 	},
 	{
-		Name: "request_metadata", Doc: "the request metadata of a rejected plan missing, or one of its members missing, null or of another JSON type",
+		Name: metadataMutation, Doc: "the request metadata of a rejected plan missing, or one of its members missing, null, empty, " +
+			"another value (an unknown tenant) or of another JSON type; a finding when it gets an identity the unmutated metadata was not allowed",
 		Catch: "deny rules that read request metadata through a helper with a default (lib.str_field), or a deny rule for its absence: a read of a missing member is undefined and denies nothing",
 		apply: func(_ *generator, b *base) []Case {
 			if b.accepted || len(b.Metadata) == 0 {
 				return nil
 			}
-			none := b.with("request_metadata", "request metadata missing")
+			none := b.with(metadataMutation, "request metadata missing")
 			none.Metadata = nil
 			out := []Case{none}
 			for _, key := range slices.Sorted(maps.Keys(b.Metadata)) {
-				for _, v := range memberVariants(nil) {
-					c := b.with("request_metadata", fmt.Sprintf("request metadata.%s %s", key, v.detail))
+				for _, v := range identityMemberVariants(nil) {
+					c := b.with(metadataMutation, fmt.Sprintf("request metadata.%s %s", key, v.detail))
 					setOrDelete(c.Metadata, key, v)
 					out = append(out, c)
 				}

@@ -60,6 +60,9 @@ type Report struct {
 	Truncated bool            `json:"truncated"`
 	Mutations []MutationStats `json:"mutations"`
 	Findings  []Finding       `json:"findings"`
+	// Warnings say what the run could not try: a policy reading request metadata that
+	// no seed carries.
+	Warnings []string `json:"warnings,omitempty"`
 	// cases are, per mutation whose plans reached the policy, one the policy rejected
 	// (else one accepted that is no finding), for Cases.
 	cases []reviewed
@@ -112,8 +115,11 @@ type Miss struct {
 
 // prober holds one run's state.
 type prober struct {
-	gen     *config.Generation
-	allowed map[string]bool
+	gen *config.Generation
+	// allowed are the identities the stage accepted unmutated, byContext the same per
+	// request metadata (contextOf).
+	allowed   map[string]bool
+	byContext map[string]map[string]bool
 }
 
 // reviewed is a case and its outcome.
@@ -138,8 +144,13 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	p := &prober{gen: gen, allowed: map[string]bool{}}
+	p := &prober{gen: gen, allowed: map[string]bool{}, byContext: map[string]map[string]bool{}}
 	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}}
+	if gen.Reads.May(engine.StageAfterPlanning, "metadata") && !slices.ContainsFunc(all, func(c Case) bool { return len(c.Metadata) > 0 }) {
+		r.Warnings = append(r.Warnings, "the after_planning stage reads the request metadata, but no test or request has any: "+
+			"add a test whose given.metadata is a real request's (its tenant), so that the catalog's plans are reviewed "+
+			"under it and its members are mutated (missing, empty, unknown)")
+	}
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))}
 	var bases []*base
 	for _, s := range all {
@@ -147,8 +158,13 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		r.Seeds = append(r.Seeds, SeedResult{Source: s.Source, Ending: o.ending})
 		switch o.ending {
 		case Accepted:
+			ctxAllowed := p.byContext[s.Context]
+			if ctxAllowed == nil {
+				ctxAllowed = map[string]bool{}
+				p.byContext[s.Context] = ctxAllowed
+			}
 			for _, id := range identities(o.plan) {
-				p.allowed[id] = true
+				p.allowed[id], ctxAllowed[id] = true, true
 			}
 			bases = append(bases, &base{Case: s, accepted: true})
 		case RejectedStage:
@@ -191,7 +207,7 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 		st := stats[c.Mutation]
 		st.Reviewed++
 		st.Endings[o.ending]++
-		id := p.escaped(o)
+		id := p.escaped(c, o)
 		if prev, ok := example[c.Mutation]; o.ending == RejectedStage && (!ok || prev.o.ending != RejectedStage) ||
 			o.ending == Accepted && id == "" && !ok {
 			example[c.Mutation] = reviewed{*c, o}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -306,5 +307,86 @@ func TestRun_ShippedPoliciesHaveNoFinding(t *testing.T) {
 				t.Errorf("%d findings (truncated %v), first: %+v", len(r.Findings), r.Truncated, r.Findings[0])
 			}
 		})
+	}
+}
+
+// tenantTests are pipeline cases of two tenants: acme may trade, globex may quote.
+const tenantTests = `apiVersion: agentd.dev/v1
+kind: HookTests
+tests:
+  - name: acme trades
+    stage: after_planning
+    given:
+      metadata: {tenant: acme}
+      plan: {plan_id: a, steps: [{step_id: s1, agent_name: stock-service, namespace: demo-tools, metadata: {capability: execute_trade}}]}
+    expect: {plan: allowed}
+  - name: globex quotes
+    stage: after_planning
+    given:
+      metadata: {tenant: globex}
+      plan: {plan_id: g, steps: [{step_id: s1, agent_name: stock-service, namespace: demo-tools, metadata: {capability: stock_quote}}]}
+    expect: {plan: allowed}
+`
+
+// A per-tenant allow-list whose deny rule binds the tenant first: without one, the
+// body is undefined and nothing is denied. Another tenant may use the capability, so
+// only comparing with what the request's own tenant was allowed finds it.
+const tenantFailOpen = `package review
+
+allowed := {"acme": {"stock_quote", "execute_trade"}, "globex": {"stock_quote"}}
+
+deny contains "not allowed for the tenant" if {
+	tenant := input.metadata.tenant
+	some step in input.plan.steps
+	not step.metadata.capability in allowed[tenant]
+}
+`
+
+// The catalog's plans are reviewed under each tenant of the tests, and a request whose
+// tenant is missing, empty or unknown may get no more than its tenant was allowed: a
+// globex trade that passes once the tenant is gone is a finding, although acme may
+// trade; the policy that grants through a function of the tenant has none.
+func TestRun_RequestMetadataMayGetNoMoreThanItsOwnContext(t *testing.T) {
+	r := run(t, map[string]string{"hooks/plan.yaml": hookSet(true), "policies/review.rego": tenantFailOpen, "tests/seeds.yaml": tenantTests}, probe.Options{})
+	var sources []string
+	for _, s := range r.Seeds {
+		sources = append(sources, s.Source)
+	}
+	if !slices.Contains(sources, `catalog demo-tools/stock-service/execute_trade with the metadata {"tenant":"globex"}`) {
+		t.Errorf("the catalog's plans are not reviewed under globex: %q", sources)
+	}
+	var found *probe.Finding
+	for i, f := range r.Findings {
+		if f.Mutation == "request_metadata" && f.Identity == "demo-tools/stock-service/execute_trade" && strings.Contains(f.Seed, "globex") {
+			found = &r.Findings[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no request_metadata finding for a globex trade without its tenant: %+v", r.Findings)
+	}
+	if _, ok := found.Metadata["tenant"]; ok {
+		t.Errorf("finding = %+v, want the tenant minimized away", found)
+	}
+	fixed := `package review
+
+allowed := {"acme": {"stock_quote", "execute_trade"}, "globex": {"stock_quote"}}
+
+deny contains "not allowed for the tenant" if {
+	some step in input.plan.steps
+	not granted(step)
+}
+
+granted(step) if step.metadata.capability in allowed[input.metadata.tenant]
+`
+	r = run(t, map[string]string{"hooks/plan.yaml": hookSet(true), "policies/review.rego": fixed, "tests/seeds.yaml": tenantTests}, probe.Options{})
+	for _, f := range r.Findings {
+		t.Errorf("after the fix: %s %s: %s", f.Mutation, f.Detail, f.Identity)
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings with tenants in the tests: %q", r.Warnings)
+	}
+	r = run(t, map[string]string{"hooks/plan.yaml": hookSet(true), "policies/review.rego": fixed}, probe.Options{})
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "reads the request metadata, but no test or request has any") {
+		t.Errorf("warnings without a test of a tenant: %q", r.Warnings)
 	}
 }

@@ -47,6 +47,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprint(w, "; stopped at the timeout")
 	}
 	fmt.Fprintln(w)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "probe: warning: %s\n", warning)
+	}
 }
 
 // PrintMutations writes, per mutation, what it does and where its plans ended.

@@ -73,13 +73,21 @@ func (p *prober) review(ctx context.Context, c *Case) (out outcome) {
 	return outcome{ending: Accepted, plan: accepted}
 }
 
-// escaped returns the first identity of an accepted plan that is not allowed, or "".
-func (p *prober) escaped(o outcome) string {
+// escaped returns the first identity of c's accepted plan that is not allowed, or "".
+// Allowed are the identities the unmutated seeds got accepted; for a request_metadata
+// mutation, those the seeds with the mutated seed's own request metadata got
+// accepted: a request that lacks, blanks or changes what its metadata said must not
+// get more than the request that said it.
+func (p *prober) escaped(c *Case, o outcome) string {
 	if o.ending != Accepted {
 		return ""
 	}
+	allowed := p.allowed
+	if c.Mutation == metadataMutation {
+		allowed = p.byContext[c.Context]
+	}
 	for _, id := range identities(o.plan) {
-		if !p.allowed[id] {
+		if !allowed[id] {
 			return id
 		}
 	}

@@ -14,26 +14,50 @@ import (
 // requestsDir holds example API bodies and eval scripts, read for their plans.
 const requestsDir = "requests"
 
+// maxContexts bounds the request metadata the catalog's plans are repeated with.
+const maxContexts = 8
+
 // seeds returns the plans the directory knows, in a fixed order: one single-step plan
 // per catalog capability, the after_planning plans of tests/*.yaml, then those of
 // requests/*.json. The catalog's plans carry the request metadata of the first test or
 // request that has some, so that a policy reading it judges them as it judges a real
-// request.
+// request; when the after_planning stage reads the metadata, they are repeated with
+// each distinct metadata of the tests and requests (at most maxContexts), so that what
+// each request context is allowed is known. Each seed's Context names its metadata.
 func seeds(dir string, gen *config.Generation) ([]Case, error) {
 	known, err := knownSeeds(dir)
 	if err != nil {
 		return nil, err
 	}
-	out := catalogSeeds(gen.Catalog)
+	var contexts []map[string]any
+	seen := map[string]bool{}
 	for _, k := range known {
-		if len(k.Metadata) > 0 {
-			for i := range out {
-				out[i].Metadata = cloneMap(k.Metadata)
-			}
-			break
+		if key := contextOf(k.Metadata); len(k.Metadata) > 0 && !seen[key] && len(contexts) < maxContexts {
+			seen[key] = true
+			contexts = append(contexts, k.Metadata)
 		}
 	}
-	return append(out, known...), nil
+	if len(contexts) > 1 && !gen.Reads.May(engine.StageAfterPlanning, "metadata") {
+		contexts = contexts[:1] // the stage judges every context alike
+	}
+	catalog := catalogSeeds(gen.Catalog)
+	out := catalog
+	for i, m := range contexts {
+		if i > 0 {
+			out = append(out, catalogSeeds(gen.Catalog)...)
+		}
+		for j := len(out) - len(catalog); j < len(out); j++ {
+			out[j].Metadata = cloneMap(m)
+			if i > 0 {
+				out[j].Source += " with the metadata " + contextOf(m)
+			}
+		}
+	}
+	out = append(out, known...)
+	for i := range out {
+		out[i].Context = contextOf(out[i].Metadata)
+	}
+	return out, nil
 }
 
 // knownSeeds are the after_planning plans of tests/*.yaml, then those of

@@ -50,8 +50,8 @@ type Query struct {
 	Guard     engine.CheckOutcome // an operation check had that outcome
 	// Generation is the config generation the request ran on.
 	Generation string
-	// Tenant, when set, selects the records of that tenant only (a caller confined to
-	// it, engine.WithTenant); it is no query parameter.
+	// Tenant selects the records of that tenant (the tenant the request's metadata
+	// names); a caller confined to a tenant (engine.WithTenant) sees its own only.
 	Tenant string
 	// Since (inclusive) and Until (exclusive) bound UpdatedAt; zero is unbounded.
 	Since, Until time.Time
@@ -112,7 +112,7 @@ func (q *Query) Validate() error {
 		}
 	}
 	for _, f := range []struct{ param, v string }{{"hook", q.Hook}, {"reason", string(q.Reason)}, {"violation", q.Violation},
-		{"generation", q.Generation}, {"id", q.IDContains}} {
+		{"generation", q.Generation}, {"tenant", q.Tenant}, {"id", q.IDContains}} {
 		if len(f.v) > maxFilterLen || !utf8.ValidString(f.v) {
 			return &QueryError{Param: f.param, Reason: fmt.Sprintf("must be valid UTF-8 of at most %d bytes", maxFilterLen)}
 		}

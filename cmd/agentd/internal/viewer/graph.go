@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/ref"
 )
 
@@ -41,8 +42,12 @@ type Node struct {
 	External bool `json:"external,omitempty"`
 	// Violations are the codes of the rejection's violations naming the step.
 	Violations []string `json:"violations,omitempty"`
-	X          int      `json:"x"`
-	Y          int      `json:"y"`
+	// Denials are the codes of the step's tool_call checks that were refused, in
+	// order: a denial's code (a guard's or plan binding's), or guard_error for a guard
+	// that failed (fail closed). Set on accepted plans only.
+	Denials []string `json:"denials,omitempty"`
+	X       int      `json:"x"`
+	Y       int      `json:"y"`
 }
 
 // Edge says that To depends on From (DependsOn, an entry of To's depends_on or
@@ -73,7 +78,7 @@ const (
 
 // Graphs returns the plan graph of every phase of rec: each accepted plan and each
 // rejected candidate, in phase order (a phase's rejected candidates before its accepted
-// plan, as they came).
+// plan, as they came). The steps of accepted plans carry their refused checks.
 func Graphs(rec *engine.ExecutionRecord) []Graph {
 	graphs := []Graph{}
 	var prior []engine.RoutingStep
@@ -92,6 +97,7 @@ func Graphs(rec *engine.ExecutionRecord) []Graph {
 		addRejections(ph.Phase)
 		g := layout(ph.Plan, prior)
 		g.Phase = ph.Phase
+		g.markDenials(rec.Operations)
 		graphs = append(graphs, g)
 		if ph.Plan != nil {
 			prior = append(prior, ph.Plan.Steps...)
@@ -116,6 +122,26 @@ func (g *Graph) markViolations(r engine.PlanRejection) {
 	}
 	if r.Code != "" {
 		mark(r.StepID, string(r.Code))
+	}
+}
+
+// markDenials puts on each step of the plan the codes of its refused tool_call
+// checks. A step id names one step of one accepted phase (no phase reuses an earlier
+// phase's ids), so the check belongs to the node of that id.
+func (g *Graph) markDenials(ops []engine.OperationRecord) {
+	for _, o := range ops {
+		if o.Operation != op.ToolCall || o.StepID == "" || o.Outcome == engine.CheckAllow {
+			continue
+		}
+		code := o.Code
+		if o.Outcome == engine.CheckGuardError {
+			code = string(engine.CheckGuardError)
+		}
+		for i := range g.Nodes {
+			if g.Nodes[i].StepID == o.StepID && !g.Nodes[i].External {
+				g.Nodes[i].Denials = append(g.Nodes[i].Denials, code)
+			}
+		}
 	}
 }
 

@@ -2,10 +2,13 @@ package viewer
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 func step(id, capability string, params map[string]any, deps ...string) engine.RoutingStep {
@@ -134,5 +137,50 @@ func TestGraphs_LayoutFitsItsNodes(t *testing.T) {
 	}
 	if g.Edges[len(g.Edges)-1].LabelY > g.Height {
 		t.Errorf("an edge below the nodes is outside the drawing")
+	}
+}
+
+// A step's refused tool_call checks mark its node in the accepted plan with their
+// codes (guard_error for a failed guard), and only there: not the earlier phase's
+// node drawn as external, not a rejected candidate, not for an allowed check or
+// another operation.
+func TestGraphs_DeniedStepsCarryTheirCodes(t *testing.T) {
+	phase1 := &engine.RoutingPlan{PlanID: "p1", PhaseNumber: 1, Steps: []engine.RoutingStep{
+		step("step-1", "stock_quote", map[string]any{"symbol": "ACME"}),
+		step("step-2", "execute_trade", map[string]any{"amount": 50000}),
+	}}
+	later := step("step-3", "stock_quote", map[string]any{"p": "{{step-2.response.data.order_id}}"})
+	later.ImplicitDeps = []string{"step-2"}
+	phase2 := &engine.RoutingPlan{PlanID: "p2", PhaseNumber: 2, Steps: []engine.RoutingStep{later}}
+	rec := &engine.ExecutionRecord{
+		Phases: []engine.PhaseRecord{{Phase: 1, Plan: phase1}, {Phase: 2, Plan: phase2}},
+		Rejections: []engine.PlanRejection{{Phase: 3, Cause: engine.CausePolicyDenied, Plan: &engine.RoutingPlan{PlanID: "p3", PhaseNumber: 3,
+			Steps: []engine.RoutingStep{step("step-2", "execute_trade", nil)}}}},
+		Operations: []engine.OperationRecord{
+			{Operation: op.ToolCall, StepID: "step-1", Outcome: engine.CheckAllow},
+			{Operation: op.ToolCall, StepID: "step-2", Outcome: engine.CheckDeny, Code: "trade_limit"},
+			{Operation: op.ToolCall, StepID: "step-2", Outcome: engine.CheckDeny, Code: "step_already_executed"},
+			{Operation: op.ToolCall, StepID: "step-3", Outcome: engine.CheckGuardError, Reason: "no such key"},
+			{Operation: op.Inference, StepID: "step-1", Outcome: engine.CheckDeny, Code: "model_blocked"},
+		},
+	}
+	denials := map[string][]string{}
+	for _, g := range Graphs(rec) {
+		for _, n := range g.Nodes {
+			key := fmt.Sprintf("%d/%s", g.Phase, n.StepID)
+			if n.External {
+				key += " (external)"
+			}
+			if g.Rejected {
+				key += " (rejected)"
+			}
+			if n.Denials != nil {
+				denials[key] = n.Denials
+			}
+		}
+	}
+	want := map[string][]string{"1/step-2": {"trade_limit", "step_already_executed"}, "2/step-3": {"guard_error"}}
+	if !maps.EqualFunc(denials, want, slices.Equal) {
+		t.Errorf("denials = %v, want %v", denials, want)
 	}
 }

@@ -1,9 +1,10 @@
 // Package viewer is agentd's records viewer, served by the daemon at /ui/: a list of
-// execution records with the filters of GET /v1/executions, a page per request
-// (Pre-Execution: before_planning and each phase's after_planning invocations, the
-// plan of each phase as a graph, rejected candidates; Post-Execution: after_execution,
-// after_synthesis, effects, operation checks and their finishes), and a page on the
-// live config. It is plain HTML, CSS and JavaScript embedded in the binary; the pages
+// execution records with the filters of GET /v1/executions and their tenants, a page
+// per request (Pre-Execution: the refused operation checks, before_planning and each
+// phase's after_planning invocations with what their warn and audit rules would have
+// denied, the plan of each phase as a graph with its denied steps marked, rejected
+// candidates; Post-Execution: after_execution, after_synthesis, effects, operation
+// checks with their findings and finishes), and a page on the live config. It is plain HTML, CSS and JavaScript embedded in the binary; the pages
 // read the API (GET /v1/executions, /v1/executions/{id}, /v1/status) and the viewer's
 // own GET /ui/graphs/{id}.
 //

@@ -117,6 +117,7 @@
     {name: 'reason', label: 'Decision reason'},
     {name: 'violation', label: 'Violation code'},
     {name: 'generation', label: 'Generation'},
+    {name: 'tenant', label: 'Tenant'},
     {name: 'id', label: 'Request id contains'},
     {name: 'since', label: 'Updated since', type: 'datetime-local'},
     {name: 'until', label: 'Updated before', type: 'datetime-local'},
@@ -172,6 +173,7 @@
       el('td', {}, requestLink(r.request_id), r.request ? el('div', {class: 'request-text'}, r.request) : null),
       el('td', {}, badge(r.status)),
       el('td', {}, badge(r.lifecycle)),
+      el('td', {class: 'tenant'}, r.tenant || ''),
       el('td', {}, r.cause || ''),
       el('td', {}, r.hooks.join(', ')),
       el('td', {}, r.violations.map(v => el('code', {}, v, ' '))),
@@ -179,7 +181,7 @@
       el('td', {class: 'mono'}, r.generation || ''),
       el('td', {}, time(r.updated_at))));
     const table = el('table', {id: 'records'},
-      el('thead', {}, el('tr', {}, ['Request', 'Status', 'Lifecycle', 'Cause', 'Hooks', 'Violations', 'Guards', 'Generation', 'Updated']
+      el('thead', {}, el('tr', {}, ['Request', 'Status', 'Lifecycle', 'Tenant', 'Cause', 'Hooks', 'Violations', 'Guards', 'Generation', 'Updated']
         .map(h => el('th', {}, h)))),
       el('tbody', {}, rows));
     const pager = el('div', {class: 'pager'});
@@ -215,12 +217,29 @@
         ...extras(inv, ['hook_name', 'phase', 'status', 'sequence', 'plan_phase', 'started_at', 'duration', 'error', 'trace_id', 'span_id']),
       ]),
       violations.length ? [el('h4', {}, 'Violations'), violationList(violations)] : null,
+      findingLists(inv.would_deny),
       (inv.effects || []).length ? [el('h4', {}, 'Effects'), effectList(inv.effects)] : null);
   }
 
   function violationList(vs) {
     return el('ul', {class: 'violations'}, vs.map(v => el('li', {class: 'violation', 'data-code': v.code},
       el('code', {}, v.code), v.step_id ? [' at ', el('code', {}, v.step_id)] : null, ': ', v.message)));
+  }
+
+  // findingLists shows what rules in warn mode (warnings, returned to the caller) and
+  // in audit mode (recorded only) would have denied, each list under its heading.
+  function findingLists(findings) {
+    return [['warn', 'Warnings'], ['audit', 'Would deny (audit)']].map(([mode, title]) => {
+      const fs = (findings || []).filter(f => f.mode === mode);
+      return fs.length ? [el('h4', {class: 'findings-title'}, title), findingList(fs)] : null;
+    });
+  }
+
+  function findingList(fs) {
+    return el('ul', {class: 'findings'}, fs.map(f => el('li', {class: 'finding ' + f.mode, 'data-mode': f.mode, 'data-code': f.code || ''},
+      badge(f.mode), ' ', el('strong', {}, f.rule), f.code ? [' ', el('code', {}, f.code)] : null,
+      f.cause ? el('span', {class: 'muted'}, ' (' + f.cause + ')') : null, f.reason ? [': ', f.reason] : null,
+      (f.violations || []).length ? violationList(f.violations) : null)));
   }
 
   function effectList(effects) {
@@ -268,18 +287,21 @@
         refs.length ? svg('text', {x: e.label_x, y: e.label_y, 'text-anchor': 'middle'}, refs.join(', ')) : null));
     }
     for (const n of g.nodes) {
-      const cls = 'node' + (n.external ? ' external' : '') + ((n.violations || []).length ? ' violated' : '');
+      const denials = n.denials || [];
+      const cls = 'node' + (n.external ? ' external' : '') + ((n.violations || []).length ? ' violated' : '') + (denials.length ? ' denied' : '');
       s.append(svg('g', {class: cls, 'data-step': n.step_id, transform: `translate(${n.x} ${n.y})`},
-        svg('title', {}, [n.step_id, n.namespace + '/' + n.agent_name, n.capability, ...(n.violations || [])].filter(Boolean).join('\n')),
+        svg('title', {}, [n.step_id, n.namespace + '/' + n.agent_name, n.capability, ...(n.violations || []),
+          ...denials.map(c => 'denied: ' + c)].filter(Boolean).join('\n')),
         svg('rect', {width: W, height: H, rx: 6}),
         svg('text', {class: 'step', x: 8, y: 17}, n.step_id + (n.external ? ' (earlier phase)' : '')),
         svg('text', {class: 'agent', x: 8, y: 34}, (n.namespace || '') + '/' + (n.agent_name || '')),
         svg('text', {class: 'capability', x: 8, y: 51}, n.capability || ''),
-        (n.violations || []).length ? svg('text', {class: 'violation', x: 8, y: 68}, '✕ ' + n.violations.join(', ')) : null));
+        (n.violations || []).length ? svg('text', {class: 'violation', x: 8, y: 68}, '✕ ' + n.violations.join(', ')) : null,
+        denials.length ? svg('text', {class: 'denial', x: 8, y: 68}, 'denied: ' + denials.join(', ')) : null));
     }
     return el('div', {class: 'graph-box' + (g.rejected ? ' rejected' : ''), 'data-phase': g.phase},
       el('div', {class: 'legend'}, (g.rejected ? 'Rejected candidate' : 'Accepted plan') + (g.plan_id ? ' ' + g.plan_id : '') +
-        ' — solid edge: depends_on, dashed: {{step-…}} reference'),
+        ' — solid edge: depends_on, dashed: {{step-…}} reference' + (g.rejected ? '' : ', red: a check of the step was denied')),
       g.nodes.length ? s : el('p', {class: 'muted'}, 'No steps.'));
   }
 
@@ -297,10 +319,29 @@
         (rec.rejections || []).filter(r => r.phase === n).map(rejectionCard)),
       graphs.filter(g => g.phase === n).map(drawGraph)));
     return [
+      guardDenials(rec.operations || []),
       el('h3', {}, 'before_planning'),
       before.length ? el('div', {class: 'cards'}, before.map(i => invocationCard(i, rec))) : el('p', {class: 'muted'}, 'No before_planning invocation.'),
       sections,
     ];
+  }
+
+  // guardDenials lists the request's refused operation checks (a guard's or plan
+  // binding's denial, a guard error), so that they show on the first tab.
+  function guardDenials(ops) {
+    const refused = ops.filter(o => o.outcome !== 'allow');
+    if (!refused.length) return null;
+    return [el('h3', {}, 'Guard denials'), el('div', {class: 'cards', id: 'guard-denials'}, refused.map(o =>
+      el('article', {class: 'card denial', 'data-outcome': o.outcome, 'data-step': o.step_id || '', 'data-code': o.code || ''},
+        el('header', {}, el('h4', {}, o.operation + (o.step_id ? ' ' + o.step_id : '')), badge(o.outcome),
+          o.code ? el('code', {class: 'code'}, o.code) : null),
+        facts([
+          ['Tool', [o.namespace, o.agent_name, o.capability].filter(Boolean).join('/')],
+          ['Reason', o.reason],
+          ['Rule', o.guard ? o.guard + (o.guard_index !== undefined ? ' [' + o.guard_index + ']' : '') : null],
+          ['Decision id', o.decision_id],
+          ['At', time(o.started_at)],
+        ]))))];
   }
 
   const OPERATION_FIELDS = ['operation', 'step_id', 'namespace', 'agent_name', 'capability', 'outcome', 'code', 'reason', 'guard',
@@ -317,7 +358,7 @@
         el('td', {class: 'mono'}, o.step_id || ''),
         el('td', {}, [o.namespace, o.agent_name, o.capability].filter(Boolean).join('/')),
         el('td', {}, badge(o.outcome)),
-        el('td', {}, o.code ? el('code', {}, o.code) : null, o.reason ? el('div', {}, o.reason) : null),
+        el('td', {}, o.code ? el('code', {}, o.code) : null, o.reason ? el('div', {}, o.reason) : null, findingLists(o.would_deny)),
         el('td', {}, o.guard ? o.guard + (o.guard_index !== undefined ? ' [' + o.guard_index + ']' : '') : ''),
         el('td', {}, o.binding || ''),
         el('td', {class: 'mono'}, o.generation || '', el('div', {}, o.policy_revision || ''),
