@@ -86,10 +86,13 @@ type GuardInfo struct {
 	Operation op.Operation `json:"operation"`
 	// Mode is the rule's mode when it does not enforce.
 	Mode engine.RuleMode `json:"mode,omitempty"`
-	Code string          `json:"code,omitempty"`
-	Kind string          `json:"kind"`
-	File string          `json:"file"`
-	Line int             `json:"line"`
+	// Effect is require_approval for a rule that holds calls for an approval
+	// (empty: it denies).
+	Effect string `json:"effect,omitempty"`
+	Code   string `json:"code,omitempty"`
+	Kind   string `json:"kind"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
 }
 
 // StageHooks returns the hooks of stage in run order.

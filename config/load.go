@@ -117,6 +117,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 		Generation: engine.Generation{
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
+			ApprovalTTL: l.settings.approvalTTL,
 		},
 		Digest: id, Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
 		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
