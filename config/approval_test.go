@@ -86,3 +86,86 @@ guards:
 		})
 	}
 }
+
+// A plan policy's require_approval accepts the plan and holds the listed steps'
+// calls for an approval; the other steps run as before. The check that uses the
+// approval records who approved it, with the comment, in the execution record.
+func TestLoad_PlanPolicyRequireApproval(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"hooks/p.yaml": hookSet("p", `
+catalog:
+  - namespace: finance
+    agent: broker
+    capabilities: [{name: execute_trade}, {name: quote}]
+hooks:
+  - name: review
+    stage: after_planning
+    required: true
+    steps:
+      - rego: {query: data.agentd.plan}
+`),
+		"policies/agentd/plan.rego": `package agentd.plan
+
+deny := set()
+
+require_approval contains {"step_id": s.step_id, "code": "big_trade", "reason": "a trade above 10000"} if {
+	some s in input.plan.steps
+	s.metadata.parameters.amount > 10000
+}
+`,
+	})
+	gen := mustLoad(t, dir)
+	mem := store.NewMemory(store.MemoryOptions{})
+	d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: &gen.Generation}, States: mem, Records: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := d.Open(ctx, "r1", engine.Opening{Text: "trade"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(id, capability string, amount float64) engine.RoutingStep {
+		return engine.RoutingStep{StepID: id, Namespace: "finance", AgentName: "broker", Instruction: capability,
+			Metadata: map[string]any{"capability": capability, "parameters": map[string]any{"amount": amount}}}
+	}
+	if _, err := s.AfterPlanning(ctx, &engine.RoutingPlan{PlanID: "p", Steps: []engine.RoutingStep{
+		step("step-1", "execute_trade", 25000), step("step-2", "quote", 1)}}, 0); err != nil {
+		t.Fatalf("the plan was not accepted: %v", err)
+	}
+	call := func(id, capability string, amount float64) op.Call {
+		return op.Call{Operation: op.ToolCall, RequestID: "r1", StepID: id, Namespace: "finance", AgentName: "broker",
+			Capability: capability, Parameters: map[string]any{"amount": amount}}
+	}
+	held, err := d.Check(ctx, call("step-1", "execute_trade", 25000))
+	if err != nil || held.Allowed || held.Denial.Code != engine.DenialApprovalRequired || held.Approval == nil || held.Approval.Code != "big_trade" || held.Approval.Rule != "rego data.agentd.plan" {
+		t.Fatalf("the held step = %+v, %v; want approval_required (big_trade, by the plan review)", held, err)
+	}
+	if res, err := d.Check(ctx, call("step-2", "quote", 1)); err != nil || !res.Allowed {
+		t.Fatalf("the other step = %+v, %v; want allowed", res, err)
+	}
+	if _, err := d.Decide(ctx, held.Approval.ID, engine.DecisionApprove, "desk", "client called"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.Check(ctx, call("step-1", "execute_trade", 25000)); err != nil || !res.Allowed {
+		t.Fatalf("the approved step = %+v, %v; want allowed", res, err)
+	}
+	rec, err := mem.Get(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []engine.ApprovalMark
+	for _, o := range rec.Operations {
+		if o.Approval != nil {
+			marks = append(marks, *o.Approval)
+		}
+	}
+	want := []engine.ApprovalMark{
+		{ID: held.Approval.ID, Status: engine.ApprovalPending},
+		{ID: held.Approval.ID, Status: engine.ApprovalApproved, DecidedBy: "desk", Comment: "client called"},
+	}
+	if len(marks) != 2 || marks[0] != want[0] || marks[1] != want[1] {
+		t.Fatalf("the record's approval marks = %+v, want %+v", marks, want)
+	}
+}

@@ -468,3 +468,42 @@ func checkComment(c string) string {
 	}
 	return ""
 }
+
+// ApprovalStepKey is the metadata key under which a plan review marks an accepted
+// step whose tool call needs an approval (a plan policy's require_approval): {rule,
+// code, reason}. A step carrying it, whatever its value, is held: a planner can make
+// a step stricter this way, never laxer.
+const ApprovalStepKey = "require_approval"
+
+// RequireStepApproval marks step id of plan as needing an approval (ApprovalStepKey).
+// The step's metadata map is replaced, not changed: plans share it with their copies.
+func RequireStepApproval(plan *RoutingPlan, id string, ask ApprovalAsk) error {
+	for i := range plan.Steps {
+		st := &plan.Steps[i]
+		if st.StepID != id {
+			continue
+		}
+		md := make(map[string]any, len(st.Metadata)+1)
+		for k, v := range st.Metadata {
+			md[k] = v
+		}
+		md[ApprovalStepKey] = map[string]any{"rule": ask.Rule, "code": ask.Code, "reason": ask.Reason}
+		st.Metadata = md
+		return nil
+	}
+	return fmt.Errorf("require_approval names step %q, which the plan does not have", id)
+}
+
+// stepAsk returns the approval an accepted step's mark asks for (RequireStepApproval).
+func stepAsk(st *RoutingStep) (ApprovalAsk, bool) {
+	if st == nil {
+		return ApprovalAsk{}, false
+	}
+	raw, ok := st.Metadata[ApprovalStepKey]
+	if !ok {
+		return ApprovalAsk{}, false
+	}
+	m, _ := raw.(map[string]any)
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	return ApprovalAsk{Rule: cmp.Or(str("rule"), "plan"), Code: cmp.Or(str("code"), DenialApprovalRequired), Reason: str("reason")}, true
+}

@@ -205,7 +205,11 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	}
 	describe(&rec, verdict)
 	rec.WouldDeny = findings.list()
-	if ask, asked := findings.firstAsk(); asked && verdict == nil {
+	ask, asked := findings.firstAsk()
+	if !asked && bound && verdict == nil {
+		ask, asked = stepAsk(acceptedStep(s.state, call.StepID)) // the plan review's require_approval
+	}
+	if asked && verdict == nil {
 		a, den, err := s.approval(ctx, &call, ask, rec.DecisionID)
 		if err != nil {
 			end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
