@@ -42,10 +42,10 @@ func TestApprovals_HoldOut(t *testing.T) {
 			ID, Status, URL string
 			ExpiresAt       string `json:"expires_at"`
 		} `json:"approval"`
-		Status     string `json:"status"`
-		DecidedBy  string `json:"decided_by"`
+		Status     string                                   `json:"status"`
+		DecidedBy  string                                   `json:"decided_by"`
 		Approvals  []struct{ ID, Status, RequestID string } `json:"approvals"`
-		Error      *struct{ Type string } `json:"error"`
+		Error      *struct{ Type string }                   `json:"error"`
 		Operations []struct {
 			Outcome  string `json:"outcome"`
 			Approval *struct {
