@@ -298,7 +298,9 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*verdict, *api
 	v.admitted(c.cfg, a)
 	if len(v.calls) == 0 {
 		v.rejection = &rejection{code: codeToolCallsDenied}
-		c.failRequest(ctx, &deniedRound{denials: v.denials})
+		if len(v.held()) == 0 { // a round held for an approval keeps its request open
+			c.failRequest(ctx, &deniedRound{denials: v.denials})
+		}
 	}
 	return v, nil
 }
