@@ -39,6 +39,9 @@ type Generation struct {
 	// DecisionLog masks and drops the decision events of calls that run on this
 	// generation; nil when the directory has no decision_log section.
 	DecisionLog *DecisionLog
+	// ApprovalNotify is where new pending approvals are announced (approvals.notify);
+	// nil when the directory configures none.
+	ApprovalNotify *ApprovalNotify
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool

@@ -2,10 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/approvalhook"
 )
 
 // approvalTokens is the token file of the approvals test: an orchestrator, an
@@ -30,7 +36,26 @@ func TestApprovals_HoldOut(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte(approvalTokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	start := func() *daemon { return startDaemon(t, config, "--data-dir", data, "--token-file", tokens) }
+	// The webhook announces each new pending approval, signed.
+	announced := make(chan approvalhook.Payload, 8)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Agentd-Signature") != approvalhook.Sign("hook-secret", body) {
+			t.Errorf("webhook signature %q does not sign the body", r.Header.Get("X-Agentd-Signature"))
+		}
+		var p approvalhook.Payload
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Errorf("webhook body %s: %v", body, err)
+		}
+		announced <- p
+	}))
+	defer hook.Close()
+	if err := os.WriteFile(filepath.Join(config, "hooks", "50-approvals.yaml"), []byte("apiVersion: agentd.dev/v1\nkind: HookSet\nmetadata: {name: approvals}\napprovals:\n  notify: {url: "+hook.URL+", secret_env: AGENTD_APPROVAL_SECRET}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *daemon {
+		return startDaemonEnv(t, []string{"AGENTD_APPROVAL_SECRET=hook-secret"}, config, "--data-dir", data, "--token-file", tokens)
+	}
 	d := start()
 	as := func(token string) []string { return []string{"Authorization", "Bearer " + token} }
 	type answer struct {
@@ -88,6 +113,16 @@ func TestApprovals_HoldOut(t *testing.T) {
 	other := call(d, "orch-acme", "POST", "/v1/operations/check", trade("other", "25000"), 403)
 	if other.Approval == nil || other.Approval.ID == id {
 		t.Fatalf("the other request's identical trade = %+v; want an approval of its own", other)
+	}
+	for _, want := range []string{id, other.Approval.ID} {
+		select {
+		case p := <-announced:
+			if p.Event != "approval.pending" || p.Approval.ID != want || p.Approval.Tenant != "acme" || p.Approval.RequestID == "" {
+				t.Fatalf("announcement = %+v, want %s", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no announcement of %s", want)
+		}
 	}
 	pending := call(d, "viewer-acme", "GET", "/v1/approvals?status=pending", "", 200)
 	if len(pending.Approvals) != 2 {
