@@ -10,7 +10,8 @@ import (
 
 // approvalRoutes serves the approvals (docs/semantics.md §8.19): the list and one
 // approval for the viewer, approver and admin roles, a decision for the approver and
-// admin roles. A token confined to a tenant sees and decides only its tenant's.
+// admin roles, from a token or from the viewer's browser session with its CSRF token
+// (authorizeWrites). A token confined to a tenant sees and decides only its tenant's.
 func (s *Service) approvalRoutes(mux *apiMux, opts HTTPOptions) {
 	mux.serve("GET "+api.ApprovalsPath, authorize(opts, RoleViewer, endpoint(func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		q := r.URL.Query()
@@ -23,7 +24,7 @@ func (s *Service) approvalRoutes(mux *apiMux, opts HTTPOptions) {
 		a, e := s.Approval(ctx, r.PathValue("id"))
 		return a, http.StatusOK, e
 	})))
-	mux.serve("POST "+path, authorize(opts, RoleApprover, endpoint(func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
+	mux.serve("POST "+path, authorizeWrites(opts, RoleApprover, endpoint(func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		var req api.ApprovalDecisionRequest
 		if e := decodeBody(r.Body, opts.MaxBody, &req); e != nil {
 			return nil, 0, e

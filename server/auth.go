@@ -88,13 +88,31 @@ func tokenOf(tokens []Token, header string) (Token, bool) {
 // loading a page is sent to opts.LoginPage instead, when set); a token whose role may
 // not call the route is answered 403 forbidden.
 func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
+	return authorizeWith(opts, role, false, next)
+}
+
+// authorizeWrites is authorize for a route a browser session may also call with a
+// method that changes state (the viewer's approve and reject): the call must send the
+// session's CSRF token in CSRFHeader (compared in constant time), and the browser
+// boundary has checked its Origin. Without the header the session does not count.
+func authorizeWrites(opts HTTPOptions, role Role, next http.Handler) http.Handler {
+	return authorizeWith(opts, role, true, next)
+}
+
+func authorizeWith(opts HTTPOptions, role Role, sessionWrites bool, next http.Handler) http.Handler {
 	if len(opts.Tokens) == 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := tokenOf(opts.Tokens, r.Header.Get("Authorization"))
-		if !ok && safe(r) {
-			tok, ok = opts.Sessions.token(r)
+		csrf := ""
+		if !ok && (safe(r) || sessionWrites) {
+			var se session
+			if se, ok = opts.Sessions.session(r); ok {
+				tok, csrf = se.token, se.csrf
+				sent := r.Header.Get(CSRFHeader)
+				ok = safe(r) || sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(se.csrf)) == 1
+			}
 		}
 		switch {
 		case !ok && safe(r) && opts.LoginPage != "" && navigation(r):
@@ -110,6 +128,10 @@ func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), callerKey{}, string(tok.SHA256[:]))
 		ctx = context.WithValue(ctx, deciderKey{}, tok.label())
+		ctx = context.WithValue(ctx, roleKey{}, tok.Role)
+		if csrf != "" {
+			ctx = context.WithValue(ctx, csrfKey{}, csrf)
+		}
 		if tok.Tenant != "" {
 			ctx = engine.WithTenant(ctx, tok.Tenant)
 		}

@@ -200,6 +200,12 @@ func stockHandler(t *testing.T) http.Handler {
 // and returns the id of the approval a check of trade step-1 of r-held for 25000 opens.
 func approvalHandler(t *testing.T) (http.Handler, string) {
 	t.Helper()
+	return approvalHandlerWith(t, NewSessions(0, 0))
+}
+
+// approvalHandlerWith is approvalHandler with the browser sessions it keeps.
+func approvalHandlerWith(t *testing.T, sessions *Sessions) (http.Handler, string) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "hooks"), 0o755); err != nil {
 		t.Fatal(err)
@@ -231,7 +237,7 @@ guards:
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := svc.Handler(HTTPOptions{MaxBody: testMaxBody, Tokens: []Token{
+	h := svc.Handler(HTTPOptions{MaxBody: testMaxBody, Sessions: sessions, Tokens: []Token{
 		{SHA256: sha256.Sum256([]byte(testToken)), Role: RoleAdmin},
 		{SHA256: sha256.Sum256([]byte(globexToken)), Role: RoleOrchestrator, Tenant: "globex"},
 		{SHA256: sha256.Sum256([]byte(viewerToken)), Role: RoleViewer},
