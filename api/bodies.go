@@ -115,9 +115,12 @@ type OperationCheckRequest struct {
 type OperationCheckResponse struct {
 	DecisionID string `json:"decision_id"`
 	// Warnings are what guards in warn mode would have denied.
-	Warnings       []engine.Finding   `json:"warnings,omitempty"`
-	Allowed        bool               `json:"allowed"`
-	Denial         *op.Denial         `json:"denial,omitempty"`
+	Warnings []engine.Finding `json:"warnings,omitempty"`
+	Allowed  bool             `json:"allowed"`
+	Denial   *op.Denial       `json:"denial,omitempty"`
+	// Approval names the approval the call needs (denial approval_required, rejected
+	// or expired) or used (allowed): docs/semantics.md §8.20.
+	Approval       *ApprovalRef       `json:"approval,omitempty"`
 	PolicyRevision string             `json:"policy_revision,omitempty"`
 	Binding        engine.BindingMode `json:"binding"`
 }

@@ -49,6 +49,11 @@ const (
 	TypeInvalidFinish         ErrorType = "invalid_finish"
 	TypeNotStarted            ErrorType = "not_started"
 	TypeStoreUnavailable      ErrorType = "store_unavailable"
+	TypeUnknownApproval       ErrorType = "unknown_approval"
+	TypeApprovalDecided       ErrorType = "approval_decided"
+	TypeApprovalExpired       ErrorType = "approval_expired"
+	TypeInvalidApproval       ErrorType = "invalid_approval"
+	TypeApprovalsUnavailable  ErrorType = "approvals_unavailable"
 	TypeInternal              ErrorType = "internal"
 )
 
@@ -138,6 +143,16 @@ var classStatus = map[engine.RefusalClass]int{
 	engine.ClassUnavailable: http.StatusServiceUnavailable,
 }
 
+// approvalStatus is the HTTP status of each approval error code; its types are the
+// codes (TypeUnknownApproval, ...).
+var approvalStatus = map[engine.ApprovalErrorCode]int{
+	engine.ApprovalUnknown:     http.StatusNotFound,
+	engine.ApprovalDecided:     http.StatusConflict,
+	engine.ApprovalHasExpired:  http.StatusConflict,
+	engine.ApprovalInvalid:     http.StatusBadRequest,
+	engine.ApprovalUnavailable: http.StatusServiceUnavailable,
+}
+
 // StatusOf is the one mapping of an error of the engine's to an HTTP status and an
 // error code, used by the stage API and both gateways alike:
 //
@@ -150,13 +165,16 @@ var classStatus = map[engine.RefusalClass]int{
 //   - an invalid operation call: 400 invalid_call;
 //   - a finish the step does not take: 400 invalid_finish or 409 not_started;
 //   - an effect update: 400 invalid_effect, 409 effect_terminal or 404 unknown_effect;
-//   - a hook breaking its contract: 500 hook_contract; anything else 500 internal.
+//   - a hook breaking its contract: 500 hook_contract;
+//   - an approval call: 404 unknown_approval, 409 approval_decided or approval_expired,
+//     400 invalid_approval, 503 approvals_unavailable; anything else 500 internal.
 func StatusOf(err error) (status int, code string) {
 	var e *Error
 	var call *op.CallError
 	var finish *engine.FinishError
 	var effect *engine.EffectError
 	var contract *engine.ContractError
+	var approval *engine.ApprovalError
 	if errors.As(err, &e) {
 		return e.Status, string(e.Type)
 	}
@@ -187,6 +205,8 @@ func StatusOf(err error) (status int, code string) {
 		return http.StatusNotFound, string(TypeUnknownEffect)
 	case errors.As(err, &contract):
 		return http.StatusInternalServerError, string(TypeHookContract)
+	case errors.As(err, &approval):
+		return approvalStatus[approval.Code], string(approval.Code)
 	}
 	return http.StatusInternalServerError, string(TypeInternal)
 }
@@ -206,6 +226,7 @@ func ErrorOf(err error) *Error {
 	var call *op.CallError
 	var finish *engine.FinishError
 	var effect *engine.EffectError
+	var approval *engine.ApprovalError
 	if r, ok := engine.AsRefusal(err); ok {
 		switch {
 		case r.Code.Class() == engine.ClassUnavailable:
@@ -235,6 +256,8 @@ func ErrorOf(err error) *Error {
 		out.Message = finish.Detail
 	case errors.As(err, &effect):
 		out.Message = effect.Detail
+	case errors.As(err, &approval):
+		out.Message = approval.Detail
 	}
 	return out
 }

@@ -191,6 +191,18 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 			return err
 		}
 	}
+	if len(d.RequireApproval) > 0 && a.mode.Enforcing() {
+		if d.Plan == nil { // the steps' metadata is replaced below: never the caller's plan
+			if s.Plan, err = engine.ClonePlan(s.Plan); err != nil {
+				return err
+			}
+		}
+		for _, r := range d.RequireApproval {
+			if err := engine.RequireStepApproval(s.Plan, r.StepID, engine.ApprovalAsk{Rule: "rego " + a.name, Code: r.Code, Reason: r.Reason}); err != nil {
+				return fmt.Errorf("rego %s: %w", a.name, err)
+			}
+		}
+	}
 	return nil
 }
 

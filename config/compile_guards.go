@@ -107,7 +107,23 @@ func (l *loader) compileRule(d document, n *yaml.Node, field string, index int) 
 	if len(l.errs) > before || check == nil {
 		return nil, info
 	}
-	if mode := ruleMode(get(n, "mode")); !mode.Enforcing() {
+	mode := ruleMode(get(n, "mode"))
+	if e := get(n, "effect"); e != nil && e.Value != "deny" {
+		if e.Value != "require_approval" {
+			l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, e, field+".effect", "effect must be deny or require_approval, got %q", e.Value))
+			return nil, info
+		}
+		switch {
+		case operation != op.ToolCall:
+			l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, e, field+".effect", "effect require_approval holds tool calls only; this rule's operation is %s", operation))
+			return nil, info
+		case !mode.Enforcing():
+			l.errs = append(l.errs, d.src.Errorf(diag.KindGuard, e, field+".effect", "effect require_approval needs mode enforce, not %s", mode))
+			return nil, info
+		}
+		info.Effect, check = e.Value, holdForApproval(name, check)
+	}
+	if !mode.Enforcing() {
 		info.Mode, check = mode, recordOnly(mode, name, check)
 	}
 	return &op.Guard{Name: name, Operations: []op.Operation{operation}, Check: check, ReadOnly: true, IgnoresStep: !readsStep}, info
@@ -134,6 +150,20 @@ func recordOnly(mode engine.RuleMode, name string, check op.GuardFunc) op.GuardF
 			f.Code, f.Reason, f.Cause = d.Code, d.Reason, engine.CauseGuardDenied
 		}
 		return engine.ReportFinding(ctx, f)
+	}
+}
+
+// holdForApproval runs a guard with effect require_approval: what it would deny is
+// asked for an approval instead (engine.RequireApproval: the check looks the approval
+// up after every guard allowed the call), and a failure of it blocks the call.
+func holdForApproval(name string, check op.GuardFunc) op.GuardFunc {
+	return func(ctx context.Context, call op.Call) error {
+		err := check(ctx, call)
+		d, ok := op.AsDenial(err)
+		if !ok {
+			return err
+		}
+		return engine.RequireApproval(ctx, engine.ApprovalAsk{Rule: name, Code: d.Code, Reason: d.Reason})
 	}
 }
 

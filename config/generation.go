@@ -39,6 +39,9 @@ type Generation struct {
 	// DecisionLog masks and drops the decision events of calls that run on this
 	// generation; nil when the directory has no decision_log section.
 	DecisionLog *DecisionLog
+	// ApprovalNotify is where new pending approvals are announced (approvals.notify);
+	// nil when the directory configures none.
+	ApprovalNotify *ApprovalNotify
 	// AllowBoundaryRemoval states that this generation may replace a live one with a
 	// stronger boundary (settings.allow_boundary_removal): see reload.BoundaryError.
 	AllowBoundaryRemoval bool
@@ -86,10 +89,13 @@ type GuardInfo struct {
 	Operation op.Operation `json:"operation"`
 	// Mode is the rule's mode when it does not enforce.
 	Mode engine.RuleMode `json:"mode,omitempty"`
-	Code string          `json:"code,omitempty"`
-	Kind string          `json:"kind"`
-	File string          `json:"file"`
-	Line int             `json:"line"`
+	// Effect is require_approval for a rule that holds calls for an approval
+	// (empty: it denies).
+	Effect string `json:"effect,omitempty"`
+	Code   string `json:"code,omitempty"`
+	Kind   string `json:"kind"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
 }
 
 // StageHooks returns the hooks of stage in run order.

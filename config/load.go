@@ -104,6 +104,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	runner, guards, revision := l.compileGuards()
 	openai := l.compileOpenAIGateway(catalog)
 	decisionLog := l.compileDecisionLog()
+	notify := l.compileApprovals()
 	if len(l.errs) > 0 {
 		return nil, l.errs.Normalize(opts.MaxErrors)
 	}
@@ -117,10 +118,11 @@ func Load(dir string, opts Options) (*Generation, error) {
 		Generation: engine.Generation{
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
+			ApprovalTTL: l.settings.approvalTTL,
 		},
 		Digest: id, Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
 		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
-		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
+		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, ApprovalNotify: notify, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
 

@@ -88,13 +88,13 @@ func TestLoad_StockAgentExample(t *testing.T) {
 	}
 	wantGuards := []config.GuardInfo{
 		{Name: "trade-amount-is-a-number", Operation: op.ToolCall, Code: "invalid_amount", Kind: "cel", File: "hooks/20-plan.yaml", Line: 28},
-		{Name: "trade-limit", Operation: op.ToolCall, Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 33},
+		{Name: "trade-limit", Operation: op.ToolCall, Effect: "require_approval", Code: "trade_limit", Kind: "cel", File: "hooks/20-plan.yaml", Line: 35},
 	}
 	if !reflect.DeepEqual(gen.Guards, wantGuards) {
 		t.Errorf("Guards = %+v, want %+v", gen.Guards, wantGuards)
 	}
 	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": "NaN"}), "invalid_amount")
-	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 20000}), "trade_limit")
+	wantDenial(t, toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 20000}), engine.DenialApprovalRequired)
 	if err := toolCall(t, gen, "demo-tools", "execute_trade", map[string]any{"amount": 500}); err != nil {
 		t.Errorf("a 500 trade: guard verdict = %v, want allowed", err)
 	}

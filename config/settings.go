@@ -17,6 +17,7 @@ type settings struct {
 	hookTimeout   time.Duration
 	binding       engine.BindingMode
 	maxRequestAge time.Duration
+	approvalTTL   time.Duration
 	planLimits    engine.PlanLimits
 	// allowBoundaryRemoval lets a reload drop the required hook, guard rules or
 	// binding strength the live generation has.
@@ -56,7 +57,7 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 			return
 		}
 		l.settings.celCostLimit = n
-	case "rego_timeout", "hook_timeout", "max_request_age":
+	case "rego_timeout", "hook_timeout", "max_request_age", "approval_ttl":
 		d, err := time.ParseDuration(v.Value)
 		if err != nil || d <= 0 {
 			bad("%s must be a positive duration like 50ms, got %q", key, v.Value)
@@ -67,6 +68,8 @@ func (l *loader) applySetting(d document, key string, v *yaml.Node) {
 			l.settings.regoTimeout = d
 		case "hook_timeout":
 			l.settings.hookTimeout = d
+		case "approval_ttl":
+			l.settings.approvalTTL = d
 		default:
 			l.settings.maxRequestAge = d
 		}

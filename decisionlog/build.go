@@ -94,7 +94,7 @@ func checkEvent(e *Event, r *engine.CheckReport) {
 		e.Operation = ""
 	}
 	if rec := r.Record; rec != nil {
-		e.WouldDeny = rec.WouldDeny
+		e.WouldDeny, e.Approval = rec.WouldDeny, rec.Approval
 		if rec.Outcome != engine.CheckAllow {
 			e.Denial = &Denial{Code: rec.Code, Reason: rec.Reason, Guard: rec.Guard, GuardIndex: rec.GuardIndex, Binding: rec.Binding}
 		}

@@ -219,5 +219,5 @@ func (enc *encoder) verdict(e *Event) error {
 	if err := enc.optional("would_deny", len(e.WouldDeny) > 0, func() any { return e.WouldDeny }); err != nil {
 		return err
 	}
-	return nil
+	return enc.optional("approval", e.Approval != nil, func() any { return e.Approval })
 }

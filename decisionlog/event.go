@@ -33,8 +33,11 @@ type Event struct {
 	Denial         *Denial            `json:"denial,omitempty"`
 	// WouldDeny lists what rules in warn or audit mode would have denied: the hooks'
 	// findings for a stage call, the guards' for a check.
-	WouldDeny  []engine.Finding `json:"would_deny,omitempty"`
-	DurationMS float64          `json:"duration_ms"`
+	WouldDeny []engine.Finding `json:"would_deny,omitempty"`
+	// Approval is, for a check, the approval it consulted: its id, status and who
+	// decided it, with the comment (docs/semantics.md §8.20).
+	Approval   *engine.ApprovalMark `json:"approval,omitempty"`
+	DurationMS float64              `json:"duration_ms"`
 	// Input and Output are the call's payload after masking: what it was given
 	// (request, metadata, enrichments, plan, prior_steps, result, call) and what it
 	// answered (accepted_plan, response). Erased and Masked name the mask paths that

@@ -35,7 +35,9 @@ func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 	ctx := context.Background()
 	l.Staged(ctx, stageReport("r1", gen))
 	l.Checked(ctx, turnReport("r1", gen))
-	l.Checked(ctx, checkReport("r1", gen))
+	held := checkReport("r1", gen)
+	held.Record.Approval = &engine.ApprovalMark{ID: "apr_0123456789abcdef0123456789abcdef_1", Status: engine.ApprovalRejected, DecidedBy: "desk-lead", Comment: "too much"}
+	l.Checked(ctx, held)
 	closeLogger(t, l)
 
 	for sink, text := range map[string]string{"log": logBuf.String(), "http": endpoint.All(), "file": readFile(t, path)} {
@@ -55,6 +57,9 @@ func TestLogger_MaskedAddressReachesNoSink(t *testing.T) {
 	}
 	if e := events[2]; e.Denial == nil || e.Denial.Code != "trade_limit" || e.Denial.Guard != "limit" || e.Cause != engine.CauseGuardDenied {
 		t.Errorf("check event = %+v, want the guard's denial", e)
+	}
+	if a := events[2].Approval; a == nil || *a != *held.Record.Approval {
+		t.Errorf("check event's approval = %+v, want who decided it and the comment %+v", a, held.Record.Approval)
 	}
 }
 

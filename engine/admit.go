@@ -39,7 +39,10 @@ type AdmittedCall struct {
 type DeniedCall struct {
 	Step   RoutingStep
 	Denial *op.Denial
-	Err    error
+	// Approval is the approval the call needs (Denial approval_required, rejected or
+	// expired), nil when no rule asked for one.
+	Approval *Approval
+	Err      error
 }
 
 // Denial codes of Admit's own denials: no guard ran; each is recorded as a denied
@@ -170,7 +173,7 @@ func (s *Session) Admit(ctx context.Context, plan *RoutingPlan, phase int) (*Adm
 		case err == nil && res.Allowed:
 			a.Allowed = append(a.Allowed, AdmittedCall{Step: step, Arguments: args, Check: res})
 		case err == nil:
-			a.Denied = append(a.Denied, DeniedCall{Step: step, Denial: res.Denial})
+			a.Denied = append(a.Denied, DeniedCall{Step: step, Denial: res.Denial, Approval: res.Approval})
 		case isRefusal(err):
 			return nil, err
 		default:

@@ -21,6 +21,9 @@ type Generation struct {
 	// MaxRequestAge bounds how long a request may run on this generation after it
 	// opened; 0 means no bound.
 	MaxRequestAge time.Duration
+	// ApprovalTTL is how long an approval a check opens stays pending; 0 means
+	// DefaultApprovalTTL.
+	ApprovalTTL time.Duration
 }
 
 // telemetry returns the instruments of the generation's pipeline (none without one).

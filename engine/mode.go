@@ -76,6 +76,7 @@ type findingSinkKey struct{}
 type findingSink struct {
 	mu       sync.Mutex
 	findings []Finding
+	asks     []ApprovalAsk // what rules with effect require_approval asked (RequireApproval)
 }
 
 func withFindingSink(ctx context.Context) (context.Context, *findingSink) {

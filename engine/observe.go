@@ -83,6 +83,9 @@ type CheckReport struct {
 	// never changes: plan binding decided against it), nil for a request the driver
 	// does not know or a call refused before it was checked. Read-only.
 	State *RequestState
+	// Approval is the approval the check consulted, nil when no guard asked for one.
+	// Read-only.
+	Approval *Approval
 	// Err is the guards' verdict (a *op.Denial or *op.GuardError), the call's
 	// *op.CallError, or a refusal.
 	Err error

@@ -46,8 +46,9 @@ func (e *PhaseDeniedError) DecisionCause() Cause { return CauseGuardDenied }
 // holding step has nothing left that can run, else nil. A step cannot run when it was
 // never allowed and its latest tool_call check was a guard's denial (not plan
 // binding's: that check was no call of the step), or when it depends (depends_on) on
-// a step of the phase that cannot run. A step not yet checked, or whose latest check
-// failed (a guard error, retried), can still run.
+// a step of the phase that cannot run. A step not yet checked, whose latest check
+// failed (a guard error, retried) or is held for an approval still pending
+// (approval_required, §8.20), can still run.
 func phaseDenied(rec *ExecutionRecord, step string) *PhaseDeniedError {
 	i := slices.IndexFunc(rec.Phases, func(ph PhaseRecord) bool {
 		return ph.Plan != nil && slices.ContainsFunc(ph.Plan.Steps, func(s RoutingStep) bool { return s.StepID == step })
@@ -76,7 +77,7 @@ func phaseDenied(rec *ExecutionRecord, step string) *PhaseDeniedError {
 		}
 		why[s.StepID] = nil
 		var d *DeniedStep
-		if o := latest[s.StepID]; !allowed[s.StepID] && o != nil && o.Outcome == CheckDeny && o.Guard != BindingGuard {
+		if o := latest[s.StepID]; !allowed[s.StepID] && o != nil && o.Outcome == CheckDeny && o.Guard != BindingGuard && o.Code != DenialApprovalRequired {
 			d = &DeniedStep{StepID: s.StepID, Code: o.Code}
 		} else if !allowed[s.StepID] {
 			for _, dep := range s.DependsOn {

@@ -170,8 +170,11 @@ type OperationRecord struct {
 	StartedAt          time.Time     `json:"started_at"`
 	Duration           time.Duration `json:"duration"`
 	// WouldDeny lists what guards in warn or audit mode would have denied.
-	WouldDeny []Finding     `json:"would_deny,omitempty"`
-	Finish    *FinishRecord `json:"finish,omitempty"`
+	WouldDeny []Finding `json:"would_deny,omitempty"`
+	// Approval is the approval the check consulted (a guard rule with effect
+	// require_approval matched): its id, status and decision.
+	Approval *ApprovalMark `json:"approval,omitempty"`
+	Finish   *FinishRecord `json:"finish,omitempty"`
 }
 
 // FinishRecord is how a checked operation ended, as its caller reported it.

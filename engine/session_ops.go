@@ -18,7 +18,11 @@ type CheckResult struct {
 	// Warnings are what guards in warn mode would have denied.
 	Warnings []Finding
 	// Denial is set when plan binding or a guard denied the call.
-	Denial         *op.Denial
+	Denial *op.Denial
+	// Approval is the approval the check consulted when a guard rule with effect
+	// require_approval matched: pending (Denial approval_required), rejected, expired,
+	// or approved and now used (Allowed).
+	Approval       *Approval
 	Generation     string
 	PolicyRevision string
 	Binding        BindingMode
@@ -75,7 +79,7 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 		found := *st // the check writes new revisions; this one stays as it was
 		report.State = &found
 	}
-	_, end, verdict, err := s.check(ctx, call, started, &report.Record)
+	_, end, verdict, err := s.check(ctx, call, started, &report.Record, &report.Approval)
 	if err != nil {
 		report.Outcome, report.Err = CheckOutcomeOf(err), err
 		return nil, err
@@ -88,7 +92,7 @@ func (d *Driver) check(ctx context.Context, s *Session, call op.Call) (*CheckRes
 	if report.Record != nil {
 		warnings = Warnings(report.Record.WouldDeny)
 	}
-	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Warnings: warnings, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
+	result := &CheckResult{DecisionID: id, Allowed: verdict == nil, Warnings: warnings, Approval: report.Approval, Generation: s.gen.ID, PolicyRevision: s.gen.PolicyRevision, Binding: s.gen.binding()}
 	if den, ok := op.AsDenial(verdict); ok {
 		result.Denial = den
 		if own && report.Record != nil && report.Record.Binding != "" && report.Record.Guard != BindingGuard {
@@ -144,7 +148,7 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 		return ctx, nil, err
 	}
 	started := time.Now()
-	opctx, end, verdict, err := s.check(ctx, call, started, nil)
+	opctx, end, verdict, err := s.check(ctx, call, started, nil, nil)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -170,8 +174,9 @@ func (s *Session) StartOperation(ctx context.Context, call op.Call) (context.Con
 // (allowed), a *op.Denial or a *op.GuardError; err is a refusal (or an *op.CallError
 // when the call with the request's metadata is malformed). end runs the
 // observers' finish callbacks and must be called. When recorded is not nil, it is set
-// to the check's record.
-func (s *Session) check(ctx context.Context, call op.Call, started time.Time, recorded **OperationRecord) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
+// to the check's record, and approval to the approval the check consulted (when a
+// guard asked for one, after the guards allowed the call: see RequireApproval).
+func (s *Session) check(ctx context.Context, call op.Call, started time.Time, recorded **OperationRecord, approval **Approval) (opctx context.Context, end op.FinishFunc, verdict error, err error) {
 	ctx = WithRequestInfo(ctx, s.info(NewGate(s.state.CacheVary, s.state.CacheReadDisabled)))
 	ofRequest(s.known(), &call)
 	mode := s.gen.binding()
@@ -218,6 +223,28 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	}
 	describe(&rec, verdict)
 	rec.WouldDeny = findings.list()
+	ask, asked := findings.firstAsk()
+	if !asked && bound && verdict == nil {
+		ask, asked = stepAsk(acceptedStep(s.state, call.StepID)) // the plan review's require_approval
+	}
+	if asked && verdict == nil {
+		a, den, err := s.approval(ctx, &call, ask, rec.DecisionID)
+		if err != nil {
+			end(op.Result{Call: call, StartedAt: started, EndedAt: time.Now(), Outcome: op.Canceled, Err: err})
+			return ctx, nil, nil, err
+		}
+		if a != nil {
+			rec.Approval = markOf(a, s.d.now())
+			if approval != nil {
+				*approval = a
+			}
+		}
+		if den != nil {
+			verdict = den
+			describe(&rec, den)
+			rec.Guard = ask.Rule
+		}
+	}
 	// The claim and the record: one commit of a store that can defer (durably).
 	err = s.durably(ctx, func(ctx context.Context) error {
 		if verdict == nil && bound {

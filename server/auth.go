@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,6 +28,9 @@ const (
 	RoleOrchestrator Role = "orchestrator"
 	// RoleViewer reads: execution records, status, metrics and the records UI.
 	RoleViewer Role = "viewer"
+	// RoleApprover decides approvals (POST /v1/approvals/{id}) and reads what a viewer
+	// reads.
+	RoleApprover Role = "approver"
 )
 
 // Token is one accepted bearer token, kept as the SHA-256 of its text.
@@ -36,10 +40,25 @@ type Token struct {
 	// Tenant, when set, confines the token's calls to the requests whose
 	// metadata.tenant is Tenant (engine.WithTenant), and its reads to their records.
 	Tenant string
+	// Name names the token where a decision it made is recorded (an approval's
+	// decided_by); "" names it by its digest's prefix.
+	Name string
 }
 
-// may reports whether a token of role r may call a route that needs role.
-func (r Role) may(route Role) bool { return r == RoleAdmin || r == route }
+// label is how records name the token: its name, or "sha256:" and the first 12 hex
+// digits of its digest.
+func (t Token) label() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return "sha256:" + hex.EncodeToString(t.SHA256[:6])
+}
+
+// may reports whether a token of role r may call a route that needs role: an admin
+// every route, an approver the viewer's too.
+func (r Role) may(route Role) bool {
+	return r == RoleAdmin || r == route || r == RoleApprover && route == RoleViewer
+}
 
 // tokenOf returns the token whose text the Authorization header presents as a bearer
 // token. Every token is compared, in constant time, whatever matched.
@@ -70,6 +89,18 @@ func tokenOf(tokens []Token, header string) (Token, bool) {
 // than one Authorization header (a proxy in front may have read another than agentd);
 // a token whose role may not call the route is answered 403 forbidden.
 func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
+	return authorizeWith(opts, role, false, next)
+}
+
+// authorizeWrites is authorize for a route a browser session may also call with a
+// method that changes state (the viewer's approve and reject): the call must send the
+// session's CSRF token in CSRFHeader (compared in constant time), and the browser
+// boundary has checked its Origin. Without the header the session does not count.
+func authorizeWrites(opts HTTPOptions, role Role, next http.Handler) http.Handler {
+	return authorizeWith(opts, role, true, next)
+}
+
+func authorizeWith(opts HTTPOptions, role Role, sessionWrites bool, next http.Handler) http.Handler {
 	if len(opts.Tokens) == 0 {
 		return next
 	}
@@ -79,8 +110,14 @@ func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 			return
 		}
 		tok, ok := tokenOf(opts.Tokens, r.Header.Get("Authorization"))
-		if !ok && safe(r) {
-			tok, ok = opts.Sessions.token(r)
+		csrf := ""
+		if !ok && (safe(r) || sessionWrites) {
+			var se browserSession
+			if se, ok = opts.Sessions.session(r); ok {
+				tok, csrf = se.token, se.csrf
+				sent := r.Header.Get(CSRFHeader)
+				ok = safe(r) || sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(se.csrf)) == 1
+			}
 		}
 		switch {
 		case !ok && safe(r) && opts.LoginPage != "" && navigation(r):
@@ -95,6 +132,11 @@ func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), callerKey{}, string(tok.SHA256[:]))
+		ctx = context.WithValue(ctx, deciderKey{}, tok.label())
+		ctx = context.WithValue(ctx, roleKey{}, tok.Role)
+		if csrf != "" {
+			ctx = context.WithValue(ctx, csrfKey{}, csrf)
+		}
 		if tok.Tenant != "" {
 			ctx = engine.WithTenant(ctx, tok.Tenant)
 		}
@@ -103,6 +145,18 @@ func authorize(opts HTTPOptions, role Role, next http.Handler) http.Handler {
 }
 
 type callerKey struct{}
+
+type deciderKey struct{}
+
+// DeciderOf names the token a call authorize admitted presented, as records name who
+// decided (Token.Name, or its digest's prefix); "anonymous" when the daemon has no
+// tokens.
+func DeciderOf(ctx context.Context) string {
+	if d, ok := ctx.Value(deciderKey{}).(string); ok {
+		return d
+	}
+	return "anonymous"
+}
 
 // CallerOf names the token a call authorize admitted presented, itself or through a
 // browser session it opened: an opaque key, the same for every call of one token and

@@ -41,6 +41,8 @@ func TestHardening_TokenFile(t *testing.T) {
 			[]Token{{SHA256: sum, Role: RoleOrchestrator, Tenant: "acme"}}, nil},
 		{"hashed and plain", "- token_sha256: " + hexSum + "\n  role: orchestrator\n- token: other\n  role: viewer\n  tenant: acme\n",
 			[]Token{{SHA256: sum, Role: RoleOrchestrator}, {SHA256: sha256.Sum256([]byte("other")), Role: RoleViewer, Tenant: "acme"}}, nil},
+		{"an approver with a name", "- token: s3cret\n  role: approver\n  name: desk-lead\n",
+			[]Token{{SHA256: sum, Role: RoleApprover, Name: "desk-lead"}}, nil},
 		{"empty", "  \n", nil, []string{"is empty"}},
 		{"two words", "s3cret other\n", nil, []string{"neither one bare token"}},
 		{"a mapping", "tokens:\n  - token: x\n", nil, []string{"neither one bare token"}},

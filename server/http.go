@@ -128,6 +128,7 @@ func (s *Service) routes(opts HTTPOptions) *apiMux {
 		return resp, http.StatusOK, nil
 	})
 	post(RoleOrchestrator, "/v1/operations/finish", stage(opts, s.FinishOperation))
+	s.approvalRoutes(mux, opts)
 	post(RoleOrchestrator, "/v1/effects", stage(opts, s.UpdateEffect))
 	route(RoleViewer, http.MethodGet, "/v1/executions", endpoint(func(ctx context.Context, r *http.Request) (any, int, *api.Error) {
 		q, e := parseListQuery(r.URL.Query())

@@ -20,6 +20,7 @@ import (
 	"github.com/agentd-dev/agentd/config/reload"
 	"github.com/agentd-dev/agentd/docs/apitest"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
@@ -157,6 +158,7 @@ const (
 	globexToken       = "orchestrator-globex"
 	viewerToken       = "viewer"
 	globexViewerToken = "viewer-globex"
+	approverToken     = "approver"
 	testMaxBody       = 4096
 )
 
@@ -191,6 +193,64 @@ func stockHandler(t *testing.T) http.Handler {
 		{SHA256: sha256.Sum256([]byte(viewerToken)), Role: RoleViewer},
 		{SHA256: sha256.Sum256([]byte(globexViewerToken)), Role: RoleViewer, Tenant: "globex"},
 	}})
+}
+
+// approvalHandler serves a generation whose trade limit holds trades above 10000 for
+// an approval (plan binding off), with an approver token besides the stock handler's,
+// and returns the id of the approval a check of trade step-1 of r-held for 25000 opens.
+func approvalHandler(t *testing.T) (http.Handler, string) {
+	t.Helper()
+	return approvalHandlerWith(t, NewBrowserSessions(0, 0))
+}
+
+// approvalHandlerWith is approvalHandler with the browser sessions it keeps.
+func approvalHandlerWith(t *testing.T, sessions *BrowserSessions) (http.Handler, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hooks", "limit.yaml"), []byte(`apiVersion: agentd.dev/v1
+kind: HookSet
+metadata: {name: limit}
+settings: {plan_binding: "off"}
+guards:
+  policy_revision: r1
+  rules:
+    - name: trade-limit
+      operation: tool_call
+      effect: require_approval
+      deny_if: "call.capability == 'execute_trade' && double(call.parameters.amount) > 10000.0"
+      code: trade_limit
+      reason: trades above 10000 need approval
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gen, err := config.Load(dir, config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := reload.NewRegistry(2)
+	registry.Swap(gen)
+	mem := store.NewMemory(store.MemoryOptions{})
+	svc, err := newService(hostConfig{Registry: registry, States: mem, Records: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.Handler(HTTPOptions{MaxBody: testMaxBody, Sessions: sessions, Tokens: []Token{
+		{SHA256: sha256.Sum256([]byte(testToken)), Role: RoleAdmin},
+		{SHA256: sha256.Sum256([]byte(globexToken)), Role: RoleOrchestrator, Tenant: "globex"},
+		{SHA256: sha256.Sum256([]byte(viewerToken)), Role: RoleViewer},
+		{SHA256: sha256.Sum256([]byte(globexViewerToken)), Role: RoleViewer, Tenant: "globex"},
+		{SHA256: sha256.Sum256([]byte(approverToken)), Role: RoleApprover, Name: "desk-lead"},
+	}})
+	call := op.Call{Operation: op.ToolCall, RequestID: "r-held", StepID: "step-1", Namespace: "demo-tools", AgentName: "broker",
+		Capability: "execute_trade", Parameters: map[string]any{"symbol": "ACME", "amount": 25000.0}}
+	res, err := svc.driver.Check(context.Background(), call)
+	if err != nil || res.Approval == nil {
+		t.Fatalf("check = %+v, %v; want an approval", res, err)
+	}
+	return h, res.Approval.ID
 }
 
 // pipelineHandler serves one generation of Go hooks on the given stores.
@@ -476,6 +536,44 @@ func TestOpenAPI_ResponsesMatch(t *testing.T) {
 		post("store down effect", ef, `{"request_id":"d","effect_id":"audit","status":"succeeded"}`, 503),
 		{name: "store down record", method: http.MethodGet, path: "/v1/executions/d", want: 503},
 		{name: "store down list", method: http.MethodGet, path: "/v1/executions", want: 503},
+	} {
+		run(down, c)
+	}
+
+	// Approvals: a held call, listed, read and decided; the roles and tenants that may
+	// not; the decision's malformed bodies.
+	const heldCall = `{"operation":"tool_call","call":{"request_id":"r-held","step_id":"step-1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}`
+	held, approvalID := approvalHandler(t)
+	ap1 := "/v1/approvals/" + approvalID
+	for _, c := range []apiCall{
+		post("held for approval", oc, heldCall, 403),
+		get("approvals", "/v1/approvals?status=pending&request_id=r-held", 200),
+		get("approvals with a bad status", "/v1/approvals?status=done", 400),
+		noToken(get("no token approvals", "/v1/approvals", 401)),
+		by(globexToken, get("orchestrator approvals", "/v1/approvals", 403)),
+		by(viewerToken, get("viewer approval", ap1, 200)),
+		get("unknown approval", "/v1/approvals/apr_nope_1", 404),
+		by(globexViewerToken, get("other tenant's approval", ap1, 404)),
+		noToken(get("no token approval", ap1, 401)),
+		by(globexToken, get("orchestrator approval", ap1, 403)),
+		by(viewerToken, post("viewer decides", ap1, `{"decision":"approve"}`, 403)),
+		noToken(post("no token decides", ap1, `{"decision":"approve"}`, 401)),
+		bad(by(approverToken, post("undecidable decision", ap1, `{"decision":"maybe"}`, 400))),
+		by(approverToken, post("unknown approval decided", "/v1/approvals/apr_0123456789abcdef0123456789abcdef_1", `{"decision":"approve"}`, 404)),
+		bad(by(approverToken, post("oversized decision", ap1, huge, 413))),
+		slow(by(approverToken, post("stalled decision", ap1, `{"decision":`, 408))),
+		by(approverToken, post("approved", ap1, `{"decision":"approve","comment":"checked with the desk"}`, 200)),
+		by(approverToken, post("approved again", ap1, `{"decision":"approve"}`, 200)),
+		by(approverToken, post("rejected after approval", ap1, `{"decision":"reject"}`, 409)),
+		post("approved call", oc, heldCall, 200),
+		post("approved call again", oc, heldCall, 403),
+	} {
+		run(held, c)
+	}
+	for _, c := range []apiCall{
+		{name: "store down approvals", method: http.MethodGet, path: "/v1/approvals", want: 503},
+		{name: "store down approval", method: http.MethodGet, path: ap1, want: 503},
+		{name: "store down decision", method: http.MethodPost, path: ap1, body: `{"decision":"approve"}`, want: 503},
 	} {
 		run(down, c)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -27,8 +28,11 @@ const (
 // an API token (POST /v1/session) and gets a random session id in an HttpOnly,
 // SameSite=Strict cookie (Secure over TLS); the cookie never holds the token. A
 // session stands for the token that opened it (its role and tenant) on safe calls
-// only (GET and HEAD), so it reads records, status and the viewer but never changes
-// anything, and a forged cross-site request can do nothing with it. Sessions live in this process: they end
+// (GET and HEAD), so it reads records, status and the viewer, and on the routes that
+// take writes from the viewer (deciding an approval) only with its CSRF token in the
+// X-Agentd-CSRF header, which no page of another origin can read; the browser boundary
+// checks such a call's Origin, and the cookie is SameSite=Strict, so a forged
+// cross-site request can do nothing with it. Sessions live in this process: they end
 // when it restarts, at their TTL, or at DELETE /v1/session; replicas do not share
 // them. BrowserSessions is safe for concurrent use.
 type BrowserSessions struct {
@@ -42,11 +46,18 @@ type BrowserSessions struct {
 	live map[[sha256.Size]byte]browserSession
 }
 
-// browserSession is the token that opened a session, and when the session ends.
+// browserSession is the token that opened a session, when the session ends, and its CSRF
+// token: the value a state-changing call made with the session must send in the
+// X-Agentd-CSRF header (see authorizeWrites).
 type browserSession struct {
 	token Token
 	end   time.Time
+	csrf  string
 }
+
+// CSRFHeader is the header a state-changing call made with a browser session sends
+// the session's CSRF token in (CSRFOf).
+const CSRFHeader = "X-Agentd-CSRF"
 
 // NewBrowserSessions returns an empty session store whose sessions last ttl (0 means
 // DefaultSessionTTL); at most max live at once (0 means DefaultMaxSessions), the
@@ -66,12 +77,14 @@ func (s *BrowserSessions) open(w http.ResponseWriter, r *http.Request, tok Token
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
 	id := base64.RawURLEncoding.EncodeToString(raw[:])
+	_, _ = rand.Read(raw[:])
+	csrf := base64.RawURLEncoding.EncodeToString(raw[:])
 	now := s.now()
 	s.mu.Lock()
 	if len(s.live) >= s.max {
 		s.evict(now)
 	}
-	s.live[sha256.Sum256([]byte(id))] = browserSession{token: tok, end: now.Add(s.ttl)}
+	s.live[sha256.Sum256([]byte(id))] = browserSession{token: tok, end: now.Add(s.ttl), csrf: csrf}
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(s.ttl / time.Second),
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
@@ -95,15 +108,14 @@ func (s *BrowserSessions) evict(now time.Time) {
 	}
 }
 
-// token returns the token whose live session r's cookie names; a nil Sessions has
-// none.
-func (s *BrowserSessions) token(r *http.Request) (Token, bool) {
+// session returns the live session r's cookie names; a nil BrowserSessions has none.
+func (s *BrowserSessions) session(r *http.Request) (browserSession, bool) {
 	if s == nil {
-		return Token{}, false
+		return browserSession{}, false
 	}
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
-		return Token{}, false
+		return browserSession{}, false
 	}
 	key := sha256.Sum256([]byte(c.Value))
 	s.mu.Lock()
@@ -111,9 +123,9 @@ func (s *BrowserSessions) token(r *http.Request) (Token, bool) {
 	se, ok := s.live[key]
 	if ok && !s.now().Before(se.end) {
 		delete(s.live, key)
-		return Token{}, false
+		return browserSession{}, false
 	}
-	return se.token, ok
+	return se, ok
 }
 
 // close ends the session of r, if any, and clears its cookie.
@@ -144,6 +156,26 @@ func acceptsHTML(accept string) bool {
 	}
 	return false
 }
+
+// csrfKey carries the CSRF token of the session a call was admitted with.
+type csrfKey struct{}
+
+// CSRFOf returns the CSRF token of the browser session a call authorize admitted
+// through its cookie, for a page to send back in CSRFHeader; "" for a call made with a
+// bearer token.
+func CSRFOf(ctx context.Context) string {
+	c, _ := ctx.Value(csrfKey{}).(string)
+	return c
+}
+
+// RoleOf returns the role of the token a call authorize admitted presented (itself or
+// through its session); "" when the daemon has no tokens.
+func RoleOf(ctx context.Context) Role {
+	r, _ := ctx.Value(roleKey{}).(Role)
+	return r
+}
+
+type roleKey struct{}
 
 // SessionRequest is the body of POST /v1/session.
 type SessionRequest struct {

@@ -151,7 +151,7 @@ func (s *Service) CheckOperation(ctx context.Context, req *api.OperationCheckReq
 	if err != nil {
 		return nil, api.ErrorOf(err)
 	}
-	return &api.OperationCheckResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, Allowed: out.Allowed, Denial: out.Denial, PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
+	return &api.OperationCheckResponse{DecisionID: out.DecisionID, Warnings: out.Warnings, Allowed: out.Allowed, Denial: out.Denial, Approval: api.RefOf(out.Approval), PolicyRevision: out.PolicyRevision, Binding: out.Binding}, nil
 }
 
 // FinishOperation reports how a checked tool_call step ended (see engine.Driver.Finish).

@@ -16,8 +16,9 @@ import (
 // tokens, each a mapping:
 //
 //   - token_sha256: 9f86d0…   # hex SHA-256 of the token (or token: its text)
-//     role: orchestrator      # admin, orchestrator or viewer
+//     role: orchestrator      # admin, orchestrator, approver or viewer
 //     tenant: acme            # optional: confine the token to metadata.tenant acme
+//     name: desk-lead         # optional: how records name the token (who decided)
 //
 // Every mistake is reported, each as name:line:col.
 func ParseTokenFile(name string, data []byte) ([]Token, error) {
@@ -47,7 +48,7 @@ func parseTokenList(name string, list *yaml.Node) ([]Token, error) {
 	first := map[[sha256.Size]byte]*yaml.Node{}
 	for _, entry := range list.Content {
 		if entry.Kind != yaml.MappingNode {
-			fail(entry, "a token is a mapping with token or token_sha256, role and optional tenant")
+			fail(entry, "a token is a mapping with token or token_sha256, role and optional tenant and name")
 			continue
 		}
 		var tok Token
@@ -70,15 +71,17 @@ func parseTokenList(name string, list *yaml.Node) ([]Token, error) {
 				tok.SHA256, hashed = [sha256.Size]byte(sum), true
 			case "role":
 				switch r := Role(value.Value); r {
-				case RoleAdmin, RoleOrchestrator, RoleViewer:
+				case RoleAdmin, RoleOrchestrator, RoleApprover, RoleViewer:
 					tok.Role, role = r, true
 				default:
-					fail(value, "unknown role %q (admin, orchestrator or viewer)", value.Value)
+					fail(value, "unknown role %q (admin, orchestrator, approver or viewer)", value.Value)
 				}
 			case "tenant":
 				tok.Tenant = value.Value
+			case "name":
+				tok.Name = value.Value
 			default:
-				fail(key, "unknown field %q (token, token_sha256, role, tenant)", key.Value)
+				fail(key, "unknown field %q (token, token_sha256, role, tenant, name)", key.Value)
 			}
 		}
 		if n := countKeys(entry, "token", "token_sha256"); n != 1 {

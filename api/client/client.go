@@ -133,6 +133,32 @@ func (c *Client) Executions(ctx context.Context, q store.Query) (*store.Page, er
 	return call[store.Page](ctx, c, http.MethodGet, "/v1/executions", listParams(q), nil)
 }
 
+// Approvals lists the approvals f selects, pending first (GET /v1/approvals); a token
+// bound to a tenant sees only its tenant's.
+func (c *Client) Approvals(ctx context.Context, f engine.ApprovalFilter) (*api.ApprovalList, error) {
+	q := url.Values{}
+	if f.Status != "" {
+		q.Set("status", string(f.Status))
+	}
+	if f.RequestID != "" {
+		q.Set("request_id", f.RequestID)
+	}
+	return call[api.ApprovalList](ctx, c, http.MethodGet, api.ApprovalsPath, q, nil)
+}
+
+// Approval reads one approval (GET /v1/approvals/{id}).
+func (c *Client) Approval(ctx context.Context, id string) (*api.Approval, error) {
+	return call[api.Approval](ctx, c, http.MethodGet, api.ApprovalsPath+"/"+url.PathEscape(id), nil, nil)
+}
+
+// DecideApproval approves or rejects approval id (POST /v1/approvals/{id}; approver
+// and admin tokens). Re-sending the decision it has returns it unchanged; another
+// decision on a decided approval, or any on an expired one, is an *api.Error of type
+// approval_decided or approval_expired (409).
+func (c *Client) DecideApproval(ctx context.Context, id string, req *api.ApprovalDecisionRequest) (*api.Approval, error) {
+	return call[api.Approval](ctx, c, http.MethodPost, api.ApprovalsPath+"/"+url.PathEscape(id), nil, req)
+}
+
 // Status describes the live generation and the last reload (GET /v1/status).
 func (c *Client) Status(ctx context.Context) (*api.StatusBody, error) {
 	return call[api.StatusBody](ctx, c, http.MethodGet, "/v1/status", nil, nil)

@@ -236,3 +236,47 @@ func TestNew_RefusesABadBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestClient_Approvals: a trade the stock example's trade-limit holds is listed,
+// decided once (a re-sent approval is the same, a rejection then approval_decided),
+// and passes its next check.
+func TestClient_Approvals(t *testing.T) {
+	base, _ := daemon(t, nil, true)
+	c := newClient(t, base, adminToken)
+	ctx := context.Background()
+	text := "Buy ACME for 25000"
+	if _, err := c.BeforePlanning(ctx, &api.BeforePlanningRequest{RequestID: "big", Request: &text}); err != nil {
+		t.Fatal(err)
+	}
+	broker := `{"plan_id":"p3","steps":[{"step_id":"step-1","agent_name":"broker","namespace":"demo-tools","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}]}`
+	if _, err := c.AfterPlanning(ctx, &api.AfterPlanningRequest{RequestID: "big", Plan: plan(t, broker)}); err != nil {
+		t.Fatal(err)
+	}
+	check := &api.OperationCheckRequest{Operation: op.ToolCall, Call: &op.Call{RequestID: "big", StepID: "step-1", Namespace: "demo-tools",
+		AgentName: "broker", Capability: "execute_trade", Parameters: map[string]any{"symbol": "ACME", "amount": 25000}}}
+	held, err := c.CheckOperation(ctx, check)
+	if err != nil || held.Allowed || held.Denial.Code != engine.DenialApprovalRequired || held.Approval == nil || held.Approval.Status != engine.ApprovalPending {
+		t.Fatalf("held check: %+v, %v", held, err)
+	}
+	list, err := c.Approvals(ctx, engine.ApprovalFilter{Status: engine.ApprovalPending, RequestID: "big"})
+	if err != nil || len(list.Approvals) != 1 || list.Approvals[0].ID != held.Approval.ID {
+		t.Fatalf("pending approvals: %+v, %v", list, err)
+	}
+	decided, err := c.DecideApproval(ctx, held.Approval.ID, &api.ApprovalDecisionRequest{Decision: engine.DecisionApprove, Comment: "ok"})
+	if err != nil || decided.Status != engine.ApprovalApproved || decided.DecidedBy == "" {
+		t.Fatalf("approve: %+v, %v", decided, err)
+	}
+	if again, err := c.DecideApproval(ctx, held.Approval.ID, &api.ApprovalDecisionRequest{Decision: engine.DecisionApprove}); err != nil || again.Comment != "ok" {
+		t.Fatalf("a re-sent approval: %+v, %v", again, err)
+	}
+	var e *api.Error
+	if _, err := c.DecideApproval(ctx, held.Approval.ID, &api.ApprovalDecisionRequest{Decision: engine.DecisionReject}); !errors.As(err, &e) || e.Status != http.StatusConflict || e.Type != api.TypeApprovalDecided {
+		t.Fatalf("reject after approve: %v; want 409 approval_decided", err)
+	}
+	if got, err := c.Approval(ctx, held.Approval.ID); err != nil || got.Status != engine.ApprovalApproved {
+		t.Fatalf("approval: %+v, %v", got, err)
+	}
+	if ok, err := c.CheckOperation(ctx, check); err != nil || !ok.Allowed || ok.Approval == nil || ok.Approval.ID != held.Approval.ID {
+		t.Fatalf("the approved check: %+v, %v", ok, err)
+	}
+}

@@ -289,7 +289,7 @@ var faultProbes = []faultProbe{
 			problemIf(o.status != 200 || store != "failed/hook_error" || strings.Contains(resp, "jane@") || !strings.HasPrefix(redact, "succeeded/"),
 				"answered %d %q, redact %s, store %s", o.status, resp, redact, store)
 	}},
-	{"operation guard (trade over limit)", func(t *testing.T, d *daemon, id string, slow bool) (string, error) {
+	{"operation guard (trade over limit, held for an approval)", func(t *testing.T, d *daemon, id string, slow bool) (string, error) {
 		trade := `{"step_id":"s1","namespace":"demo-tools","agent_name":"broker","instruction":"buy","metadata":{"capability":"execute_trade","parameters":{"amount":20000}}}`
 		if p := d.observe(t, "POST", "/v1/hooks/after_planning", `{"request_id":"`+id+`","request":"buy","plan":{"plan_id":"p-broker","steps":[`+trade+`]}}`); slow && p.status != 200 {
 			return "", fmt.Errorf("the broker's plan answered %d %v", p.status, p.body)
@@ -299,7 +299,7 @@ var faultProbes = []faultProbe{
 			return unavailable(o)
 		}
 		den, _ := o.body["denial"].(map[string]any)
-		return fmt.Sprintf("%d denied %v", o.status, den["code"]), problemIf(o.status != 403 || den["code"] != "trade_limit", "answered %d %v", o.status, o.body)
+		return fmt.Sprintf("%d denied %v", o.status, den["code"]), problemIf(o.status != 403 || den["code"] != "approval_required", "answered %d %v", o.status, o.body)
 	}},
 	{"execution record read", func(t *testing.T, d *daemon, _ string, slow bool) (string, error) {
 		o := d.observe(t, "GET", "/v1/executions/pending", "")

@@ -231,7 +231,8 @@ func TestHardening_READMETokenFileParses(t *testing.T) {
 			continue
 		}
 		tokens, err := server.ParseTokenFile("README.md", []byte(m[1]))
-		if err != nil || len(tokens) != 3 || tokens[1].Role != server.RoleOrchestrator || tokens[1].Tenant != "acme" {
+		if err != nil || len(tokens) != 4 || tokens[1].Role != server.RoleOrchestrator || tokens[1].Tenant != "acme" ||
+			tokens[3].Role != server.RoleApprover || tokens[3].Name != "desk-lead" {
 			t.Fatalf("the README's token file = %+v, %v", tokens, err)
 		}
 		return

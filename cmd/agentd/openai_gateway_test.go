@@ -32,6 +32,11 @@ var mappingScript = script(
 	   {"id": "call_2", "name": "get_quote", "arguments": "{\"symbol\":\"HALTED\"}"},
 	   {"id": "call_3", "name": "delete_account", "arguments": "{\"user\":\"everyone\"}"}]}`,
 	`{"user": "denied: ACME, HALTED and a wipe", "round": 2, "content": "ACME trades at 182.50 USD."}`,
+	`{"user": "held: ACME and HELD", "round": 1, "tool_calls": [
+	   {"id": "call_ha", "name": "get_quote", "arguments": "{\"symbol\":\"ACME\"}"},
+	   {"id": "call_hh", "name": "get_quote", "arguments": "{\"symbol\":\"HELD\"}"}]}`,
+	`{"user": "all held: HELD", "round": 1,
+	  "tool_calls": [{"id": "call_h1", "name": "get_quote", "arguments": "{\"symbol\":\"HELD\"}"}]}`,
 	`{"user": "all denied: HALTED", "round": 1,
 	  "tool_calls": [{"id": "call_h", "name": "get_quote", "arguments": "{\"symbol\":\"HALTED\"}"}]}`,
 	`{"user": "two rounds: quote then buy", "round": 1,
@@ -83,6 +88,12 @@ guards:
       deny_if: "call.capability == 'stock_quote' && call.parameters.symbol == 'HALTED'"
       code: symbol_halted
       reason: trading in this symbol is halted
+    - name: held-symbol
+      operation: tool_call
+      effect: require_approval
+      deny_if: "call.capability == 'stock_quote' && call.parameters.symbol == 'HELD'"
+      code: symbol_held
+      reason: quotes of this symbol need an approval
 `,
 }
 
@@ -227,6 +238,38 @@ func TestOpenAIGateway_Mapping(t *testing.T) {
 		}
 		if got := rec.operations(); !slices.Equal(got, []string{"step-1-1:allow>succeeded", "step-1-2:deny:symbol_halted"}) {
 			t.Errorf("record operations = %v", got)
+		}
+	})
+
+	t.Run("a call held for an approval is withheld, naming the approval and its URL", func(t *testing.T) {
+		t.Parallel()
+		c, id := g.complete(t, ask("held: ACME and HELD"))
+		msg := c.Choices[0].Message
+		if got := toolNames(c); !slices.Equal(got, []string{"1-1:get_quote"}) {
+			t.Fatalf("round 1 calls = %v", got)
+		}
+		rec := g.record(t, id)
+		if ops := rec.operations(); len(ops) != 2 || ops[1] != "step-1-2:deny:approval_required" {
+			t.Fatalf("record operations = %v", ops)
+		}
+		approval := regexp.MustCompile(`apr_[0-9a-f]{32}_1`).FindString(msg.Content)
+		if approval == "" || !strings.Contains(msg.Content, "get_quote: approval_required: approval "+approval) ||
+			!strings.Contains(msg.Content, "decide it at /v1/approvals/"+approval) {
+			t.Errorf("content %q does not name the approval and its URL", msg.Content)
+		}
+	})
+
+	t.Run("a round whose every call is held is refused naming the approval, and the request stays open", func(t *testing.T) {
+		t.Parallel()
+		c, id := g.complete(t, ask("all held: HELD"))
+		msg := c.Choices[0].Message
+		approval := regexp.MustCompile(`apr_[0-9a-f]{32}_1`).FindString(msg.Content)
+		if len(msg.ToolCalls) != 0 || c.Choices[0].FinishReason != "stop" || approval == "" ||
+			!strings.Contains(msg.Content, "the requested actions await an approval: "+approval+" at /v1/approvals/"+approval) {
+			t.Errorf("answer = %+v", c.Choices[0])
+		}
+		if rec := g.record(t, id); rec.Lifecycle == "failed" || rec.operations()[0] != "step-1-1:deny:approval_required" {
+			t.Errorf("record: lifecycle %s operations %v; want not failed, the hold kept", rec.Lifecycle, rec.operations())
 		}
 	})
 

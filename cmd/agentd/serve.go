@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/builtin"
+	"github.com/agentd-dev/agentd/cmd/agentd/internal/approvalhook"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/connlimit"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/gcheadroom"
 	"github.com/agentd-dev/agentd/cmd/agentd/internal/viewer"
@@ -221,6 +222,18 @@ func serve(ctx context.Context, f *serveFlags, logger *slog.Logger, out logOutpu
 	}
 	defer closeDecisionLog(ctx, dlog, f.drain, logger)
 	observers := []engine.Observer{decisionObserver(dlog)}
+	announcer := approvalhook.New(func() *config.ApprovalNotify {
+		if g := registry.Current(); g != nil {
+			return g.ApprovalNotify
+		}
+		return nil
+	}, approvalhook.Options{Logger: logger})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
+		defer cancel()
+		_ = announcer.Close(ctx)
+	}()
+	observers = append(observers, announcer)
 	reloaders := source.watched()
 	refreshes := []func(context.Context){source.refresh}
 	var shadowStatus func(context.Context) any

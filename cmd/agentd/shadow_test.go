@@ -18,6 +18,7 @@ func stricterExample(t *testing.T) string {
 	dir := copyExample(t, "stock-agent")
 	edit(t, filepath.Join(dir, "data", "agentd", "allowlist.json"), `"broker": ["execute_trade"]`, `"broker": []`)
 	edit(t, filepath.Join(dir, "hooks", "20-plan.yaml"), "amount) > 10000.0", "amount) > 5000.0")
+	edit(t, filepath.Join(dir, "hooks", "20-plan.yaml"), "      effect: require_approval\n", "") // the candidate denies what the live config holds
 	edit(t, filepath.Join(dir, "hooks", "30-response.yaml"), "patterns: [email, credit_card, phone]", "patterns: [email, credit_card]")
 	return dir
 }

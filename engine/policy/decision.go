@@ -18,11 +18,22 @@ const DeniedCode = "denied"
 // Violation is one reason a plan was rejected.
 type Violation = engine.Violation
 
-// PlanDecision is a decoded after-planning decision document {deny, plan?}. Deny is
-// sorted by step_id, code and message. Plan is the policy's replacement plan, or nil.
+// PlanDecision is a decoded after-planning decision document {deny, plan?,
+// require_approval?}. Deny is sorted by step_id, code and message. Plan is the
+// policy's replacement plan, or nil. RequireApproval lists the steps whose checks need
+// an approval when the plan is accepted (docs/semantics.md §8.20), sorted by step_id.
 type PlanDecision struct {
-	Deny []Violation
-	Plan *engine.RoutingPlan
+	Deny            []Violation
+	Plan            *engine.RoutingPlan
+	RequireApproval []ApprovalStep
+}
+
+// ApprovalStep is one entry of a plan decision's require_approval: the step whose
+// tool call needs an approval, and the code and reason the approval carries.
+type ApprovalStep struct {
+	StepID string `json:"step_id"`
+	Code   string `json:"code"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Allowed reports whether the decision lets the plan run: nothing was denied.
@@ -95,7 +106,7 @@ func (q *Query) document(ctx context.Context, input ast.Value) (map[string]any, 
 
 // decisionMembers are the members of a decision document that decodePlanDecision and
 // decodeGuardDecision read. A query naming a package evaluates only these.
-var decisionMembers = []string{"deny", "plan"}
+var decisionMembers = []string{"deny", "plan", "require_approval"}
 
 func decodePlanDecision(doc map[string]any) (PlanDecision, error) {
 	entries, err := denyEntries(doc)
@@ -118,7 +129,39 @@ func decodePlanDecision(doc map[string]any) (PlanDecision, error) {
 			return PlanDecision{}, err
 		}
 	}
+	if raw, ok := doc["require_approval"]; ok {
+		if d.RequireApproval, err = decodeApprovalSteps(raw); err != nil {
+			return PlanDecision{}, err
+		}
+	}
 	return d, nil
+}
+
+// decodeApprovalSteps decodes require_approval: a set or array of objects with a
+// string step_id and code and an optional string reason.
+func decodeApprovalSteps(raw any) ([]ApprovalStep, error) {
+	entries, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("require_approval is %s, not a set or array", jsonKind(raw))
+	}
+	out := make([]ApprovalStep, 0, len(entries))
+	for i, e := range entries {
+		if _, ok := e.(map[string]any); !ok {
+			return nil, fmt.Errorf("require_approval entry %d is %s, not an object", i, jsonKind(e))
+		}
+		code, fields, err := denyEntry(e, "step_id", "reason")
+		if err == nil && fields[0] == "" {
+			err = errors.New("step_id must be a non-empty string")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("require_approval entry %d: %w", i, err)
+		}
+		out = append(out, ApprovalStep{StepID: fields[0], Code: code, Reason: fields[1]})
+	}
+	slices.SortFunc(out, func(a, b ApprovalStep) int {
+		return cmp.Or(cmp.Compare(a.StepID, b.StepID), cmp.Compare(a.Code, b.Code), cmp.Compare(a.Reason, b.Reason))
+	})
+	return out, nil
 }
 
 func decodeGuardDecision(doc map[string]any) (GuardDecision, error) {

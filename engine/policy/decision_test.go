@@ -113,6 +113,23 @@ plan := {
 	}
 }
 
+// A package's require_approval rule is read with its deny (a query naming the package
+// evaluates both), its entries sorted by step.
+func TestPlanDecisionRequireApproval(t *testing.T) {
+	b := mustCompile(t, Options{}, "p.rego", `package p
+
+deny := set()
+
+require_approval contains {"step_id": "step-2", "code": "big_trade", "reason": "above 10000"}
+require_approval contains {"step_id": "step-1", "code": "new_venue"}
+`)
+	d, err := mustPrepare(t, b, "data.p").PlanDecision(t.Context(), nil)
+	want := []ApprovalStep{{StepID: "step-1", Code: "new_venue"}, {StepID: "step-2", Code: "big_trade", Reason: "above 10000"}}
+	if err != nil || !d.Allowed() || !slices.Equal(d.RequireApproval, want) {
+		t.Fatalf("PlanDecision = %+v, %v; want allowed with require_approval %+v", d, err, want)
+	}
+}
+
 func TestPlanDecisionShapes(t *testing.T) {
 	tests := map[string]string{
 		"document_not_object": "decision := [1]",
@@ -127,6 +144,11 @@ func TestPlanDecisionShapes(t *testing.T) {
 		"plan_not_object":     `decision := {"deny": set(), "plan": "p"}`,
 		"plan_bad_steps":      `decision := {"deny": set(), "plan": {"steps": "s"}}`,
 		"plan_bad_time":       `decision := {"deny": set(), "plan": {"created_at": "yesterday"}}`,
+		"approval_not_set":    `decision := {"deny": set(), "require_approval": "step-1"}`,
+		"approval_string":     `decision := {"deny": set(), "require_approval": ["step-1"]}`,
+		"approval_no_step":    `decision := {"deny": set(), "require_approval": [{"code": "c"}]}`,
+		"approval_no_code":    `decision := {"deny": set(), "require_approval": [{"step_id": "step-1"}]}`,
+		"approval_bad_reason": `decision := {"deny": set(), "require_approval": [{"step_id": "step-1", "code": "c", "reason": 1}]}`,
 	}
 	for name, rule := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -36,3 +36,10 @@ func TestMemory_Binding(t *testing.T) {
 func TestMemory_Query(t *testing.T) {
 	storetest.Query(t, func(t *testing.T) store.QueryableRecords { return newMemory(t) })
 }
+
+func TestMemory_Approvals(t *testing.T) {
+	storetest.Approvals(t, func(t *testing.T) (storetest.ApprovalStores, storetest.ApprovalStores) {
+		m := newMemory(t)
+		return m, m
+	})
+}

@@ -70,10 +70,13 @@ type Memory struct {
 	failed    *expiring.Map[memoryRecord]
 	windowsMu sync.Mutex
 	windows   *expiring.Map[window]
-	retention Retention
-	maxState  int64
-	maxRecord int64
-	now       func() time.Time
+	// approvals holds each approval slot's approval as JSON (memory_approvals.go).
+	approvalsMu sync.Mutex
+	approvals   *expiring.Map[storedApproval]
+	retention   Retention
+	maxState    int64
+	maxRecord   int64
+	now         func() time.Time
 }
 
 type window struct {
@@ -116,7 +119,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 		records:  expiring.NewSized[memoryRecord](opts.Retention.MaxRecords, opts.MaxBytes/4),
 		failed:   expiring.NewSized[memoryRecord](opts.MaxFailedRecords, opts.MaxBytes/4),
 		windows:  expiring.New[window](maxWindows), retention: opts.Retention,
-		maxState: cmp.Or(max(opts.MaxStateBytes, 0), DefaultMaxStateBytes), maxRecord: cmp.Or(max(opts.MaxRecordBytes, 0), DefaultMaxRecordBytes),
+		approvals: expiring.New[storedApproval](opts.MaxEntries),
+		maxState:  cmp.Or(max(opts.MaxStateBytes, 0), DefaultMaxStateBytes), maxRecord: cmp.Or(max(opts.MaxRecordBytes, 0), DefaultMaxRecordBytes),
 		now: time.Now,
 	}
 }

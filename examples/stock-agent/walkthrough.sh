@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Drives a running agentd (see README.md) exactly as an orchestrator would: one request
 # whose plan passes the allow-list, one trade the allow-list rejects, calls outside the
-# accepted plan denied, a trade guard at call time, PII redaction, the execution record,
-# and a cached answer.
+# accepted plan denied, a trade held for an approval at call time and run once approved,
+# PII redaction, the execution record, and a cached answer.
 # Needs curl and jq. AGENTD is the daemon's base URL.
 set -euo pipefail
 # shellcheck source=../lib/walkthrough.bash
@@ -50,13 +50,33 @@ expect 403 '.denial.code == "step_already_executed"' "the quote step does not ru
 call GET "/v1/executions/quote-$run"
 expect 200 '[.operations[].outcome] == ["allow","deny","deny","deny"] and .operations[0].finish.status == "succeeded"' "the record shows every check and the quote's finish"
 
-echo "== 5. the broker may trade, but a trade above the limit is denied at call time"
+echo "== 5. the broker may trade, but a trade above the limit waits for an approval"
 call POST /v1/hooks/before_planning '{"request_id":"broker-'$run'","request":"Buy ACME for 25000","metadata":{"tenant":"acme"}}'
 expect 200 '.short_circuit == null' "before_planning"
 call POST /v1/hooks/after_planning '{"request_id":"broker-'$run'","plan":{"plan_id":"p3","steps":[{"step_id":"step-1","agent_name":"broker","namespace":"demo-tools","instruction":"buy ACME","metadata":{"capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}]}}'
 expect 200 '.plan.steps[0].agent_name == "broker"' "after_planning allows the broker's trade"
 call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"broker-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}'
-expect 403 '.allowed == false and .denial.code == "trade_limit"' "the trade guard denies 25000"
+expect 403 '.allowed == false and .denial.code == "approval_required" and .approval.status == "pending" and (.approval.url | startswith("/v1/approvals/"))' "the trade guard holds 25000 for an approval (403)"
+approval=$(jq -r .approval.id <<<"$body")
+show "approval" '.approval'
+call GET "/v1/approvals?status=pending&request_id=broker-$run"
+expect 200 '[.approvals[].id] == ["'"$approval"'"] and .approvals[0].rule == "trade-limit" and .approvals[0].parameters.amount == 25000' "the approval is listed as pending"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"broker-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}'
+expect 403 '.denial.code == "approval_required" and .approval.id == "'"$approval"'"' "until it is decided, the same trade is held again"
+# An approver token decides (AGENTD_APPROVER_TOKEN; AGENTD_TOKEN when unset).
+orchestrator=("${AUTH[@]}")
+if [[ -n "${AGENTD_APPROVER_TOKEN:-}" ]]; then AUTH=(-H "Authorization: Bearer $AGENTD_APPROVER_TOKEN"); fi
+call POST "/v1/approvals/$approval" '{"decision":"approve","comment":"confirmed with the client"}'
+expect 200 '.status == "approved" and .comment == "confirmed with the client"' "an approver approves the trade"
+AUTH=("${orchestrator[@]}")
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"broker-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}'
+expect 200 '.allowed == true and .approval.id == "'"$approval"'" and .approval.status == "approved"' "the approved trade passes its check once"
+call POST /v1/operations/finish '{"request_id":"broker-'$run'","step_id":"step-1","status":"succeeded","response":{"data":{"order_id":"o-'$run'"}}}'
+expect 200 '.status == "succeeded"' "the orchestrator reports the trade's finish"
+call POST /v1/operations/check '{"operation":"tool_call","call":{"request_id":"broker-'$run'","step_id":"step-1","namespace":"demo-tools","agent_name":"broker","capability":"execute_trade","parameters":{"symbol":"ACME","amount":25000}}}'
+expect 403 '.allowed == false and .denial.code == "step_already_executed"' "a second run of the trade is denied"
+call GET "/v1/executions/broker-$run"
+expect 200 '[.operations[].approval.status] == ["pending","pending","approved",null] and .operations[2].approval.comment == "confirmed with the client"' "the record shows the approval and its decision on each check"
 
 echo "== 6. operators see metrics"
 out=$(curl -sS "${AUTH[@]}" "$AGENTD/metrics")

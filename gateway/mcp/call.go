@@ -14,11 +14,14 @@ import (
 	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/builtin"
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
-// refusal is why the gateway did not forward a call: a bounded code and a reason.
+// refusal is why the gateway did not forward a call: a bounded code and a reason, and
+// the approval the call waits for, if any.
 type refusal struct {
 	Code, Reason string
+	Approval     *api.ApprovalRef
 }
 
 // callTool runs one tools/call (see the package doc): review, guards, forward, report.
@@ -96,6 +99,13 @@ func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[s
 	ctx = s.confine(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	key := ""
+	if digest, err := engine.ParametersDigest(args); err == nil {
+		key = r.listed + "\x00" + digest
+		if step, ok := s.held[key]; ok {
+			return g.recheck(ctx, s, key, step)
+		}
+	}
 	stepID := s.nextStepID()
 	s.calls++
 	refused := engine.AdmittedCall{Step: engine.RoutingStep{StepID: stepID}}
@@ -115,10 +125,52 @@ func (g *Gateway) admit(ctx context.Context, s *session, r toolRoute, args map[s
 	for _, d := range a.Denied {
 		if d.Step.StepID == stepID {
 			code, reason := d.Reason()
-			return refused, &refusal{Code: code, Reason: reason}
+			if d.Approval != nil && key != "" {
+				if s.held == nil {
+					s.held = map[string]engine.RoutingStep{}
+				}
+				s.held[key] = d.Step
+			}
+			return refused, heldRefusal(code, reason, d.Approval)
 		}
 	}
 	return refused, &refusal{Code: "removed_by_review", Reason: "the after_planning stage removed this call from the plan"}
+}
+
+// recheck checks again a call an approval held, as the accepted step it was
+// admitted as (the step the approval is bound to), with no new plan phase: once
+// approved it is admitted with the step's canonical arguments and forgotten. The
+// caller holds s.mu.
+func (g *Gateway) recheck(ctx context.Context, s *session, key string, step engine.RoutingStep) (engine.AdmittedCall, *refusal) {
+	refused := engine.AdmittedCall{Step: engine.RoutingStep{StepID: step.StepID}}
+	params, _ := step.Metadata["parameters"].(map[string]any)
+	args, err := engine.AppendJSON(nil, params)
+	if err != nil {
+		return refused, &refusal{Code: engine.DenialInvalidParameters, Reason: "the held step's parameters do not encode as JSON: " + err.Error()}
+	}
+	res, err := g.cfg.Driver.Check(ctx, op.Call{Operation: op.ToolCall, RequestID: s.id, StepID: step.StepID, Namespace: step.Namespace,
+		AgentName: step.AgentName, Capability: step.Capability(), Parameters: params})
+	switch {
+	case err != nil:
+		return refused, refusalOf(err)
+	case res.Allowed:
+		delete(s.held, key)
+		return engine.AdmittedCall{Step: step, Arguments: args, Check: res}, nil
+	}
+	return refused, heldRefusal(res.Denial.Code, res.Denial.Reason, res.Approval)
+}
+
+// heldRefusal is the refusal of a denied call, naming the approval it waits for (and
+// where to decide it) when a rule asked for one.
+func heldRefusal(code, reason string, a *engine.Approval) *refusal {
+	if a == nil {
+		return &refusal{Code: code, Reason: reason}
+	}
+	ref := api.RefOf(a)
+	if code == engine.DenialApprovalRequired {
+		reason += "; decide it at " + ref.URL + ", then call the tool again with the same arguments"
+	}
+	return &refusal{Code: code, Reason: reason, Approval: ref}
 }
 
 // report files the outcome of a forwarded call: the driver is told how the checked
@@ -255,7 +307,11 @@ func refusalOf(err error) *refusal {
 func refused(requestID, stepID string, r *refusal) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: r.Code + ": " + r.Reason}}}
 	res = annotate(res, requestID, stepID)
-	res.Meta[metaRefusal] = map[string]any{"code": r.Code, "reason": r.Reason}
+	meta := map[string]any{"code": r.Code, "reason": r.Reason}
+	if r.Approval != nil {
+		meta["approval"] = map[string]any{"id": r.Approval.ID, "status": r.Approval.Status, "expires_at": r.Approval.ExpiresAt, "url": r.Approval.URL}
+	}
+	res.Meta[metaRefusal] = meta
 	return res
 }
 

@@ -20,7 +20,11 @@
 // Any refusal (an invalid plan, the review's rejection, a guard's denial, a refused or
 // failed driver call) is a tool result with isError true whose text is "<code>:
 // <reason>" and whose _meta "dev.agentd/refusal" is {code, reason}; the upstream is
-// not called. After each forwarded call, beside its answer, the driver is told how the
+// not called. A call a rule holds for an approval (approval_required) names the
+// approval and its URL in the text and as _meta "dev.agentd/refusal".approval {id,
+// status, expires_at, url}; the same call (same tool, same arguments) sent again is
+// checked again as the step it was admitted as, with no new review, and once approved
+// it is forwarded once (docs/semantics.md §8.20). After each forwarded call, beside its answer, the driver is told how the
 // step ended (Driver.Finish) and the combined result of the session's calls so far goes
 // to after_execution. A name no upstream offers (names are case-sensitive, and a
 // qualified name exists only for a collision) is refused with unknown_tool and never

@@ -148,3 +148,45 @@ func TestGateway_RejectedCallRefusesThatCallOnly(t *testing.T) {
 		t.Errorf("the upstream saw %v", calls)
 	}
 }
+
+// TestGateway_HeldCallPassesOnceApproved: a call a rule with effect require_approval
+// holds is refused (isError) naming the approval and its URL, with the approval in
+// the refusal's _meta, and never reaches the upstream; sent again before a decision it
+// is held again under the same approval; once approved, the same call passes once
+// (MCP go-sdk client), and sent again it needs a new approval.
+func TestGateway_HeldCallPassesOnceApproved(t *testing.T) {
+	h := newHarness(t, stdioServer("local", ""))
+	h.waitReady("local")
+	c := h.connect()
+	args := map[string]any{"a": 2000000, "b": 3}
+	held := c.call(t, "add", args)
+	meta, _ := held.Meta[metaRefusal].(map[string]any)
+	approval, _ := meta["approval"].(map[string]any)
+	id, _ := approval["id"].(string)
+	if !held.IsError || refusalCode(held) != engine.DenialApprovalRequired || id == "" || approval["url"] != "/v1/approvals/"+id ||
+		!strings.Contains(text(held), id) || !strings.Contains(text(held), "/v1/approvals/"+id) {
+		t.Fatalf("held call = %+v (%q); want isError approval_required naming the approval and its URL", held, text(held))
+	}
+	again := c.call(t, "add", args)
+	if again2, _ := again.Meta[metaRefusal].(map[string]any); refusalCode(again) != engine.DenialApprovalRequired || again2["approval"].(map[string]any)["id"] != id || again.Meta[metaStepID] != held.Meta[metaStepID] {
+		t.Fatalf("the held call again = %+v; want the same approval on the same step", again.Meta)
+	}
+	if calls := h.upstreamCalls(); calls != nil {
+		t.Fatalf("the upstream saw %v before the approval", calls)
+	}
+	ctx := context.Background()
+	if _, err := h.gw.cfg.Driver.Decide(ctx, id, engine.DecisionApprove, "desk", ""); err != nil {
+		t.Fatal(err)
+	}
+	if other := c.call(t, "add", map[string]any{"a": 2000001, "b": 3}); refusalCode(other) != engine.DenialApprovalRequired {
+		t.Fatalf("a call with other arguments = %q; want approval_required", text(other))
+	}
+	ok := c.call(t, "add", args)
+	if ok.IsError || ok.Meta[metaStepID] != held.Meta[metaStepID] {
+		t.Fatalf("the approved call = %+v (%q); want it forwarded as the held step", ok, text(ok))
+	}
+	h.waitUpstreamSaw(`local add {"a":2000000,"b":3}`)
+	if next := c.call(t, "add", args); refusalCode(next) != engine.DenialApprovalRequired || next.Meta[metaStepID] == held.Meta[metaStepID] {
+		t.Fatalf("the approved call sent again = %+v; want a new approval_required on a new step", next.Meta)
+	}
+}

@@ -74,6 +74,12 @@ guards:
       deny_if: "call.capability == 'echo' && has(call.parameters.message) && call.parameters.message == 'forbidden'"
       code: forbidden_message
       reason: the message is forbidden
+    - name: sums-above-a-million
+      operation: tool_call
+      effect: require_approval
+      deny_if: "call.capability == 'add' && has(call.parameters.a) && type(call.parameters.a) in [int, double] && double(call.parameters.a) > 1000000.0"
+      code: large_sum
+      reason: sums above one million need approval
 gateways:
   mcp:
     servers:

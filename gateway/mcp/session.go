@@ -46,6 +46,11 @@ type session struct {
 	mu      sync.Mutex
 	calls   int
 	results []engine.StepResult
+	// held maps a call an approval holds (its tool and its arguments' digest) to the
+	// accepted step it was checked as: the same call sent again is checked again as that
+	// step, the call the approval is bound to (docs/semantics.md §8.20), without a new
+	// plan phase.
+	held map[string]engine.RoutingStep
 }
 
 // sessionOf returns the session of ss, creating it on first use; it is forgotten when

@@ -36,6 +36,11 @@ type chatCall struct {
 // then the stage for what the upstream answered. It writes the answer, or returns the
 // error to answer.
 func (c *chatCall) serve(ctx context.Context) *apiError {
+	if c.conv.newTurn {
+		if held, e := c.answerHeld(ctx); held {
+			return e
+		}
+	}
 	short, e := c.begin(ctx)
 	c.w.Header().Set(c.idHeader, c.id)
 	if e != nil {
@@ -298,9 +303,24 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*roundReview, 
 	v.admitted(c.cfg, a)
 	if len(v.calls) == 0 {
 		v.rejection = &rejection{code: codeToolCallsDenied}
-		c.failRequest(ctx, &deniedRound{denials: v.denials})
+		if len(v.held()) == 0 {
+			c.failRequest(ctx, &deniedRound{denials: v.denials})
+		} else { // held for an approval: the request stays open, the round is kept
+			c.holdRound(heldSteps(a))
+		}
 	}
 	return v, nil
+}
+
+// heldSteps are the accepted steps of an admission that wait for an approval.
+func heldSteps(a *engine.Admission) []engine.RoutingStep {
+	var out []engine.RoutingStep
+	for _, d := range a.Denied {
+		if d.Approval != nil && d.Denial != nil && d.Denial.Code == engine.DenialApprovalRequired {
+			out = append(out, d.Step)
+		}
+	}
+	return out
 }
 
 // attempt numbers this call's attempt at phase: one more than the attempts the

@@ -26,6 +26,11 @@
 // request (requestID); its cache dimensions cover the whole conversation and the
 // tenant (cacheVary).
 //
+// A call a guard holds for an approval is withheld naming the approval and its URL; a
+// turn's first round whose every call is held keeps its request open and is kept (see
+// held.go), so that the same conversation sent again after the approval gets exactly
+// the approved calls without the model being asked again (docs/semantics.md §8.20).
+//
 // The gateway reads gateways.openai of the live generation for every call, and of the
 // request's own generation once the request is known, so configuration hot-reloads with
 // the rest. Tool calls are never streamed before their phase is accepted.

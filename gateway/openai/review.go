@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentd-dev/agentd/api"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -32,6 +33,9 @@ type denial struct {
 	StepID string `json:"step_id,omitempty"`
 	Code   string `json:"code"`
 	Reason string `json:"reason"`
+	// Approval is the approval a held call waits for (approval_required), or the one
+	// that was rejected or expired (docs/semantics.md §8.20).
+	Approval *api.ApprovalRef `json:"approval,omitempty"`
 }
 
 // rejection is why a whole round was refused.
@@ -75,7 +79,11 @@ func (v *roundReview) admitted(cfg *config.OpenAIGateway, a *engine.Admission) {
 	for _, d := range a.Denied {
 		name, _ := d.Step.Metadata["function"].(string)
 		code, reason := d.Reason()
-		v.denials = append(v.denials, denial{Tool: cmp.Or(name, d.Step.Instruction), StepID: d.Step.StepID, Code: code, Reason: reason})
+		ref := api.RefOf(d.Approval)
+		if ref != nil && code == engine.DenialApprovalRequired {
+			reason += "; decide it at " + ref.URL
+		}
+		v.denials = append(v.denials, denial{Tool: cmp.Or(name, d.Step.Instruction), StepID: d.Step.StepID, Code: code, Reason: reason, Approval: ref})
 	}
 	for _, ac := range a.Allowed {
 		call, ok := issuedCall(cfg, ac)
@@ -128,10 +136,24 @@ func (v *roundReview) refusal(cfg *config.OpenAIGateway) string {
 	switch v.rejection.code {
 	case codeToolCallsDenied:
 		reason = "none of the requested actions is allowed"
+		if ids := v.held(); len(ids) > 0 {
+			reason = "the requested actions await an approval: " + strings.Join(ids, ", ")
+		}
 	case codeInvalidPlan, codeInvalidToolArguments:
 		reason = "the requested actions were malformed"
 	}
 	return cfg.Refusal(v.decisionID, reason)
+}
+
+// held names the approvals the withheld calls wait for: "<id> at <url>" each.
+func (v *roundReview) held() []string {
+	var out []string
+	for _, d := range v.denials {
+		if d.Approval != nil && d.Code == engine.DenialApprovalRequired {
+			out = append(out, d.Approval.ID+" at "+d.Approval.URL)
+		}
+	}
+	return out
 }
 
 // error is the rejection as an OpenAI-shaped 403.

@@ -137,6 +137,8 @@ const (
 	kindRecord byte = 'r'
 	kindCache  byte = 'c'
 	kindWindow byte = 'w'
+	// kindApproval is an approval slot's approval (approvals.go).
+	kindApproval byte = 'a'
 )
 
 // Store is the durable store in one bbolt file. It is safe for concurrent use; one
@@ -162,7 +164,9 @@ type Store struct {
 	failed   *expiring.Map[entry] // the records of failed requests
 	cache    *expiring.Map[entry]
 	windows  *expiring.Map[entry]
-	stamp    uint64 // the last write stamp given
+	// approvals indexes the approvals by slot.
+	approvals *expiring.Map[entry]
+	stamp     uint64 // the last write stamp given
 	// next is the batch of writes the next commit takes; pending the values of the
 	// writes queued and not yet committed, by stamp.
 	next    *batch
@@ -267,17 +271,18 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{
 		db: db, path: path, opts: opts, now: time.Now,
-		requests: expiring.NewSized[entry](opts.MaxEntries, opts.MaxBytes/2),
-		records:  expiring.NewSized[entry](opts.Retention.MaxRecords, opts.MaxBytes/4),
-		failed:   expiring.NewSized[entry](opts.MaxFailedRecords, opts.MaxBytes/4),
-		cache:    expiring.New[entry](opts.MaxEntries),
-		windows:  expiring.New[entry](maxWindows),
-		next:     &batch{done: make(chan struct{})},
-		pending:  map[uint64][]byte{},
-		recent:   map[string]recentRecord{},
-		turn:     make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-		quit:     make(chan struct{}),
+		requests:  expiring.NewSized[entry](opts.MaxEntries, opts.MaxBytes/2),
+		records:   expiring.NewSized[entry](opts.Retention.MaxRecords, opts.MaxBytes/4),
+		failed:    expiring.NewSized[entry](opts.MaxFailedRecords, opts.MaxBytes/4),
+		cache:     expiring.New[entry](opts.MaxEntries),
+		windows:   expiring.New[entry](maxWindows),
+		approvals: expiring.New[entry](opts.MaxEntries),
+		next:      &batch{done: make(chan struct{})},
+		pending:   map[uint64][]byte{},
+		recent:    map[string]recentRecord{},
+		turn:      make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
 	}
 	s.syncFile = db.Sync
 	for _, m := range s.maps() {
@@ -308,7 +313,7 @@ func Open(dir string, opts Options) (*Store, error) {
 
 // maps are the maps of the index.
 func (s *Store) maps() []*expiring.Map[entry] {
-	return []*expiring.Map[entry]{s.requests, s.records, s.failed, s.cache, s.windows}
+	return []*expiring.Map[entry]{s.requests, s.records, s.failed, s.cache, s.windows, s.approvals}
 }
 
 // Path is the store's file.
@@ -588,6 +593,8 @@ func (s *Store) load() error {
 				m = s.requests
 			case kindCache:
 				m = s.cache
+			case kindApproval:
+				m = s.approvals
 			case kindWindow:
 				m, e.ends = s.windows, expiryTime(v.expires)
 			case kindRecord:

@@ -52,3 +52,10 @@ func TestStore_Binding(t *testing.T) {
 func TestStore_Query(t *testing.T) {
 	storetest.Query(t, func(t *testing.T) store.QueryableRecords { return newStore(t) })
 }
+
+func TestStore_Approvals(t *testing.T) {
+	storetest.Approvals(t, func(t *testing.T) (storetest.ApprovalStores, storetest.ApprovalStores) {
+		s := newStore(t)
+		return s, s
+	})
+}

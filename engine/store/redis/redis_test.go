@@ -406,3 +406,19 @@ func TestStore_CloseLeavesNoGoroutines(t *testing.T) {
 func TestRecords_Query(t *testing.T) {
 	storetest.Query(t, func(t *testing.T) store.QueryableRecords { return open(t).Records(store.Retention{}) })
 }
+
+// Two stores on one prefix are two replicas sharing Redis.
+func TestStore_Approvals(t *testing.T) {
+	storetest.Approvals(t, func(t *testing.T) (storetest.ApprovalStores, storetest.ApprovalStores) {
+		url := redistest.URL(t)
+		replica := func() storetest.ApprovalStores {
+			s, err := redis.Open(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		return replica(), replica()
+	})
+}

@@ -6,7 +6,9 @@
 // candidates; Post-Execution: after_execution, after_synthesis, effects, operation
 // checks with their findings and finishes), and a page on the live config. It is plain HTML, CSS and JavaScript embedded in the binary; the pages
 // read the API (GET /v1/executions, /v1/executions/{id}, /v1/status) and the viewer's
-// own GET /ui/graphs/{id}.
+// own GET /ui/graphs/{id}. The approvals page (#/approvals) lists GET /v1/approvals and,
+// for approver and admin sessions, decides with POST /v1/approvals/{id}, the viewer's one
+// write, sent with the session's CSRF token from /ui/settings.json.
 //
 // Every value is put into the page as text (textContent, never markup), and every
 // answer carries a Content-Security-Policy that allows scripts, styles and requests
@@ -49,6 +51,10 @@ type Options struct {
 // Settings is GET /ui/settings.json: what the pages need to know of the daemon.
 type Settings struct {
 	TraceURL string `json:"trace_url,omitempty"`
+	// Role is the role of the token behind the page's session; CSRF the session's
+	// CSRF token, which the page sends back with a decision (server.CSRFHeader).
+	Role string `json:"role,omitempty"`
+	CSRF string `json:"csrf,omitempty"`
 }
 
 // Mounts returns the viewer's routes: its pages, scripts and data for viewer tokens
@@ -59,8 +65,8 @@ func Mounts(opts Options) []server.Mount {
 	return []server.Mount{
 		{Pattern: "GET /ui/", Role: server.RoleViewer, Handler: secure(http.StripPrefix("/ui/", http.FileServerFS(private)))},
 		{Pattern: "GET /ui/public/", Public: true, Handler: secure(http.StripPrefix("/ui/public/", http.FileServerFS(public)))},
-		{Pattern: "GET /ui/settings.json", Role: server.RoleViewer, Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, http.StatusOK, Settings{TraceURL: opts.TraceURL})
+		{Pattern: "GET /ui/settings.json", Role: server.RoleViewer, Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, Settings{TraceURL: opts.TraceURL, Role: string(server.RoleOf(r.Context())), CSRF: server.CSRFOf(r.Context())})
 		}))},
 		{Pattern: "GET /ui/graphs/{id}", Role: server.RoleViewer, Handler: secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rec, e := opts.Service.Execution(r.Context(), r.PathValue("id"))

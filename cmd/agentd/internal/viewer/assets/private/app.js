@@ -86,6 +86,21 @@
     return body;
   }
 
+  // post sends a JSON body with the session's CSRF token (settings.csrf, which only a
+  // page of this origin can read) in X-Agentd-CSRF: the viewer's one kind of write,
+  // deciding an approval.
+  async function post(path, body) {
+    const resp = await fetch(path, {method: 'POST', credentials: 'same-origin',
+      headers: {Accept: 'application/json', 'Content-Type': 'application/json', 'X-Agentd-CSRF': settings.csrf || ''},
+      body: JSON.stringify(body)});
+    const answer = await resp.json().catch(() => null);
+    if (!resp.ok) {
+      const e = answer && answer.error;
+      throw new Error(e ? e.type + ': ' + e.message : 'HTTP ' + resp.status);
+    }
+    return answer;
+  }
+
   // traceLink is the invocation's link built from the --trace-url template, or null
   // when there is no template or the invocation lacks a value the template uses.
   function traceLink(inv, requestID) {
@@ -478,6 +493,55 @@
       el('ul', {id: 'files'}, (st.files || []).map(f => el('li', {class: 'mono'}, f))));
   }
 
+  // approvalsPage lists the approvals, pending first: the held call, its parameters,
+  // the rule that asked, a link to the request (its plan graph) and, for approver and
+  // admin sessions, approve and reject buttons on the pending ones.
+  async function approvalsPage() {
+    document.title = 'approvals — agentd records';
+    show(el('h1', {}, 'Approvals'), el('p', {class: 'muted'}, 'Loading…'));
+    let list;
+    try {
+      list = await api('/v1/approvals');
+    } catch (e) {
+      show(el('h1', {}, 'Approvals'), el('p', {class: 'error'}, e.message));
+      return;
+    }
+    const decides = settings.role === 'approver' || settings.role === 'admin' || !settings.role;
+    const decide = (a, decision, row) => async () => {
+      const comment = row.querySelector('input.comment').value;
+      try {
+        await post('/v1/approvals/' + encodeURIComponent(a.id), comment ? {decision, comment} : {decision});
+        await approvalsPage();
+      } catch (e) {
+        row.querySelector('.decide-error').textContent = e.message;
+      }
+    };
+    const rows = (list.approvals || []).map(a => {
+      const row = el('tr', {'data-approval': a.id, 'data-status': a.status},
+        el('td', {}, badge(a.status)),
+        el('td', {}, requestLink(a.request_id), a.step_id ? ' ' + a.step_id : ''),
+        el('td', {class: 'mono'}, [a.namespace, a.agent_name, a.capability].filter(Boolean).join(' / ')),
+        el('td', {}, json(a.parameters || {})),
+        el('td', {}, a.rule, a.reason ? el('div', {class: 'muted'}, a.reason) : null),
+        el('td', {}, time(a.expires_at)),
+        el('td', {}, a.decided_by ? a.decided_by + (a.comment ? ': ' + a.comment : '') : ''),
+        el('td', {class: 'decide'}));
+      if (decides && a.status === 'pending') {
+        const cell = row.querySelector('td.decide');
+        const approve = el('button', {type: 'button', class: 'approve'}, 'Approve');
+        const reject = el('button', {type: 'button', class: 'reject'}, 'Reject');
+        fill(cell, [el('input', {type: 'text', class: 'comment', placeholder: 'comment'}), approve, reject, el('div', {class: 'decide-error error'})]);
+        approve.addEventListener('click', decide(a, 'approve', row));
+        reject.addEventListener('click', decide(a, 'reject', row));
+      }
+      return row;
+    });
+    show(el('h1', {}, 'Approvals'),
+      rows.length ? el('table', {id: 'approvals'},
+        el('thead', {}, el('tr', {}, ['Status', 'Request', 'Call', 'Parameters', 'Rule', 'Expires', 'Decided by', ''].map(h => el('th', {}, h)))),
+        el('tbody', {}, rows)) : el('p', {class: 'muted', id: 'no-approvals'}, 'No approval.'));
+  }
+
   // ---- Routing.
 
   async function route() {
@@ -496,6 +560,7 @@
     if (path === '/' || path === '') return listPage(params);
     if (path.startsWith('/r/')) return requestPage(decodeURIComponent(path.slice(3)));
     if (path === '/config') return configPage();
+    if (path === '/approvals') return approvalsPage();
     show(el('h1', {}, 'Not found'), link('#/', '« All requests'));
   }
 
