@@ -21,6 +21,9 @@ type Generation struct {
 	// MaxRequestAge bounds how long a request may run on this generation after it
 	// opened; 0 means no bound.
 	MaxRequestAge time.Duration
+	// Labels labels the results finishes report; nil attaches none but those a
+	// finish states itself.
+	Labels Labeler
 }
 
 // telemetry returns the instruments of the generation's pipeline (none without one).

@@ -88,6 +88,11 @@ func (p *Program) fits(v *Vars) bool {
 			if !c.fitsObject(call.(map[string]any)) {
 				return false
 			}
+		case varLabels, varHistory, varResult: // labels and history are []any
+			x, _ := v.ResolveName(c.name) // converted once: the evaluation reuses it
+			if !fitsValue(x, 0) {
+				return false
+			}
 		default:
 			return false
 		}
