@@ -48,8 +48,8 @@ func (lb *labeler) Labels(ctx context.Context, call *op.Call, result any) []stri
 }
 
 // compileLabels compiles the labels sections of every document, in order: each when
-// is CEL in the label scope (call, result) under the generation's cost limit. A label
-// name must be valid (engine.ValidLabel) and a generation declares at most
+// is CEL in the label scope (call, result) under the generation's cost limit. A
+// generation declares at most
 // engine.MaxRequestLabels distinct labels, so no request can carry more. nil when no
 // document declares labels.
 func (l *loader) compileLabels() engine.Labeler {
@@ -58,11 +58,7 @@ func (l *loader) compileLabels() engine.Labeler {
 	for _, d := range l.docs {
 		for i, n := range d.list("labels") {
 			field := "labels[" + strconv.Itoa(i) + "]"
-			name := get(n, "label")
-			if why := engine.ValidLabel(name.Value); why != "" {
-				l.errs = append(l.errs, d.src.Errorf(diag.KindSchema, name, field+".label", "%s", why))
-				continue
-			}
+			name := get(n, "label") // the schema checked it is a label name (engine.ValidLabel)
 			if !slices.Contains(names, name.Value) {
 				if names = append(names, name.Value); len(names) == engine.MaxRequestLabels+1 {
 					l.errs = append(l.errs, d.src.Errorf(diag.KindSchema, name, field+".label",

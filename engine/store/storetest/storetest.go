@@ -39,6 +39,7 @@ func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 			t.Fatalf("GetRequest = %+v, %v, %v", got, ok, err)
 		}
 	})
+	t.Run("InformationFlowRoundTrips", func(t *testing.T) { flowRoundTrips(t, newStore(t)) })
 	t.Run("StaleStateRevisionNeverReplacesNewer", func(t *testing.T) {
 		s := newStore(t)
 		put := func(rev int64, text string) error {
