@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/common/types"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // Size bounds assumed by the compile-time cost estimate. CEL cannot know how large the
@@ -46,6 +47,34 @@ func (sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 		return &checker.SizeEstimate{Min: 0, Max: MaxCollectionSize}
 	}
 	return &checker.SizeEstimate{Min: 1, Max: 1}
+}
+
+// fitsFlow reports whether flow is within the bounds flowBound states, its strings
+// within MaxCollectionSize bytes, without converting it.
+func fitsFlow(flow *op.Flow) bool {
+	if flow == nil {
+		return true
+	}
+	if len(flow.Labels) > engine.MaxRequestLabels || len(flow.History) > engine.MaxHistory || !fitsStrings(flow.Labels...) {
+		return false
+	}
+	for i := range flow.History {
+		h := &flow.History[i]
+		if len(h.Labels) > engine.MaxRequestLabels || !fitsStrings(h.Labels...) ||
+			!fitsStrings(h.StepID, h.Namespace, h.AgentName, h.Capability, h.Status) {
+			return false
+		}
+	}
+	return true
+}
+
+func fitsStrings(ss ...string) bool {
+	for _, s := range ss {
+		if len(s) > MaxCollectionSize {
+			return false
+		}
+	}
+	return true
 }
 
 // flowBound is the size the engine bounds a value of a flow by: labels and call.labels
@@ -109,8 +138,7 @@ func (p *Program) fits(v *Vars) bool {
 				return false
 			}
 		case varLabels, varHistory:
-			x, _ := v.ResolveName(c.name) // converted once: the evaluation reuses it
-			if n, _ := flowBound([]string{c.name}); uint64(len(x.([]any))) > n || !fitsValue(x, 0) {
+			if !fitsFlow(v.Flow) {
 				return false
 			}
 		case varResult:
