@@ -20,9 +20,12 @@
 // Any refusal (an invalid plan, the review's rejection, a guard's denial, a refused or
 // failed driver call) is a tool result with isError true whose text is "<code>:
 // <reason>" and whose _meta "dev.agentd/refusal" is {code, reason}; the upstream is
-// not called. After each forwarded call, beside its answer, the driver is told how the
-// step ended (Driver.Finish) and the combined result of the session's calls so far goes
-// to after_execution. A name no upstream offers (names are case-sensitive, and a
+// not called. After each forwarded call, before its answer, the driver is told how the
+// step ended (Driver.Finish), so the labels of its result are the request's before the
+// client sees it (a server with meta_labels may state more in the result's _meta
+// "dev.agentd/labels"; a result the driver cannot take is answered as a tool error);
+// then, beside the answer, the combined result of the session's calls so far goes to
+// after_execution. A name no upstream offers (names are case-sensitive, and a
 // qualified name exists only for a collision) is refused with unknown_tool and never
 // reaches the driver or an upstream. A session's phases are reviewed one at a time;
 // forwarded calls run concurrently. A rejection by the required review refuses that
