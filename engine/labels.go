@@ -126,6 +126,36 @@ func reportFinish(st *RequestState, step string, status RunStatus, labels []stri
 	st.Labels = unionLabels(st.Labels, labels)
 }
 
+// StartFrom gives a request's state a history it did not execute here (a test case
+// stating where it starts): steps, in order, as if their finishes had been reported
+// (a step's status defaults to succeeded), and labels beside those of the steps. It
+// returns why it cannot (a name that is not a label, more labels than a request may
+// carry, more steps than MaxHistory).
+func (st *RequestState) StartFrom(steps []HistoryStep, labels []string) error {
+	if len(steps) > MaxHistory {
+		return fmt.Errorf("a history holds at most %d steps", MaxHistory)
+	}
+	all := unionLabels(st.Labels, labels)
+	history := slices.Clone(st.History)
+	for _, h := range steps {
+		if h.Status == "" {
+			h.Status = string(RunSucceeded)
+		}
+		all = unionLabels(all, h.Labels)
+		history = append(history, h)
+	}
+	for _, l := range all {
+		if why := ValidLabel(l); why != "" {
+			return fmt.Errorf("label %q: %s", l, why)
+		}
+	}
+	if len(all) > MaxRequestLabels {
+		return fmt.Errorf("a request carries at most %d labels", MaxRequestLabels)
+	}
+	st.History, st.Labels, st.Reported = history[max(len(history)-MaxHistory, 0):], all, st.Reported+len(steps)
+	return nil
+}
+
 // markPhase records, as a phase whose first step is at start is accepted, what the
 // request had reported when its review began (reported finishes, labels).
 func markPhase(st *RequestState, start, reported int, labels []string) {

@@ -299,3 +299,36 @@ func TestFlow_Bounds(t *testing.T) {
 		t.Fatalf("history %d from %s, reported %d, labels %v", len(st.History), st.History[0].StepID, st.Reported, st.Labels)
 	}
 }
+
+// StartFrom gives a state a history as if its finishes had been reported, its labels
+// with the steps'; it refuses what a request could not carry.
+func TestRequestState_StartFrom(t *testing.T) {
+	st := &engine.RequestState{ID: "r"}
+	if err := st.StartFrom([]engine.HistoryStep{{StepID: "s1", Capability: "read_secret", Labels: []string{"secret"}}}, []string{"untrusted"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Labels, []string{"secret", "untrusted"}) || st.Reported != 1 || st.History[0].Status != "succeeded" {
+		t.Fatalf("state = labels %v, reported %d, history %+v", st.Labels, st.Reported, st.History)
+	}
+	many := make([]string, engine.MaxRequestLabels)
+	for i := range many {
+		many[i] = "l" + strconv.Itoa(i)
+	}
+	for name, tc := range map[string]struct {
+		steps  []engine.HistoryStep
+		labels []string
+	}{
+		"not a label":        {labels: []string{"Secret"}},
+		"not a step's label": {steps: []engine.HistoryStep{{StepID: "s", Labels: []string{"a b"}}}},
+		"too many labels":    {labels: many},
+		"too long a history": {steps: make([]engine.HistoryStep, engine.MaxHistory+1)},
+	} {
+		before := *st
+		if err := st.StartFrom(tc.steps, tc.labels); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if !slices.Equal(st.Labels, before.Labels) || len(st.History) != len(before.History) {
+			t.Errorf("%s: the state changed", name)
+		}
+	}
+}

@@ -49,7 +49,7 @@ test_mail_without_an_address_after_a_secret_denied if {
 
 test_without_an_internal_domain_every_mail_after_a_secret_denied if {
 	inp := plan_input([step("step-2", "send_email", {"to": "ops@acme.example"})], ["secret"])
-	not plan.allow with input as inp with data.mail.allowlist as allowlist
+	not plan.allow with input as inp with data.mail.allowlist as allowlist with data.mail.internal_domain as null
 }
 
 test_unknown_capability_denied if {
