@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&Spec{
 		Name: "rego",
-		Summary: "Reviews the plan with a prepared Rego query. Input `{plan, phase, request, metadata, enrichments}`; " +
+		Summary: "Reviews the plan with a prepared Rego query. Input `{plan, phase, request, metadata, enrichments, labels, history}`; " +
 			"the decision document has `deny` (violations `{code, step_id?, message}` or strings) and optionally `plan` " +
 			"(a rewritten plan). Allowed iff defined and `deny` is empty; anything else is an error.",
 		Stages: []engine.Stage{engine.StageAfterPlanning},

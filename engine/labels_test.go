@@ -234,6 +234,21 @@ func TestFlow_WhatACallSees(t *testing.T) {
 	if !slices.Equal(five.Flow.Labels, []string{"secret", "untrusted"}) {
 		t.Fatalf("step-5 labels = %v", five.Flow.Labels)
 	}
+	rec, err := mem.Get(context.Background(), "req")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, o := range rec.Operations {
+		finish := ""
+		if o.Finish != nil {
+			finish = strings.Join(o.Finish.Labels, ",")
+		}
+		ops = append(ops, o.StepID+":"+strings.Join(o.Labels, ",")+"/"+strings.Join(o.CallLabels, ",")+">"+finish)
+	}
+	if want := []string{"step-1:/>secret", "step-2:/>untrusted", "step-3:secret,untrusted/>secret", "step-5:secret,untrusted/>", "step-4:secret,untrusted/secret>"}; !slices.Equal(ops, want) {
+		t.Fatalf("record operations = %q, want %q", ops, want)
+	}
 	st, ok, err := mem.GetRequest(context.Background(), "req")
 	if err != nil || !ok {
 		t.Fatal(ok, err)

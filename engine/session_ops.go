@@ -184,6 +184,7 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
 	call.Labels, call.Flow = s.flowOf(&call)
+	rec.Labels, rec.CallLabels = call.Flow.Labels, call.Labels
 	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
 	if end == nil {
@@ -427,7 +428,7 @@ func (s *Session) finish(ctx context.Context, f Finish) error {
 	if err != nil {
 		return err
 	}
-	done := &FinishRecord{Status: f.Status, Retryable: f.Retryable, Error: f.Error, Response: f.Response, Duration: f.Duration, At: s.d.now().UTC()}
+	done := &FinishRecord{Status: f.Status, Retryable: f.Retryable, Error: f.Error, Response: f.Response, Labels: labels, Duration: f.Duration, At: s.d.now().UTC()}
 	return s.writeRecord(context.WithoutCancel(ctx), func(r *ExecutionRecord) {
 		for i := len(r.Operations) - 1; i >= 0; i-- {
 			o := &r.Operations[i]

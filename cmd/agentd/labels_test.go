@@ -271,4 +271,31 @@ func TestLabels_ParallelBatchesOnlyDenyByReference(t *testing.T) {
 	if strings.Join(denied, ",") != "step-7" {
 		t.Fatalf("denied %v, want only step-7 (the one the secret flows into)", denied)
 	}
+	// The record shows the labels each result got and those that decided the denial.
+	status, body := d.do(t, http.MethodGet, "/v1/executions/batch", "")
+	var rec struct {
+		Operations []struct {
+			StepID     string   `json:"step_id"`
+			Outcome    string   `json:"outcome"`
+			Labels     []string `json:"labels"`
+			CallLabels []string `json:"call_labels"`
+			Finish     *struct {
+				Labels []string `json:"labels"`
+			} `json:"finish"`
+		} `json:"operations"`
+	}
+	if err := json.Unmarshal([]byte(body), &rec); status != http.StatusOK || err != nil {
+		t.Fatalf("record: %d %v %s", status, err, body)
+	}
+	var ops []string
+	for _, o := range rec.Operations {
+		line := o.StepID + " " + o.Outcome + " " + strings.Join(o.Labels, ",") + "/" + strings.Join(o.CallLabels, ",")
+		if o.Finish != nil {
+			line += " finish " + strings.Join(o.Finish.Labels, ",")
+		}
+		ops = append(ops, line)
+	}
+	if ops[0] != "step-1 allow / finish secret" || ops[1] != "step-2 allow /" || ops[6] != "step-7 deny secret/secret" {
+		t.Fatalf("record operations: %q", ops)
+	}
 }
