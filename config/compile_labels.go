@@ -51,9 +51,10 @@ func (lb *labeler) Labels(ctx context.Context, call *op.Call, result any) []stri
 // is CEL in the label scope (call, result) under the generation's cost limit. A
 // generation declares at most
 // engine.MaxRequestLabels distinct labels, so no request can carry more. nil when no
-// document declares labels.
-func (l *loader) compileLabels() engine.Labeler {
+// document declares labels; the infos list the rules.
+func (l *loader) compileLabels() (engine.Labeler, []LabelInfo) {
 	var rules []labelRule
+	var infos []LabelInfo
 	var names []string
 	for _, d := range l.docs {
 		for i, n := range d.list("labels") {
@@ -68,11 +69,12 @@ func (l *loader) compileLabels() engine.Labeler {
 			c := l.context(d, "", "labels")
 			if prg := c.Expr(get(n, "when"), field+".when", expr.Label, expr.Bool); prg != nil {
 				rules = append(rules, labelRule{label: name.Value, when: prg})
+				infos = append(infos, LabelInfo{Label: name.Value, When: get(n, "when").Value, File: d.src.Name, Line: n.Line})
 			}
 		}
 	}
 	if len(rules) == 0 {
-		return nil
+		return nil, nil
 	}
-	return &labeler{rules: rules, logger: l.opts.Logger}
+	return &labeler{rules: rules, logger: l.opts.Logger}, infos
 }

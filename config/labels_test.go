@@ -93,8 +93,9 @@ func loadFlow(t *testing.T) *config.Generation {
 // a when that fails to evaluate attaches its label (fail closed).
 func TestLoad_LabelsAttachByCallAndResult(t *testing.T) {
 	gen := loadFlow(t)
-	if gen.Labels == nil {
-		t.Fatal("no labeler")
+	if gen.Labels == nil || len(gen.LabelRules) != 3 || gen.LabelRules[2].Label != "confidential" || gen.LabelRules[2].Line != 9 ||
+		gen.LabelRules[0].When != "call.capability == 'read_secret'" {
+		t.Fatalf("labeler %v, rules %+v", gen.Labels, gen.LabelRules)
 	}
 	ctx := context.Background()
 	for _, tc := range []struct {

@@ -102,7 +102,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
-	labels := l.compileLabels()
+	labels, labelInfos := l.compileLabels()
 	openai := l.compileOpenAIGateway(catalog)
 	decisionLog := l.compileDecisionLog()
 	if len(l.errs) > 0 {
@@ -121,7 +121,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 			Labels: labels,
 		},
 		Digest: id, Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
-		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
+		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, LabelRules: labelInfos, Observers: l.observers,
 		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }
