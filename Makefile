@@ -8,7 +8,7 @@ EXAMPLE ?= examples/stock-agent
 # duration, cannot trip Go's race at the -fuzztime deadline ("context deadline exceeded"
 # with no failing input, golang/go#75804) on a loaded machine. A test in cmd/agentd fails
 # when a Fuzz function of the repository is missing here.
-FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine:FuzzParseTraceParent:20000 ./engine/ref:FuzzScan:80000 \
+FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine:FuzzParseTraceParent:20000 ./engine:FuzzStartFrom:20000 ./engine/ref:FuzzScan:80000 \
 	./engine/expr:FuzzCompile:2000 ./engine/op:FuzzCallValidate:50000 ./gateway/mcp:FuzzMetaTraceContext:5000 \
 	./server:FuzzAPIBodies:8000 ./engine/policy/reads:FuzzPlanMemo_KeysSound:4000 \
 	./engine/policy/reads:FuzzCanon_AgreesWithJSON:5000 ./server:FuzzParseTokenFile:20000 \

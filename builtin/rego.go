@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&Spec{
 		Name: "rego",
-		Summary: "Reviews the plan with a prepared Rego query. Input `{plan, phase, request, metadata, enrichments}`; " +
+		Summary: "Reviews the plan with a prepared Rego query. Input `{plan, phase, request, metadata, enrichments, labels, history}`; " +
 			"the decision document has `deny` (violations `{code, step_id?, message}` or strings) and optionally `plan` " +
 			"(a rewritten plan). Allowed iff defined and `deny` is empty; anything else is an error.",
 		Stages: []engine.Stage{engine.StageAfterPlanning},
@@ -216,15 +216,15 @@ func (a *regoPlan) Run(ctx context.Context, s *State) error {
 // it: it then sees the memo's input, and decides as an untraced evaluation does.
 func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, error) {
 	phase := max(s.Plan.PhaseNumber, 1)
-	p, memo := s.Pctx, a.memo.Load()
+	p, memo, flow := s.Pctx, a.memo.Load(), s.Info.Flow
 	if memo == nil || policy.Traced(ctx) {
-		input, err := policy.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+		input, err := policy.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments, flow)
 		if err != nil && memo != nil {
-			input, err = memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+			input, err = memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments, flow)
 		}
 		return a.evaluate(ctx, input, err)
 	}
-	d, key, hit, err := memo.Lookup(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+	d, key, hit, err := memo.Lookup(s.Plan, phase, p.Request, p.Metadata, p.Enrichments, flow)
 	if err != nil {
 		return policy.PlanDecision{}, fmt.Errorf("rego input: %w", err)
 	}
@@ -234,7 +234,7 @@ func (a *regoPlan) decide(ctx context.Context, s *State) (policy.PlanDecision, e
 		}
 		return d, nil
 	}
-	input, err := memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments)
+	input, err := memo.PlanInput(s.Plan, phase, p.Request, p.Metadata, p.Enrichments, flow)
 	d, err = a.evaluate(ctx, input, err)
 	if err == nil {
 		memo.Put(key, d)
@@ -262,7 +262,7 @@ func (a *regoPlan) startAudit(ctx context.Context, s *State, phase int, memoized
 	if !a.auditing.CompareAndSwap(false, true) {
 		return
 	}
-	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments)
+	input, err := policy.PlanInput(s.Plan, phase, s.Pctx.Request, s.Pctx.Metadata, s.Pctx.Enrichments, s.Info.Flow)
 	if err != nil {
 		a.auditing.Store(false)
 		return

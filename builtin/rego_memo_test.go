@@ -138,7 +138,7 @@ func TestRegoMemo_KeyIgnoresInputThePolicyDoesNotRead(t *testing.T) {
 
 func planKey(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, phase int, request string, metadata map[string]any) policy.MemoKey {
 	t.Helper()
-	key, err := m.PlanKey(plan, phase, request, metadata, map[string]any{})
+	key, err := m.PlanKey(plan, phase, request, metadata, map[string]any{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestRegoMemo_AuditOutlivesItsRequest(t *testing.T) {
 
 func hit(t *testing.T, m *policy.PlanMemo, plan *engine.RoutingPlan, request string) bool {
 	t.Helper()
-	_, _, ok, err := m.Lookup(plan, 1, request, map[string]any{}, map[string]any{})
+	_, _, ok, err := m.Lookup(plan, 1, request, map[string]any{}, map[string]any{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -259,5 +259,5 @@ func regoGuard(q *policy.Query, fallback *op.Denial) op.GuardFunc {
 }
 
 func guardVars(call *op.Call) *expr.Vars {
-	return &expr.Vars{Request: call.Request, Metadata: call.Metadata, Call: call}
+	return &expr.Vars{Request: call.Request, Metadata: call.Metadata, Call: call, Flow: call.Flow}
 }

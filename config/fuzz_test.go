@@ -56,6 +56,16 @@ guards:
     - {<<: *r, operation: inference, name: !!str guard-2}
     - {operation: tool_call, rego: {query: data.agentd.guard}}
 `),
+	hookSet("labels", `
+labels:
+  - &l {label: secret, when: "call.capability == 'read_secret'"}
+  - {<<: *l, label: untrusted}
+  - {label: big, when: "size(string(result)) > 10"}
+guards:
+  policy_revision: r
+  rules:
+    - {operation: tool_call, deny_if: "'secret' in labels && history.exists(h, 'big' in h.labels) && 'x' in call.labels", code: c, reason: r}
+`),
 }
 
 // fuzzSeeds returns every hooks file of the invalid corpus and of the example.

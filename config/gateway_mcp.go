@@ -48,8 +48,11 @@ type MCPServer struct {
 	// characters); Prompts the prompt names (`*` for all). Empty passes none.
 	Resources []string
 	Prompts   []string
-	File      string
-	Line      int
+	// MetaLabels honours the labels the server states in a tool result's
+	// _meta["dev.agentd/labels"] (a list of label names), beside the config's own.
+	MetaLabels bool
+	File       string
+	Line       int
 }
 
 // MCPTool is one tool of an upstream: a capability of its server's catalog agent.
@@ -94,8 +97,9 @@ type mcpServerDoc struct {
 		Returns []string `yaml:"returns"`
 		Timeout string   `yaml:"timeout"`
 	} `yaml:"tools"`
-	Resources []string `yaml:"resources"`
-	Prompts   []string `yaml:"prompts"`
+	Resources  []string `yaml:"resources"`
+	Prompts    []string `yaml:"prompts"`
+	MetaLabels bool     `yaml:"meta_labels"`
 }
 
 // catalogSite is a catalog agent and the node it was declared at: a catalog entry,
@@ -166,7 +170,7 @@ func (l *loader) compileMCPServer(d document, n *yaml.Node, field, base string) 
 	}
 	s := MCPServer{
 		Name: doc.Name, Namespace: doc.Namespace, Command: doc.Command, Env: doc.Env, EnvPass: doc.EnvPass,
-		URL: doc.URL, HeadersEnv: doc.HeadersEnv, Resources: doc.Resources, Prompts: doc.Prompts,
+		URL: doc.URL, HeadersEnv: doc.HeadersEnv, Resources: doc.Resources, Prompts: doc.Prompts, MetaLabels: doc.MetaLabels,
 		File: d.src.Name, Line: n.Line,
 	}
 	s.Timeout = duration(doc.Timeout, get(n, "timeout"), field+".timeout")

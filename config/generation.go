@@ -33,6 +33,8 @@ type Generation struct {
 	DataMounts []DataMount
 	Hooks      []HookInfo
 	Guards     []GuardInfo
+	// LabelRules are the rules of the labels sections, in order.
+	LabelRules []LabelInfo
 	// Observers are the declarative operation observers, in order.
 	Observers []ObserverInfo
 	Gateways  Gateways
@@ -84,6 +86,14 @@ type HookInfo struct {
 }
 
 // GuardInfo describes one compiled guard rule, in order.
+// LabelInfo is one rule of a labels section: the label and its when, where declared.
+type LabelInfo struct {
+	Label string `json:"label"`
+	When  string `json:"when"`
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+}
+
 type GuardInfo struct {
 	Name      string       `json:"name"`
 	Operation op.Operation `json:"operation"`

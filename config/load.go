@@ -102,6 +102,7 @@ func Load(dir string, opts Options) (*Generation, error) {
 	catalog := l.compileCatalog(mcpAgents)
 	hooks, infos := l.compileHooks()
 	runner, guards, revision := l.compileGuards()
+	labels, labelInfos := l.compileLabels()
 	openai := l.compileOpenAIGateway(catalog)
 	decisionLog := l.compileDecisionLog()
 	notify := l.compileApprovals()
@@ -118,10 +119,10 @@ func Load(dir string, opts Options) (*Generation, error) {
 		Generation: engine.Generation{
 			ID: id, Pipeline: pipeline, Runner: runner, PolicyRevision: revision,
 			Binding: cmp.Or(l.settings.binding, engine.DefaultBinding), MaxRequestAge: l.settings.maxRequestAge,
-			ApprovalTTL: l.settings.approvalTTL,
+			ApprovalTTL: l.settings.approvalTTL, Labels: labels,
 		},
 		Digest: id, Dir: dir, Files: files, Catalog: catalog, Policies: l.rego, Queries: slices.Compact(slices.Sorted(slices.Values(l.queries))),
-		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, Observers: l.observers,
+		Reads: l.reads, DataMounts: l.mounts, Hooks: infos, Guards: guards, LabelRules: labelInfos, Observers: l.observers,
 		Gateways: Gateways{MCP: mcp, OpenAI: openai}, DecisionLog: decisionLog, ApprovalNotify: notify, AllowBoundaryRemoval: l.settings.allowBoundaryRemoval, LoadedAt: time.Now().UTC(),
 	}, nil
 }

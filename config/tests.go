@@ -38,6 +38,10 @@ type TestGiven struct {
 	Response          string                  `json:"response"`
 	Operation         string                  `json:"operation"`
 	Call              map[string]any          `json:"call"`
+	// History and Labels are what the request reported before the case: executed
+	// steps and their labels, and labels beside them (docs/semantics.md §8.21).
+	History []engine.HistoryStep `json:"history"`
+	Labels  []string             `json:"labels"`
 }
 
 // TestExpect lists what a test case checks; absent fields are not checked.

@@ -96,7 +96,8 @@ func checkEvent(e *Event, r *engine.CheckReport) {
 	if rec := r.Record; rec != nil {
 		e.WouldDeny, e.Approval = rec.WouldDeny, rec.Approval
 		if rec.Outcome != engine.CheckAllow {
-			e.Denial = &Denial{Code: rec.Code, Reason: rec.Reason, Guard: rec.Guard, GuardIndex: rec.GuardIndex, Binding: rec.Binding}
+			e.Denial = &Denial{Code: rec.Code, Reason: rec.Reason, Guard: rec.Guard, GuardIndex: rec.GuardIndex, Binding: rec.Binding,
+				Labels: rec.Labels, CallLabels: rec.CallLabels}
 		}
 	} else if den, ok := op.AsDenial(r.Err); ok {
 		e.Denial = &Denial{Code: den.Code, Reason: den.Reason}

@@ -64,13 +64,17 @@ type Hook struct {
 }
 
 // Denial is how an operation check was denied (or failed): the code and reason, the
-// rule that decided (plan_binding or a guard, with its index) and the binding mode.
+// rule that decided (plan_binding or a guard, with its index), the binding mode, and
+// the information-flow labels the guards saw (the request's, and those flowing into
+// the call; docs/semantics.md §8.21).
 type Denial struct {
 	Code       string             `json:"code,omitempty"`
 	Reason     string             `json:"reason,omitempty"`
 	Guard      string             `json:"guard,omitempty"`
 	GuardIndex *int               `json:"guard_index,omitempty"`
 	Binding    engine.BindingMode `json:"binding,omitempty"`
+	Labels     []string           `json:"labels,omitempty"`
+	CallLabels []string           `json:"call_labels,omitempty"`
 }
 
 // Shadow is what a shadow event reports: the live decision (the event's decision id)

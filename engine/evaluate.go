@@ -10,8 +10,8 @@ import (
 
 // WhatIf is the request a plan is evaluated for without running it: the request's
 // text, metadata and enrichments, the steps of the phases accepted before (Prior) and
-// their count (Phase), whether it failed, and its cache dimensions. The maps and
-// steps are only read.
+// their count (Phase), whether it failed, its cache dimensions, and the labels and
+// history it reported (Flow, nil for none: §8.21). The maps and steps are only read.
 type WhatIf struct {
 	RequestID         string
 	Request           string
@@ -22,12 +22,13 @@ type WhatIf struct {
 	Failed            bool
 	CacheVary         map[string]string
 	CacheReadDisabled bool
+	Flow              *Flow
 }
 
 // info is the request context the hooks of a call on w see: the one the driver gives
 // a stage call of the request (Session.begin).
 func (w *WhatIf) info(gen string) RequestInfo {
-	return RequestInfo{ID: w.RequestID, Generation: gen, Gate: NewGate(w.CacheVary, w.CacheReadDisabled), Phase: w.Phase, Failed: w.Failed}
+	return RequestInfo{ID: w.RequestID, Generation: gen, Gate: NewGate(w.CacheVary, w.CacheReadDisabled), Phase: w.Phase, Failed: w.Failed, Flow: w.Flow}
 }
 
 // requestContext returns ctx carrying the request context the hooks of g see in a
@@ -93,7 +94,8 @@ func (s *Session) Evaluate(ctx context.Context, plan *RoutingPlan) (*RoutingPlan
 func (s *Session) whatIf() WhatIf {
 	st := s.state
 	return WhatIf{RequestID: st.ID, Request: st.Request, Metadata: st.Metadata, Enrichments: st.Enrichments, Prior: st.PriorSteps,
-		Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed, CacheVary: st.CacheVary, CacheReadDisabled: st.CacheReadDisabled}
+		Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed, CacheVary: st.CacheVary, CacheReadDisabled: st.CacheReadDisabled,
+		Flow: &Flow{Labels: st.Labels, History: st.History}}
 }
 
 // EvaluateCall returns what g's plan binding and guards decide of call against st, the

@@ -24,6 +24,9 @@ type Generation struct {
 	// ApprovalTTL is how long an approval a check opens stays pending; 0 means
 	// DefaultApprovalTTL.
 	ApprovalTTL time.Duration
+	// Labels labels the results finishes report; nil attaches none but those a
+	// finish states itself.
+	Labels Labeler
 }
 
 // telemetry returns the instruments of the generation's pipeline (none without one).

@@ -174,17 +174,24 @@ type OperationRecord struct {
 	// Approval is the approval the check consulted (a guard rule with effect
 	// require_approval matched): its id, status and decision.
 	Approval *ApprovalMark `json:"approval,omitempty"`
-	Finish   *FinishRecord `json:"finish,omitempty"`
+	// Labels are the request's labels as the guards saw them (labels), CallLabels
+	// those flowing into the call (call.labels): with the outcome, what decided it
+	// (docs/semantics.md §8.21). Absent when there were none.
+	Labels     []string      `json:"labels,omitempty"`
+	CallLabels []string      `json:"call_labels,omitempty"`
+	Finish     *FinishRecord `json:"finish,omitempty"`
 }
 
 // FinishRecord is how a checked operation ended, as its caller reported it.
 type FinishRecord struct {
-	Status    RunStatus     `json:"status"`
-	Retryable bool          `json:"retryable,omitempty"`
-	Error     string        `json:"error,omitempty"`
-	Response  any           `json:"response,omitempty"`
-	Duration  time.Duration `json:"duration,omitempty"`
-	At        time.Time     `json:"at"`
+	Status    RunStatus `json:"status"`
+	Retryable bool      `json:"retryable,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Response  any       `json:"response,omitempty"`
+	// Labels are the labels its result got (§8.21).
+	Labels   []string      `json:"labels,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	At       time.Time     `json:"at"`
 }
 
 // LifecycleAt returns the record's lifecycle as of now: an open request whose state

@@ -14,6 +14,9 @@ type RequestInfo struct {
 	// Failed is set once the request failed.
 	Phase  int
 	Failed bool
+	// Flow is the labels and history the request had reported (never nil from a
+	// driver): what a plan review sees.
+	Flow *Flow
 }
 
 type requestInfoKey struct{}

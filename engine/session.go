@@ -124,7 +124,8 @@ func (s *Session) begin(ctx context.Context, stage Stage) *stageCall {
 // to an evaluation (TestEvaluate_SeesTheRealPathsContext).
 func (s *Session) info(gate Gate) RequestInfo {
 	st := s.state
-	return RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate, Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed}
+	return RequestInfo{ID: st.ID, Generation: s.gen.ID, Gate: gate, Phase: st.Phase, Failed: st.Lifecycle == LifecycleFailed,
+		Flow: &Flow{Labels: st.Labels, History: st.History}}
 }
 
 // recorded returns the call's invocations, copied from the trail once: the record, the
@@ -265,6 +266,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		plan.PhaseNumber = st.Phase + 1
 	}
 	planID := plan.PlanID
+	reported, labels := st.Reported, st.Labels // what the review sees (RequestInfo.Flow)
 	if err := s.gen.Pipeline.ValidatePlan(plan, st.PriorSteps); err != nil {
 		if ch := s.rejected(c, plan, err); ch.state != nil { // the request fails with it
 			if werr := s.commit(c, ch); werr != nil {
@@ -287,6 +289,7 @@ func (s *Session) AfterPlanning(ctx context.Context, plan *RoutingPlan, phase in
 		recorded := s.ownPlan(accepted)
 		if err := s.commit(c, change{
 			state: func(st *RequestState) {
+				markPhase(st, len(st.PriorSteps), reported, labels)
 				st.PhaseStart, st.PhasePlanID, st.PhaseHash = len(st.PriorSteps), planID, hash
 				st.PriorSteps = append(slices.Clip(st.PriorSteps), recorded.Steps...)
 				st.Phase = accepted.PhaseNumber

@@ -206,6 +206,8 @@ func (s *Session) check(ctx context.Context, call op.Call, started time.Time, re
 	if bound && (s.gen.Runner.ReadsStep(call.Operation) || live != nil && live.Runner.ReadsStep(call.Operation)) {
 		call.Step = stepObject(acceptedStep(s.state, call.StepID))
 	}
+	call.Labels, call.Flow = s.flowOf(&call)
+	rec.Labels, rec.CallLabels = call.Flow.Labels, call.Labels
 	ctx, findings := withFindingSink(ctx)
 	opctx, end, verdict = s.gen.Runner.Start(ctx, call)
 	if end == nil {
@@ -387,6 +389,9 @@ type Finish struct {
 	// Response is the step's response (JSON-shaped): {{<step>.response.…}} references
 	// of later steps resolve against it.
 	Response any
+	// Labels are labels the result carries by the caller's word (a gateway honouring
+	// an MCP server's _meta), beside those the generation's rules attach.
+	Labels   []string
 	Error    string
 	Duration time.Duration
 }
@@ -445,6 +450,13 @@ func (d *Driver) Finish(ctx context.Context, f Finish) error {
 }
 
 func (s *Session) finish(ctx context.Context, f Finish) error {
+	var labels []string
+	if f.Status == RunSucceeded {
+		var err error
+		if labels, err = s.stepLabels(ctx, &f); err != nil {
+			return err
+		}
+	}
 	var notStarted bool
 	err := s.writeState(ctx, func(st *RequestState) {
 		run := st.Runs[f.StepID]
@@ -454,8 +466,9 @@ func (s *Session) finish(ctx context.Context, f Finish) error {
 		run = st.runOf(f.StepID)
 		run.Status, run.Retryable = f.Status, f.Status == RunFailed && f.Retryable
 		if f.Status == RunSucceeded {
-			run.Response = f.Response
+			run.Response, run.Labels = f.Response, labels
 		}
+		reportFinish(st, f.StepID, f.Status, labels)
 	})
 	if notStarted {
 		return &FinishError{Code: FinishNotStarted, Detail: fmt.Sprintf("step %q of request %q has no started check", f.StepID, s.state.ID)}
@@ -463,7 +476,7 @@ func (s *Session) finish(ctx context.Context, f Finish) error {
 	if err != nil {
 		return err
 	}
-	done := &FinishRecord{Status: f.Status, Retryable: f.Retryable, Error: f.Error, Response: f.Response, Duration: f.Duration, At: s.d.now().UTC()}
+	done := &FinishRecord{Status: f.Status, Retryable: f.Retryable, Error: f.Error, Response: f.Response, Labels: labels, Duration: f.Duration, At: s.d.now().UTC()}
 	return s.writeRecord(context.WithoutCancel(ctx), func(r *ExecutionRecord) {
 		for i := len(r.Operations) - 1; i >= 0; i-- {
 			o := &r.Operations[i]

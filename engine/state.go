@@ -48,6 +48,15 @@ type RequestState struct {
 	PhaseStart  int    `json:"phase_start,omitempty"`
 	// Runs says, per accepted step id, how far its execution went (plan binding).
 	Runs map[string]*StepRun `json:"runs,omitempty"`
+	// Labels is the union of the labels of every result the request reported, sorted;
+	// History the last MaxHistory of its reported finishes, in order, and Reported
+	// how many it reported in all; PhaseFlows says, per accepted phase, what it had
+	// reported when that phase's review began (docs/semantics.md §8.21). Like the
+	// accepted steps they never change once stored: a change replaces them.
+	Labels     []string      `json:"labels,omitempty"`
+	History    []HistoryStep `json:"history,omitempty"`
+	Reported   int           `json:"reported,omitempty"`
+	PhaseFlows []PhaseFlow   `json:"phase_flows,omitempty"`
 	// Revision grows with every write; a store never lets a write based on an older
 	// revision replace a newer one.
 	Revision int64 `json:"revision"`
@@ -78,6 +87,8 @@ type StepRun struct {
 	// Response is the step's reported response, once known: the value
 	// {{<step>.response.…}} references resolve against.
 	Response any `json:"response,omitempty"`
+	// Labels are the labels its reported result got.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // StateStore keeps request states between stage calls. Implementations must be safe

@@ -127,6 +127,12 @@ func printSummary(w io.Writer, gen *config.Generation) {
 	printDataMounts(w, gen)
 	printOpenAIGateway(w, gen.Gateways.OpenAI)
 	printMCPGateway(w, gen.Gateways.MCP)
+	for i, l := range gen.LabelRules {
+		if i == 0 {
+			fmt.Fprintln(w, "labels (attached to reported results):")
+		}
+		fmt.Fprintf(w, "  %d. %s when %s  %s:%d\n", i+1, l.Label, l.When, l.File, l.Line)
+	}
 	for i, o := range gen.Observers {
 		if i == 0 {
 			fmt.Fprintln(w, "observers:")

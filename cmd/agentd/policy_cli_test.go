@@ -169,7 +169,7 @@ func TestCLI_ProbeBadInputExits2(t *testing.T) {
 // TestCLI_ProbeShippedExamples: the examples' required allow-lists hold against every
 // mutation.
 func TestCLI_ProbeShippedExamples(t *testing.T) {
-	for _, example := range []string{"stock-agent", "retrieval-agent", "openai-gateway", "mcp-gateway"} {
+	for _, example := range []string{"stock-agent", "retrieval-agent", "openai-gateway", "mcp-gateway", "mail-agent"} {
 		code, out, errOut := runCLI(t, "probe", filepath.Join(repoRoot(t), "examples", example))
 		if code != exitOK {
 			t.Errorf("probe %s: exit %d:\n%s%s", example, code, out, errOut)
@@ -269,7 +269,7 @@ func TestCLI_CheckWarnsOnWhatLetsPlansThrough(t *testing.T) {
 			}
 		})
 	}
-	for _, example := range []string{"stock-agent", "retrieval-agent", "openai-gateway", "mcp-gateway"} {
+	for _, example := range []string{"stock-agent", "retrieval-agent", "openai-gateway", "mcp-gateway", "mail-agent"} {
 		code, out, errOut := runCLI(t, "check", "--strict", filepath.Join(repoRoot(t), "examples", example))
 		if code != exitOK || strings.Contains(out, "warning") {
 			t.Errorf("check --strict %s: exit %d:\n%s%s", example, code, out, errOut)

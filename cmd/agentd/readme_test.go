@@ -11,7 +11,7 @@ import (
 
 // walkthroughExamples are the examples TestWalkthrough drives; README commands that
 // run a walkthrough must name one of them.
-var walkthroughExamples = []string{"stock-agent", "retrieval-agent", "mcp-gateway"}
+var walkthroughExamples = []string{"stock-agent", "retrieval-agent", "mcp-gateway", "mail-agent"}
 
 // TestREADME_CommandsAreExercised runs every agentd and opa command of the README's sh
 // blocks, and checks that the others (make targets, walkthroughs) are the ones other

@@ -132,7 +132,8 @@ func (r *runner) checkCase(ctx context.Context, c *checker, tc config.TestCase) 
 // session opens the case's request: afresh for before_planning and for a case of its
 // own, else continuing the request an earlier case with the same request_id left. A
 // case of its own starts from given: its request, metadata and enrichments, and the
-// steps of completed earlier phases.
+// steps of completed earlier phases. Either starts from given's history and labels
+// (what the request reported before the case).
 func (r *runner) session(ctx context.Context, tc config.TestCase) (*engine.Session, error) {
 	g := tc.Given
 	opening := engine.Opening{
@@ -142,7 +143,14 @@ func (r *runner) session(ctx context.Context, tc config.TestCase) (*engine.Sessi
 	stage := engine.Stage(tc.Stage)
 	if g.RequestID != "" {
 		if stage == engine.StageBeforePlanning {
-			return r.driver.Open(ctx, g.RequestID, opening)
+			sess, err := r.driver.Open(ctx, g.RequestID, opening)
+			if err == nil {
+				err = r.startFrom(ctx, g) // for later cases: before_planning reads no flow
+			}
+			return sess, err
+		}
+		if err := r.startFrom(ctx, g); err != nil {
+			return nil, err
 		}
 		return r.driver.Resume(ctx, stage, g.RequestID, opening)
 	}
@@ -150,6 +158,20 @@ func (r *runner) session(ctx context.Context, tc config.TestCase) (*engine.Sessi
 	if stage == engine.StageBeforePlanning {
 		return r.driver.Open(ctx, id, opening)
 	}
+	st, err := r.caseState(id, g)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.states.PutRequest(ctx, st, 0); err != nil {
+		return nil, err
+	}
+	return r.driver.Resume(ctx, stage, id, opening)
+}
+
+// caseState is the state a case starts request id from when no earlier case opened it:
+// given's request, metadata, enrichments, the steps of completed earlier phases, and
+// its history and labels.
+func (r *runner) caseState(id string, g config.TestGiven) (*engine.RequestState, error) {
 	st := &engine.RequestState{
 		ID: id, Generation: r.gen.ID, Request: g.Request, Metadata: g.Metadata, Enrichments: maps.Clone(g.Enrichments),
 		CacheVary: g.CacheVary, CacheReadDisabled: g.CacheReadDisabled, Lifecycle: engine.LifecycleOpen,
@@ -158,10 +180,34 @@ func (r *runner) session(ctx context.Context, tc config.TestCase) (*engine.Sessi
 	if g.Phase > 1 {
 		st.Phase = g.Phase - 1
 	}
-	if err := r.states.PutRequest(ctx, st, 0); err != nil {
-		return nil, err
+	if err := st.StartFrom(g.History, g.Labels); err != nil {
+		return nil, fmt.Errorf("given.history: %w", err)
 	}
-	return r.driver.Resume(ctx, stage, id, opening)
+	return st, nil
+}
+
+// startFrom gives the request given.request_id the history and labels of given, when
+// it states any: added to an open request's, or starting one no earlier case opened.
+func (r *runner) startFrom(ctx context.Context, g config.TestGiven) error {
+	if len(g.History) == 0 && len(g.Labels) == 0 {
+		return nil
+	}
+	st, ok, err := r.states.GetRequest(ctx, g.RequestID)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		st, err = r.caseState(g.RequestID, g)
+	default:
+		if err = st.StartFrom(g.History, g.Labels); err != nil {
+			err = fmt.Errorf("given.history: %w", err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	st.Revision++
+	return r.states.PutRequest(ctx, st, 0)
 }
 
 // caseID is the request id of a case of its own: unique per case, so that no two cases
@@ -266,6 +312,10 @@ func (r *runner) checkOperation(ctx context.Context, c *checker, tc config.TestC
 	switch {
 	case tc.Given.RequestID != "":
 		call.RequestID = tc.Given.RequestID
+		if err := r.startFrom(ctx, tc.Given); err != nil {
+			c.failf("%v", err)
+			return
+		}
 	case call.RequestID == "":
 		call.RequestID = caseID(tc)
 	}

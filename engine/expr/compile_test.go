@@ -16,7 +16,8 @@ func TestScope_Variables(t *testing.T) {
 		AfterExecution: append(slices.Clone(base), "result"),
 		AfterSynthesis: append(slices.Clone(base), "response"),
 		PlanStep:       append(slices.Clone(base), "plan", "phase", "step"),
-		Guard:          append(slices.Clone(base), "call"),
+		Guard:          append(slices.Clone(base), "call", "labels", "history"),
+		Label:          append(slices.Clone(base), "call", "result"),
 	}
 	if got := len(scopes()); got != len(tests) {
 		t.Fatalf("len(scopes()) = %d, want %d", got, len(tests))
@@ -35,7 +36,7 @@ func TestScope_Variables(t *testing.T) {
 // it compiles where the scope declares the variable and is undeclared_variable elsewhere.
 func TestCompile_VariableAvailability(t *testing.T) {
 	c := newCompiler(t, 0)
-	all := []string{"request", "metadata", "enrichments", "now", "plan", "phase", "step", "result", "response", "call"}
+	all := []string{"request", "metadata", "enrichments", "now", "plan", "phase", "step", "result", "response", "call", "labels", "history"}
 	for _, scope := range scopes() {
 		for _, name := range all {
 			_, err := c.Compile(scope, "size(["+name+"]) == 1", Bool)
@@ -76,7 +77,7 @@ func TestCompile_Errors(t *testing.T) {
 			line: 1, col: 1, message: `variable "response" is not available in guard (available in after_synthesis)`},
 		{name: "call in after_execution", scope: AfterExecution, src: "result.success || call.phase > 1",
 			kind: diag.KindCELUndeclaredVariable, line: 1, col: 19,
-			message: `variable "call" is not available in after_execution (available in guard)`},
+			message: `variable "call" is not available in after_execution (available in guard, label)`},
 		{name: "unknown variable", scope: BeforePlanning, src: "tenant == 'acme'", kind: diag.KindCELUndeclaredVariable,
 			line: 1, col: 1, message: `undeclared variable "tenant" in before_planning`},
 		{name: "comprehension variable shadows nothing", scope: BeforePlanning,

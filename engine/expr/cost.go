@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 )
 
 // Size bounds assumed by the compile-time cost estimate. CEL cannot know how large the
@@ -34,6 +37,9 @@ func (sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 	if t == nil {
 		return nil
 	}
+	if n, bounded := flowBound(node.Path()); bounded {
+		return &checker.SizeEstimate{Min: 0, Max: n}
+	}
 	switch t.Kind() {
 	case types.StringKind, types.BytesKind:
 		return &checker.SizeEstimate{Min: 0, Max: MaxStringSize}
@@ -41,6 +47,47 @@ func (sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 		return &checker.SizeEstimate{Min: 0, Max: MaxCollectionSize}
 	}
 	return &checker.SizeEstimate{Min: 1, Max: 1}
+}
+
+// fitsFlow reports whether flow is within the bounds flowBound states, its strings
+// within MaxCollectionSize bytes, without converting it.
+func fitsFlow(flow *op.Flow) bool {
+	if flow == nil {
+		return true
+	}
+	if len(flow.Labels) > engine.MaxRequestLabels || len(flow.History) > engine.MaxHistory || !fitsStrings(flow.Labels...) {
+		return false
+	}
+	for i := range flow.History {
+		h := &flow.History[i]
+		if len(h.Labels) > engine.MaxRequestLabels || !fitsStrings(h.Labels...) ||
+			!fitsStrings(h.StepID, h.Namespace, h.AgentName, h.Capability, h.Status) {
+			return false
+		}
+	}
+	return true
+}
+
+func fitsStrings(ss ...string) bool {
+	for _, s := range ss {
+		if len(s) > MaxCollectionSize {
+			return false
+		}
+	}
+	return true
+}
+
+// flowBound is the size the engine bounds a value of a flow by: labels and call.labels
+// hold at most engine.MaxRequestLabels labels, history at most engine.MaxHistory steps
+// (Program.fits checks it).
+func flowBound(path []string) (uint64, bool) {
+	switch {
+	case len(path) == 1 && path[0] == varLabels, len(path) == 2 && path[0] == varCall && path[1] == "labels":
+		return engine.MaxRequestLabels, true
+	case len(path) == 1 && path[0] == varHistory:
+		return engine.MaxHistory, true
+	}
+	return 0, false
 }
 
 func (sizeEstimator) EstimateCallCost(
@@ -85,7 +132,18 @@ func (p *Program) fits(v *Vars) bool {
 			}
 		case varCall:
 			call, _ := v.ResolveName(varCall) // converted once: the evaluation reuses it
-			if !c.fitsObject(call.(map[string]any)) {
+			m := call.(map[string]any)
+			labels, _ := m["labels"].([]any) // none without a call
+			if !c.fitsObject(m) || uint64(len(labels)) > engine.MaxRequestLabels {
+				return false
+			}
+		case varLabels, varHistory:
+			if !fitsFlow(v.Flow) {
+				return false
+			}
+		case varResult:
+			x, _ := v.ResolveName(c.name)
+			if !fitsValue(x, 0) {
 				return false
 			}
 		default:

@@ -25,8 +25,14 @@ const (
 	// PlanStep is AfterPlanning plus step (one JSON-shaped engine.RoutingStep), for the
 	// `where` expressions of plan.remove_steps and plan.set_metadata.
 	PlanStep Scope = "plan_step"
-	// Guard: call (the JSON-shaped op.Call) plus request, metadata, enrichments, now.
+	// Guard: call (the JSON-shaped op.Call, with call.labels), labels (list of
+	// strings) and history (list of executed steps: step_id, namespace, agent_name,
+	// capability, status, labels) from the call's op.Flow, plus request, metadata,
+	// enrichments, now.
 	Guard Scope = "guard"
+	// Label: call (the finished step as a JSON-shaped op.Call) and result (its
+	// reported response, dyn), for the when of a HookSet's labels.
+	Label Scope = "label"
 )
 
 // Variable names.
@@ -41,6 +47,8 @@ const (
 	varResult      = "result"
 	varResponse    = "response"
 	varCall        = "call"
+	varLabels      = "labels"
+	varHistory     = "history"
 )
 
 type variable struct {
@@ -68,7 +76,8 @@ var scopeTable = []struct {
 	{AfterExecution, []variable{{varResult, cel.DynType}}},
 	{AfterSynthesis, []variable{{varResponse, cel.StringType}}},
 	{PlanStep, []variable{{varPlan, cel.DynType}, {varPhase, cel.IntType}, {varStep, cel.DynType}}},
-	{Guard, []variable{{varCall, jsonObject}}},
+	{Guard, []variable{{varCall, jsonObject}, {varLabels, cel.ListType(cel.StringType)}, {varHistory, cel.ListType(jsonObject)}}},
+	{Label, []variable{{varCall, jsonObject}, {varResult, cel.DynType}}},
 }
 
 // scopes returns every scope: the four stages, then PlanStep and Guard.

@@ -38,10 +38,15 @@ type Vars struct {
 	Result      *engine.ExecutionResult
 	Response    string
 	Call        *op.Call
-	Now         time.Time
+	// Flow gives labels and history (nil reads as empty lists); Reported is the
+	// result of the label scope, a JSON-shaped value read in place, which result
+	// resolves to when Result is nil.
+	Flow     *op.Flow
+	Reported any
+	Now      time.Time
 
-	plan, step, result, call any
-	now                      ref.Val
+	plan, step, result, call, labels, history any
+	now                                       ref.Val
 	// request is Request as CEL reads it, boxed once; requestOf is the Request it holds.
 	request    any
 	requestOf  string
@@ -63,7 +68,7 @@ var (
 
 // Reset forgets the cached conversions and the resolved time of now.
 func (v *Vars) Reset() {
-	v.plan, v.step, v.result, v.call, v.now = nil, nil, nil, nil, nil
+	v.plan, v.step, v.result, v.call, v.labels, v.history, v.now = nil, nil, nil, nil, nil, nil, nil
 }
 
 // SetStep sets Step and forgets only its cached conversion, so the plan conversion is kept
@@ -108,8 +113,24 @@ func (v *Vars) ResolveName(name string) (any, bool) {
 	case varResult:
 		if v.result == nil {
 			v.result = orNull(resultViews.View(v.Result))
+			if v.Result == nil && v.Reported != nil {
+				v.result = v.Reported
+			}
 		}
 		return v.result, true
+	case varLabels:
+		if v.labels == nil {
+			v.labels = labelsValue(nil)
+			if v.Flow != nil {
+				v.labels = labelsValue(v.Flow.Labels)
+			}
+		}
+		return v.labels, true
+	case varHistory:
+		if v.history == nil {
+			v.history = historyValue(v.Flow)
+		}
+		return v.history, true
 	case varResponse:
 		return v.Response, true
 	case varCall:
@@ -141,7 +162,34 @@ func callValue(c *op.Call) map[string]any {
 	if c.Step != nil {
 		m["step"] = c.Step
 	}
+	m["labels"] = labelsValue(c.Labels)
 	return m
+}
+
+// labelsValue is a label list as CEL reads it: a list of strings as []any, which the
+// size checks of Program.fits know.
+func labelsValue(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
+}
+
+// historyValue is a flow's history as CEL reads it: one object per step.
+func historyValue(f *op.Flow) []any {
+	if f == nil {
+		return []any{}
+	}
+	out := make([]any, len(f.History))
+	for i := range f.History {
+		h := &f.History[i]
+		out[i] = map[string]any{
+			"step_id": h.StepID, "namespace": h.Namespace, "agent_name": h.AgentName,
+			"capability": h.Capability, "status": h.Status, "labels": labelsValue(h.Labels),
+		}
+	}
+	return out
 }
 
 // orNull converts v, a wire value, or returns CEL's null for a nil one.

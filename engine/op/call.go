@@ -65,6 +65,12 @@ type Call struct {
 	// (set by plan binding, never taken from a client): guards compare it with the
 	// call as call.step (CEL) and input.step (Rego).
 	Step map[string]any `json:"-"`
+	// Labels are the labels flowing into a tool_call through the {{step-N…}}
+	// references of its step (call.labels in CEL, input.call.labels in Rego), set by
+	// the engine like Step; Flow is what the call knows of its request's labels and
+	// history (labels and history in CEL, input.labels and input.history in Rego).
+	Labels []string `json:"-"`
+	Flow   *Flow    `json:"-"`
 }
 
 // CallError reports a Call that Validate rejects. Field is the JSON name of the

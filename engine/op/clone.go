@@ -15,6 +15,7 @@ func (c Call) Clone() Call {
 	c.Parameters = cloneMap(c.Parameters, 1)
 	c.Metadata = cloneMap(c.Metadata, 1)
 	c.Step = cloneMap(c.Step, 1)
+	c.Labels = slices.Clone(c.Labels)
 	return c
 }
 

@@ -35,7 +35,7 @@ func TestLibraryPlanDecision(t *testing.T) {
 
 func TestLibraryPlanDecisionNoPlan(t *testing.T) {
 	q := mustPrepare(t, libraryBundle(t, Options{}), "data.agentd.plan")
-	in, err := PlanInput(nil, 1, "", nil, nil)
+	in, err := PlanInput(nil, 1, "", nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

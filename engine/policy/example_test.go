@@ -37,7 +37,7 @@ deny contains {"code": "capability_not_allowed", "step_id": step.step_id, "messa
 		{StepID: "step-1", Metadata: map[string]any{"capability": "stock_quote"}},
 		{StepID: "step-2", Metadata: map[string]any{"capability": "execute_trade"}},
 	}}
-	input, err := policy.PlanInput(plan, 1, "Buy AAPL", nil, nil)
+	input, err := policy.PlanInput(plan, 1, "Buy AAPL", nil, nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -85,7 +85,7 @@ func mustPrepare(tb testing.TB, b *Bundle, query string) *Query {
 // mustPlanInput is PlanInput for p in phase 1, failing the test on error.
 func mustPlanInput(tb testing.TB, p *engine.RoutingPlan) ast.Value {
 	tb.Helper()
-	in, err := PlanInput(p, 1, p.OriginalRequest, map[string]any{"tenant": "acme"}, map[string]any{})
+	in, err := PlanInput(p, 1, p.OriginalRequest, map[string]any{"tenant": "acme"}, map[string]any{}, nil)
 	if err != nil {
 		tb.Fatalf("PlanInput: %v", err)
 	}

@@ -66,12 +66,13 @@ func TestPlanInputMatchesJSON(t *testing.T) {
 	}
 	for name, p := range plans {
 		for _, env := range envs {
-			got, err := PlanInput(p, 2, "req", env.metadata, env.enrichments)
+			got, err := PlanInput(p, 2, "req", env.metadata, env.enrichments, nil)
 			if err != nil {
 				t.Fatalf("%s: PlanInput: %v", name, err)
 			}
 			want := viaJSON(t, map[string]any{
 				"plan": p, "phase": 2, "request": "req", "metadata": env.metadata, "enrichments": env.enrichments,
+				"labels": []any{}, "history": []any{},
 			})
 			if got.Compare(want) != 0 {
 				t.Errorf("%s: PlanInput =\n %v\nJSON round trip =\n %v", name, got, want)
@@ -90,7 +91,7 @@ func TestCallInputMatchesJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := viaJSON(t, map[string]any{"call": call, "request": "buy", "metadata": md, "enrichments": nil})
+		want := viaJSON(t, map[string]any{"call": withLabels(t, call), "request": "buy", "metadata": md, "enrichments": nil, "labels": []any{}, "history": []any{}})
 		if got.Compare(want) != 0 {
 			t.Errorf("CallInput = %v, want %v", got, want)
 		}
@@ -100,16 +101,16 @@ func TestCallInputMatchesJSON(t *testing.T) {
 func TestInputErrors(t *testing.T) {
 	p := wiretest.StockPlan(wiretest.StockStep("step-1", "stock_quote"))
 	p.Steps[0].Metadata["parameters"] = map[string]any{"amount": math.NaN()}
-	if _, err := PlanInput(p, 1, "", nil, nil); err == nil {
+	if _, err := PlanInput(p, 1, "", nil, nil, nil); err == nil {
 		t.Error("PlanInput accepted a NaN parameter")
 	}
 	p = wiretest.StockPlan()
 	p.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := PlanInput(p, 1, "", nil, nil); err == nil {
+	if _, err := PlanInput(p, 1, "", nil, nil, nil); err == nil {
 		t.Error("PlanInput accepted a year JSON cannot encode")
 	}
 	p.CreatedAt = time.Date(2025, 1, 1, 0, 0, 0, 0, time.FixedZone("far", 25*60*60))
-	if _, err := PlanInput(p, 1, "", nil, nil); err == nil {
+	if _, err := PlanInput(p, 1, "", nil, nil, nil); err == nil {
 		t.Error("PlanInput accepted a zone offset JSON cannot encode")
 	}
 	if _, err := CallInput(&op.Call{Parameters: map[string]any{"x": math.Inf(1)}}, "", nil, nil); err == nil {
@@ -139,11 +140,11 @@ func TestInput_AgreesWithJSON(t *testing.T) {
 	for range 1000 {
 		p, call := wiretest.Plan(r), wiretest.Call(r)
 		md, en := wiretest.Object(r, 2), wiretest.Object(r, 2)
-		got, err := PlanInput(p, 2, "req", md, en)
+		got, err := PlanInput(p, 2, "req", md, en, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := viaJSON(t, map[string]any{"plan": p, "phase": 2, "request": "req", "metadata": md, "enrichments": en})
+		want := viaJSON(t, map[string]any{"plan": p, "phase": 2, "request": "req", "metadata": md, "enrichments": en, "labels": []any{}, "history": []any{}})
 		if got.Compare(want) != 0 {
 			t.Fatalf("PlanInput =\n %v\nJSON =\n %v", got, want)
 		}
@@ -151,9 +152,28 @@ func TestInput_AgreesWithJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = viaJSON(t, map[string]any{"call": call, "request": call.Request, "metadata": call.Metadata, "enrichments": en})
+		want = viaJSON(t, map[string]any{"call": withLabels(t, call), "request": call.Request, "metadata": call.Metadata, "enrichments": en, "labels": []any{}, "history": []any{}})
 		if got.Compare(want) != 0 {
 			t.Fatalf("CallInput =\n %v\nJSON =\n %v", got, want)
 		}
 	}
+}
+
+// withLabels is call's JSON form with its labels as input.call.labels.
+func withLabels(t *testing.T, call *op.Call) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	labels := make([]any, len(call.Labels))
+	for i, l := range call.Labels {
+		labels[i] = l
+	}
+	m["labels"] = labels
+	return m
 }

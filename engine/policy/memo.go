@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
 
@@ -100,8 +101,8 @@ func (m *PlanMemo) AllowedReads() *reads.Tree { return m.allowed }
 // (reads.Tree.Key), computed without building the Rego value: the keys Lookup looks up,
 // for callers that need the keys alone. It fails where the memo's PlanInput fails: on a
 // part the evaluation may observe that does not convert.
-func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (MemoKey, error) {
-	in := planInput{plan, phase, request, metadata, enrichments}
+func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any, flow *op.Flow) (MemoKey, error) {
+	in := newPlanInput(plan, phase, request, metadata, enrichments, flow)
 	view := planInputs.View(&in)
 	var key MemoKey
 	var err error
@@ -120,8 +121,8 @@ func (m *PlanMemo) PlanKey(plan *engine.RoutingPlan, phase int, request string, 
 // decision under Allowed, any other under Exact), and on a miss the keys, to Put the
 // decision under once evaluated. A hit allocates nothing. A decision's Plan is shared:
 // callers must copy it before changing it.
-func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (d PlanDecision, key MemoKey, hit bool, err error) {
-	in := planInput{plan, phase, request, metadata, enrichments}
+func (m *PlanMemo) Lookup(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any, flow *op.Flow) (d PlanDecision, key MemoKey, hit bool, err error) {
+	in := newPlanInput(plan, phase, request, metadata, enrichments, flow)
 	if m.longKeys.Load() {
 		pooled := keyBuffers.Get().(*[]byte)
 		var buf []byte
@@ -200,8 +201,8 @@ const maxKeyBuffer = 64 << 10
 // parts of the plan-review input its evaluation may observe, nothing else, so that
 // what no evaluation reads is never converted, on a memo hit or a miss. Evaluations
 // decide on it as on the whole input (policy.PlanInput), and its key is PlanKey's.
-func (m *PlanMemo) PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any) (ast.Value, error) {
-	in := planInput{plan, phase, request, metadata, enrichments}
+func (m *PlanMemo) PlanInput(plan *engine.RoutingPlan, phase int, request string, metadata, enrichments map[string]any, flow *op.Flow) (ast.Value, error) {
+	in := newPlanInput(plan, phase, request, metadata, enrichments, flow)
 	input, err := m.reads.Input(planInputs.View(&in))
 	if err != nil {
 		return nil, inputError(err)

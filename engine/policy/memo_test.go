@@ -23,7 +23,7 @@ func TestPlanMemo_AnEntryAnswersOnlyItsOwnKey(t *testing.T) {
 	}
 	lookup := func(p *engine.RoutingPlan) (PlanDecision, MemoKey, bool) {
 		t.Helper()
-		d, key, hit, err := m.Lookup(p, 1, "r", nil, nil)
+		d, key, hit, err := m.Lookup(p, 1, "r", nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func BenchmarkQuery_PlanDecision3Steps(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		in, err := PlanInput(p, 1, p.OriginalRequest, map[string]any{"tenant": "acme"}, map[string]any{})
+		in, err := PlanInput(p, 1, p.OriginalRequest, map[string]any{"tenant": "acme"}, map[string]any{}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func BenchmarkPlanInput(b *testing.B) {
 	md := map[string]any{"tenant": "acme"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := PlanInput(p, 1, p.OriginalRequest, md, nil); err != nil {
+		if _, err := PlanInput(p, 1, p.OriginalRequest, md, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -163,7 +163,7 @@ func TestQueryConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range rounds {
 				want := (g + i) % 2
-				in, err := PlanInput(plans[want], 1, "req", nil, nil)
+				in, err := PlanInput(plans[want], 1, "req", nil, nil, nil)
 				if err != nil {
 					errs <- err
 					return

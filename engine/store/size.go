@@ -86,7 +86,11 @@ func runSize(id string, r *engine.StepRun) int64 {
 	if r == nil {
 		return 0
 	}
-	return int64(len(id)) + 32 + sizeOf(r.Response)
+	n := int64(len(id)) + 32 + sizeOf(r.Response)
+	for _, l := range r.Labels {
+		n += int64(len(l)) + 16
+	}
+	return n
 }
 
 // recordSize estimates an execution record.

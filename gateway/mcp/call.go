@@ -83,10 +83,15 @@ func (g *Gateway) forward(ctx context.Context, s *session, req *mcp.CallToolRequ
 	if err != nil {
 		err = callError(ctx, cctx, err, up.name, timeout)
 	}
+	r, finished := g.finish(ctx, s, step, up.settings(), res, err, duration)
+	if !finished && err == nil {
+		// The result's labels are not the request's: the client must not see it.
+		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the tool's result could not be labelled"}}}
+	}
 	g.inflight.Add(1) // Shutdown waits for the report too
 	go func() {
 		defer g.inflight.Add(-1)
-		g.report(ctx, s, step, res, err, duration)
+		g.report(ctx, s, r)
 	}()
 	return res, err
 }
@@ -173,20 +178,16 @@ func heldRefusal(code, reason string, a *engine.Approval) *refusal {
 	return &refusal{Code: code, Reason: reason, Approval: ref}
 }
 
-// report files the outcome of a forwarded call: the driver is told how the checked
-// step ended (Driver.Finish), then the session's combined result goes to
-// after_execution. It runs beside the call's answer, which nothing it does can change
-// (after_execution observes only), so a session's next call may be reviewed before it.
-// A failure to report, a hook panic included, is logged; the call's answer stands.
-func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingStep, res *mcp.CallToolResult, callErr error, d time.Duration) {
+// finish tells the driver how a forwarded call ended (Driver.Finish) before its
+// answer goes back, so that the labels of its result are the request's before the
+// client, or a model behind it, has seen it (docs/semantics.md §8.21); with the
+// server's meta_labels set, those it states in the result's _meta["dev.agentd/labels"]
+// too. finished is false when the driver did not take the finish: a failure to
+// report is logged.
+func (g *Gateway) finish(ctx context.Context, s *session, step engine.RoutingStep, up *settings, res *mcp.CallToolResult, callErr error, d time.Duration) (r engine.StepResult, finished bool) {
 	ctx = s.confine(context.WithoutCancel(ctx))
-	defer func() {
-		if v := recover(); v != nil {
-			g.log.Error("reporting an MCP call panicked", "request_id", s.id, "step_id", step.StepID, "panic", fmt.Sprint(v))
-		}
-	}()
 	params, _ := step.Metadata["parameters"].(map[string]any)
-	r := engine.StepResult{
+	r = engine.StepResult{
 		StepID: step.StepID, AgentName: step.AgentName, Namespace: step.Namespace, Capability: step.Capability(),
 		Parameters: params, Success: callErr == nil && !res.IsError, Duration: d, Attempts: 1,
 	}
@@ -199,21 +200,69 @@ func (g *Gateway) report(ctx context.Context, s *session, step engine.RoutingSte
 			r.Error = "the tool reported an error"
 		}
 	}
-	finish := engine.Finish{RequestID: s.id, StepID: step.StepID, Status: engine.RunSucceeded, Response: r.Response, Error: r.Error, Duration: d}
+	f := engine.Finish{RequestID: s.id, StepID: step.StepID, Status: engine.RunSucceeded, Response: r.Response, Error: r.Error, Duration: d}
 	if !r.Success {
-		finish.Status = engine.RunFailed
+		f.Status = engine.RunFailed
+	}
+	var labelsOK bool
+	if f.Labels, labelsOK = metaLabels(up, res); !labelsOK {
+		g.log.Warn("an MCP tool result states labels that are not a list of label names", "request_id", s.id, "step_id", step.StepID)
+		return r, false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := g.cfg.Driver.Finish(ctx, finish)
-	if err == nil {
-		var sess *engine.Session
-		if sess, err = g.cfg.Driver.Resume(ctx, engine.StageAfterExecution, s.id, s.opening); err == nil {
-			_, err = sess.AfterExecution(ctx, s.combined(r))
-		}
-	}
+	err := g.cfg.Driver.Finish(ctx, f)
+	s.mu.Unlock()
 	if err != nil {
 		g.log.Warn("reporting an MCP call to the driver failed", "request_id", s.id, "step_id", step.StepID, "error", err.Error())
+		return r, false
+	}
+	return r, true
+}
+
+// metaLabels returns the labels res states in _meta["dev.agentd/labels"] when the
+// server's meta_labels is set (none otherwise); ok is false when they are stated but
+// not as a list of strings (label names are the driver's to check).
+func metaLabels(up *settings, res *mcp.CallToolResult) (labels []string, ok bool) {
+	if !up.MetaLabels || res == nil {
+		return nil, true
+	}
+	v, found := res.Meta[metaLabelsKey]
+	if !found {
+		return nil, true
+	}
+	list, isList := v.([]any)
+	if !isList {
+		return nil, false
+	}
+	for _, l := range list {
+		s, isString := l.(string)
+		if !isString {
+			return nil, false
+		}
+		labels = append(labels, s)
+	}
+	return labels, true
+}
+
+// report sends the session's combined result, with r, to after_execution. It runs
+// beside the call's answer, which nothing it does can change (after_execution
+// observes only), so a session's next call may be reviewed before it. A failure to
+// report, a hook panic included, is logged; the call's answer stands.
+func (g *Gateway) report(ctx context.Context, s *session, r engine.StepResult) {
+	ctx = s.confine(context.WithoutCancel(ctx))
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("reporting an MCP call panicked", "request_id", s.id, "step_id", r.StepID, "panic", fmt.Sprint(v))
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := g.cfg.Driver.Resume(ctx, engine.StageAfterExecution, s.id, s.opening)
+	if err == nil {
+		_, err = sess.AfterExecution(ctx, s.combined(r))
+	}
+	if err != nil {
+		g.log.Warn("reporting an MCP call to the driver failed", "request_id", s.id, "step_id", r.StepID, "error", err.Error())
 	}
 }
 

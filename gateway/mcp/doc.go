@@ -24,9 +24,12 @@
 // approval and its URL in the text and as _meta "dev.agentd/refusal".approval {id,
 // status, expires_at, url}; the same call (same tool, same arguments) sent again is
 // checked again as the step it was admitted as, with no new review, and once approved
-// it is forwarded once (docs/semantics.md §8.20). After each forwarded call, beside its answer, the driver is told how the
-// step ended (Driver.Finish) and the combined result of the session's calls so far goes
-// to after_execution. A name no upstream offers (names are case-sensitive, and a
+// it is forwarded once (docs/semantics.md §8.20). After each forwarded call, before its
+// answer, the driver is told how the step ended (Driver.Finish), so the labels of its
+// result are the request's before the client sees it (a server with meta_labels may
+// state more in the result's _meta "dev.agentd/labels"; a result the driver cannot
+// take is answered as a tool error); then, beside the answer, the combined result of
+// the session's calls so far goes to after_execution. A name no upstream offers (names are case-sensitive, and a
 // qualified name exists only for a collision) is refused with unknown_tool and never
 // reaches the driver or an upstream. A session's phases are reviewed one at a time;
 // forwarded calls run concurrently. A rejection by the required review refuses that

@@ -83,7 +83,9 @@ func BenchmarkReviewAndReport(b *testing.B) {
 					b.Fatal(ref)
 				}
 				res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "m"}}}
-				h.gw.report(ctx, s, admitted.Step, res, nil, time.Millisecond)
+				up, _ := h.gw.upstreamOf(admitted.Step)
+				r, _ := h.gw.finish(ctx, s, admitted.Step, up.settings(), res, nil, time.Millisecond)
+				h.gw.report(ctx, s, r)
 			}
 			for i := range calls {
 				call(i)

@@ -18,11 +18,13 @@ import (
 const RequestIDHeader = "X-Agentd-Request-Id"
 
 // metaRequestID and metaStepID are the _meta keys of a tool result naming the request
-// and the step of the call; metaRefusal holds a refusal's {code, reason}.
+// and the step of the call; metaRefusal holds a refusal's {code, reason}; under
+// metaLabelsKey an upstream with meta_labels states its result's labels.
 const (
 	metaRequestID = "dev.agentd/request_id"
 	metaStepID    = "dev.agentd/step_id"
 	metaRefusal   = "dev.agentd/refusal"
+	metaLabelsKey = "dev.agentd/labels"
 )
 
 // newSessionID returns a random MCP session id.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/internal/wiretest"
+	"github.com/agentd-dev/agentd/engine/op"
 	"github.com/agentd-dev/agentd/engine/policy"
 	"github.com/agentd-dev/agentd/engine/policy/reads"
 )
@@ -664,6 +665,8 @@ type planInput struct {
 	Request     string              `json:"request"`
 	Metadata    map[string]any      `json:"metadata"`
 	Enrichments map[string]any      `json:"enrichments"`
+	Labels      []string            `json:"labels"`
+	History     []op.HistoryStep    `json:"history"`
 }
 
 // TestPlanMemo_PlanKeyIsKeyOfPlanInput: the key computed from the typed plan equals the
@@ -681,12 +684,12 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 	for range 500 {
 		p := randomPlan(r)
 		md := map[string]any{"tenant": "acme", "n": json.Number("1.50")}
-		in, err := policy.PlanInput(p, 2, "q", md, nil)
+		in, err := policy.PlanInput(p, 2, "q", md, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range memos {
-			got, err := m.PlanKey(p, 2, "q", md, nil)
+			got, err := m.PlanKey(p, 2, "q", md, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -696,16 +699,16 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 			if allowed := m.AllowedReads(); allowed != nil && got.Allowed != reads.KeyOfValue(allowed, in) || allowed == nil && got.Allowed != "" {
 				t.Fatalf("PlanKey's allowed key differs from the key of PlanInput for allowed reads %v on %v", allowed, in)
 			}
-			_, key, hit, err := m.Lookup(p, 2, "q", md, nil)
+			_, key, hit, err := m.Lookup(p, 2, "q", md, nil, nil)
 			if err != nil || !hit && key != got {
 				t.Fatalf("Lookup: key %q, %v; want PlanKey's %q", key, err, got)
 			}
 			m.Put(got, policy.PlanDecision{})
-			if _, _, hit, _ := m.Lookup(p, 2, "q", md, nil); !hit {
+			if _, _, hit, _ := m.Lookup(p, 2, "q", md, nil, nil); !hit {
 				t.Fatalf("Lookup misses the key just put, for reads %v", m.Reads().Paths())
 			}
 		}
-		view := engine.ViewOf(&planInput{p, 2, "q", md, nil})
+		view := engine.ViewOf(&planInput{p, 2, "q", md, nil, []string{}, []op.HistoryStep{}})
 		for _, tree := range []*reads.Tree{reads.ReadingWhole(), reads.ReadingEveryPath(in, false), reads.ReadingEveryPath(in, true)} {
 			got, err := tree.Key(view)
 			if err != nil {
@@ -727,12 +730,12 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		{"a year past 9999", &engine.RoutingPlan{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
 	}
 	for _, tc := range bad {
-		if _, err := policy.PlanInput(tc.plan, 1, "", tc.md, nil); err == nil {
+		if _, err := policy.PlanInput(tc.plan, 1, "", tc.md, nil, nil); err == nil {
 			t.Fatalf("%s: PlanInput accepted it", tc.name)
 		}
 		for _, m := range append(memos, whole) {
-			_, keyErr := m.PlanKey(tc.plan, 1, "", tc.md, nil)
-			_, inputErr := m.PlanInput(tc.plan, 1, "", tc.md, nil)
+			_, keyErr := m.PlanKey(tc.plan, 1, "", tc.md, nil, nil)
+			_, inputErr := m.PlanInput(tc.plan, 1, "", tc.md, nil, nil)
 			if (keyErr == nil) != (inputErr == nil) {
 				t.Fatalf("%s: PlanKey error %v, the memo's PlanInput error %v (reads %v)", tc.name, keyErr, inputErr, m.Reads().Paths())
 			}
@@ -742,7 +745,7 @@ func TestPlanMemo_PlanKeyIsKeyOfPlanInput(t *testing.T) {
 		}
 	}
 	var nilPtr *struct{ A int }
-	in, err := policy.PlanInput(wiretest.StockPlan(), 1, "", map[string]any{"p": nilPtr}, nil)
+	in, err := policy.PlanInput(wiretest.StockPlan(), 1, "", map[string]any{"p": nilPtr}, nil, nil)
 	if err != nil || in.(ast.Object).Get(ast.StringTerm("metadata")).Value.(ast.Object).Get(ast.StringTerm("p")).Value.Compare(ast.NullValue) != 0 {
 		t.Fatalf("a nil pointer in the metadata: %v, %v; want null", in, err)
 	}
@@ -778,16 +781,16 @@ func TestPlanMemo_PlanInputIsWhatEvaluationsRead(t *testing.T) {
 	for range 300 {
 		p := randomPlan(r)
 		md := map[string]any{"tenant": "acme", "n": json.Number("1.50")}
-		whole, err := policy.PlanInput(p, 2, "q", md, nil)
+		whole, err := policy.PlanInput(p, 2, "q", md, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cases {
-			in, err := c.m.PlanInput(p, 2, "q", md, nil)
+			in, err := c.m.PlanInput(p, 2, "q", md, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			key, _ := c.m.PlanKey(p, 2, "q", md, nil)
+			key, _ := c.m.PlanKey(p, 2, "q", md, nil, nil)
 			if reads.KeyOfValue(c.m.Reads(), in) != key.Exact {
 				t.Fatalf("the key of PlanInput %v differs from PlanKey for reads %v", in, c.m.Reads().Paths())
 			}
@@ -806,7 +809,7 @@ func TestPlanMemo_PlanInputIsWhatEvaluationsRead(t *testing.T) {
 	}
 	m := stock.NewPlanMemo(16)
 	unread := map[string]any{"c": make(chan int), "x": math.NaN()}
-	if _, err := m.PlanInput(wiretest.StockPlan(), 1, "", unread, nil); err != nil {
+	if _, err := m.PlanInput(wiretest.StockPlan(), 1, "", unread, nil, nil); err != nil {
 		t.Errorf("metadata the allow-list never reads was converted: %v", err)
 	}
 }
@@ -926,9 +929,9 @@ func TestKey_AgreesWithJSON(t *testing.T) {
 	}
 	inputs := make([]planInput, 300)
 	for i := range inputs {
-		inputs[i] = planInput{wiretest.Plan(r), 1 + r.IntN(2), "q", wiretest.Object(r, 2), wiretest.Object(r, 1)}
+		inputs[i] = planInput{wiretest.Plan(r), 1 + r.IntN(2), "q", wiretest.Object(r, 2), wiretest.Object(r, 1), []string{}, []op.HistoryStep{}}
 	}
-	in, err := policy.PlanInput(inputs[0].Plan, inputs[0].Phase, inputs[0].Request, inputs[0].Metadata, inputs[0].Enrichments)
+	in, err := policy.PlanInput(inputs[0].Plan, inputs[0].Phase, inputs[0].Request, inputs[0].Metadata, inputs[0].Enrichments, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -971,7 +974,7 @@ func TestPlanMemo_HitAllocatesNothing(t *testing.T) {
 					AgentName: "stock-service", Metadata: map[string]any{"capability": "stock_quote"}})
 			}
 			md := map[string]any{}
-			key, err := m.PlanKey(p, 1, "q", md, nil)
+			key, err := m.PlanKey(p, 1, "q", md, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -984,7 +987,7 @@ func TestPlanMemo_HitAllocatesNothing(t *testing.T) {
 			}
 			m.Put(key, d)
 			if allocs := testing.AllocsPerRun(100, func() {
-				if _, _, hit, _ := m.Lookup(p, 1, "q", md, nil); !hit {
+				if _, _, hit, _ := m.Lookup(p, 1, "q", md, nil, nil); !hit {
 					t.Fatal("miss")
 				}
 			}); allocs != 0 {

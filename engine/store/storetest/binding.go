@@ -34,6 +34,18 @@ func (refundsForbidden) AfterPlanning(_ context.Context, _ *engine.PipelineConte
 
 func bindingDriver(t *testing.T, s Stores) *engine.Driver {
 	t.Helper()
+	d, err := engine.NewDriver(engine.DriverConfig{
+		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g-binding", Pipeline: bindingPipeline(t)}}, States: s, Records: s,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// bindingPipeline is the pipeline of the binding suite: its catalog and required review.
+func bindingPipeline(t *testing.T) *engine.Pipeline {
+	t.Helper()
 	catalog, err := engine.NewCatalog([]engine.CatalogAgent{
 		{Namespace: "support", Agent: "helpdesk", Capabilities: []engine.Capability{{Name: "lookup_ticket", Returns: []string{"parent"}}, {Name: "refund_order"}}},
 		{Namespace: "support", Agent: "billing", Capabilities: []engine.Capability{{Name: "lookup_ticket"}, {Name: "refund_order"}}},
@@ -46,13 +58,7 @@ func bindingDriver(t *testing.T, s Stores) *engine.Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := engine.NewDriver(engine.DriverConfig{
-		Generations: engine.Fixed{Gen: &engine.Generation{ID: "g-binding", Pipeline: p}}, States: s, Records: s,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return p
 }
 
 func ticketStep(id, capability string, params map[string]any, deps ...string) engine.RoutingStep {
@@ -127,6 +133,8 @@ func Binding(t *testing.T, newPair func(t *testing.T) (Stores, Stores)) {
 	plan(t, planner, "req-other", false, ticketStep("step-7", "lookup_ticket", map[string]any{"ticket": "T-7"}))
 	plan(t, planner, "req-rejected", true, ticketStep("step-1", "refund_order", map[string]any{"order": "O-1"}))
 	plan(t, planner, "req-no-plan", false)
+
+	t.Run("LabelsFollowTheRequestAcrossReplicas", func(t *testing.T) { flowAcrossReplicas(t, a, b) })
 
 	t.Run("MismatchedCallsAreDenied", func(t *testing.T) {
 		other := func(f func(c *op.Call)) op.Call {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,7 @@ func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 			t.Fatalf("GetRequest = %+v, %v, %v", got, ok, err)
 		}
 	})
+	t.Run("InformationFlowRoundTrips", func(t *testing.T) { flowRoundTrips(t, newStore(t)) })
 	t.Run("StaleStateRevisionNeverReplacesNewer", func(t *testing.T) {
 		s := newStore(t)
 		put := func(rev int64, text string) error {
@@ -127,7 +129,7 @@ func runs(t *testing.T, s engine.StateStore) {
 			t.Errorf("PutRun of %s: err = %v, want ErrStaleRevision", tc.name, err)
 		}
 	}
-	if err := rs.PutRun(ctx, "req-1", 2, "step-1", with("step-1", engine.StepRun{Status: engine.RunStarted, Attempts: 1}), time.Minute); err != nil {
+	if err := rs.PutRun(ctx, "req-1", 2, "step-1", with("step-1", engine.StepRun{Status: engine.RunStarted, Attempts: 1, Labels: []string{"pii"}}), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := s.GetRequest(ctx, "req-1")
@@ -135,7 +137,7 @@ func runs(t *testing.T, s engine.StateStore) {
 		t.Fatalf("GetRequest after PutRun = ok %v, err %v", ok, err)
 	}
 	if got.Revision != 2 || got.Generation != "g" || got.Request != "hi" || got.Metadata["tenant"] != "acme" || len(got.PriorSteps) != 2 ||
-		len(got.Runs) != 2 || got.Runs["step-0"].Response != "x" || *got.Runs["step-1"] != (engine.StepRun{Status: engine.RunStarted, Attempts: 1}) {
+		len(got.Runs) != 2 || got.Runs["step-0"].Response != "x" || !reflect.DeepEqual(*got.Runs["step-1"], engine.StepRun{Status: engine.RunStarted, Attempts: 1, Labels: []string{"pii"}}) {
 		t.Fatalf("state after PutRun = %+v (runs %v)", got, got.Runs)
 	}
 	if err := s.PutRequest(ctx, st, time.Minute); !errors.Is(err, engine.ErrStaleRevision) {
