@@ -55,7 +55,7 @@ type OpenOptions struct {
 	Deadline time.Duration
 	// Idle, when set, runs after a worker's request is measured and before the worker
 	// takes another (for example to open a new session), outside every latency.
-	Idle func(ctx context.Context, worker int) error
+	Idle  func(ctx context.Context, worker int) error
 	Clock Clock
 }
 
