@@ -72,7 +72,7 @@ func BenchmarkHandler_StageCallStoreCost(b *testing.B) {
 							defer wg.Done()
 							body := `{"request_id":"r` + strconv.Itoa(round) + "-" + strconv.Itoa(c) + `","request":"quote ACME","plan":` + plan + `}`
 							rec := httptest.NewRecorder()
-							side.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body)))
+							side.h.ServeHTTP(rec, newRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body)))
 							if rec.Code != http.StatusOK {
 								b.Errorf("%s: %d %s", side.name, rec.Code, rec.Body)
 							}

@@ -194,6 +194,7 @@ func run(c *config) error {
 		{"in-process plan review", b.planReview},
 		{"before_planning", b.beforePlanning},
 		{"plan binding", b.binding},
+		{"cost rows", b.costs},
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
