@@ -77,6 +77,7 @@ const (
 	storeGoal    = 1.3    // the durable store's CPU per stage call ÷ the memory store's
 	approvalGoal = 2000.0 // ns a check that needs no approval may add over one with no approval rule
 	labelsGoal   = 1.2    // a check with labels and a 20-step history ÷ one without
+	roundGoal    = 3.0    // a memo-hit OpenAI tool round's CPU ÷ a stage call's (issue 40.3)
 )
 
 // notRun is the row of a cost benchmark that gave no figures: m is nil when it failed
@@ -89,10 +90,11 @@ func notRun(m benchMetrics, id, figure, what string) report.Row {
 	return report.Row{ID: id, Figure: figure, Agentd: why, Peer: "—", Ratio: "—", Goal: what}
 }
 
-// costs measures section 15, what issues 23–26 add to the path, from the packages'
-// own benchmarks run the way row 13 runs BenchmarkCheck_Binding: the durable store
-// against the memory store, a check that needs no approval, a check with labels and
-// history, and a bundle activation against a directory load. A benchmark this tree
+// costs measures section 15, what issues 23–26 add to the path and what a gateway
+// round costs, from the packages' own benchmarks run the way row 13 runs
+// BenchmarkCheck_Binding: the durable store against the memory store, a check that
+// needs no approval, a check with labels and history, a bundle activation against a
+// directory load, and a gateway round's CPU against a stage call's. A benchmark this tree
 // lacks, or one that fails, gives a "not run" row (and a failure a note), not a failed
 // run.
 func (b *bench) costs() error {
@@ -106,6 +108,8 @@ func (b *bench) costs() error {
 		{"./engine/", "Check_Approval", b.approvalRows},
 		{"./engine/", "Check_Labels", b.labelsRows},
 		{"./config/bundle/", "Activation", b.activationRows},
+		{"./gateway/openai/", "Gateway_RoundCost", b.roundRows},
+		{"./gateway/mcp/", "ToolsCall_Cost", b.mcpCallRows},
 	} {
 		m, err := b.goBench(c.pkg, c.name, runs, "1s")
 		if err != nil {
@@ -181,15 +185,46 @@ func (b *bench) activationRows(m benchMetrics) {
 	dir := m.get("directory", "ns/op")
 	for i, sub := range []string{"bundle-unsigned", "bundle-signed"} {
 		id := fmt.Sprintf("15d%d", i+1)
-		figure := fmt.Sprintf("In process: a configuration going live from a %s bundle (fetched from a file, verified, extracted, compiled) vs a directory reload (config/bundle's BenchmarkActivation)", strings.TrimPrefix(sub, "bundle-"))
+		kind := map[string]string{"bundle-unsigned": "an unsigned", "bundle-signed": "a signed"}[sub]
+		figure := fmt.Sprintf("In process: a configuration going live from %s bundle (fetched from a file, verified, extracted, compiled) vs a directory reload (config/bundle's BenchmarkActivation)", kind)
 		bundle := m.get(sub, "ns/op")
 		if len(dir) == 0 || len(bundle) == 0 {
 			b.rows["15"] = append(b.rows["15"], notRun(m, id, figure, "none set"))
 			continue
 		}
-		r := medianOf(pairwise(bundle, dir, func(x, y float64) float64 { return x / y }))
+		r := medianOf(bundle) / medianOf(dir)
 		b.rows["15"] = append(b.rows["15"], report.Row{ID: id, Figure: fmt.Sprintf("%s; median of %d runs", figure, len(bundle)),
 			Agentd: report.NS(medianOf(bundle)), Peer: report.NS(medianOf(dir)) + " (directory)", Ratio: fmt.Sprintf("%.2f×", r), Goal: "none set"})
 		b.bars["15"] = append(b.bars["15"], report.Bar{Label: id + " " + sub + " activation vs a directory load", Ratio: r})
 	}
+}
+
+func (b *bench) roundRows(m benchMetrics) {
+	figure := "In process: the CPU of a memo-hit OpenAI tool round through the gateway (the upstream answering from memory) vs an after_planning stage call through the API's handler, in turn in one loop (gateway/openai's BenchmarkGateway_RoundCost)"
+	ratios := m.get("", "round/stage")
+	if len(ratios) == 0 {
+		b.rows["15"] = append(b.rows["15"], notRun(m, "15e", figure, fmt.Sprintf("≤ %.0f×", roundGoal)))
+		return
+	}
+	r := medianOf(ratios)
+	b.rows["15"] = append(b.rows["15"], report.Row{ID: "15e", Figure: fmt.Sprintf("%s; median of %d runs (%.2f–%.2f×)", figure, len(ratios), slices.Min(ratios), slices.Max(ratios)),
+		Agentd: report.NS(medianOf(m.get("", "round-cpu-ns/op"))) + "/round", Peer: report.NS(medianOf(m.get("", "stage-cpu-ns/op"))) + "/stage call",
+		Ratio: fmt.Sprintf("%.2f×", r), Goal: goal(r <= roundGoal, fmt.Sprintf("≤ %.0f×", roundGoal))})
+	b.bars["15"] = append(b.bars["15"], report.Bar{Label: "15e OpenAI tool round vs a stage call: CPU", Ratio: r, Goal: roundGoal})
+	b.goals = append(b.goals, fmt.Sprintf("A memo-hit OpenAI tool round costs ≤ %.0f× a stage call's CPU in process (row 15e): %s (%.2f×).", roundGoal, metOrNot(r <= roundGoal), r))
+}
+
+func (b *bench) mcpCallRows(m benchMetrics) {
+	figure := "In process: the CPU a memo-hit MCP tools/call through the gateway adds over the same call made directly (official SDK client and upstream in the process on both sides, sessions of 10 calls) vs an after_planning stage call through the API's handler, in turn in one loop (gateway/mcp's BenchmarkToolsCall_Cost)"
+	ratios := m.get("", "added/stage")
+	if len(ratios) == 0 {
+		b.rows["15"] = append(b.rows["15"], notRun(m, "15f", figure, "none set"))
+		return
+	}
+	added := pairwise(m.get("", "gateway-cpu-ns/call"), m.get("", "direct-cpu-ns/call"), func(x, y float64) float64 { return x - y })
+	r := medianOf(ratios)
+	b.rows["15"] = append(b.rows["15"], report.Row{ID: "15f", Figure: fmt.Sprintf("%s; median of %d runs", figure, len(ratios)),
+		Agentd: report.NS(medianOf(added)) + "/call added (" + report.NS(medianOf(m.get("", "gateway-cpu-ns/call"))) + " through the gateway, " + report.NS(medianOf(m.get("", "direct-cpu-ns/call"))) + " direct)",
+		Peer:   report.NS(medianOf(m.get("", "stage-cpu-ns/op"))) + "/stage call", Ratio: fmt.Sprintf("%.2f×", r), Goal: "none set (reported as issue 40.3 asks)"})
+	b.bars["15"] = append(b.bars["15"], report.Bar{Label: "15f MCP tools/call, added CPU vs a stage call", Ratio: r})
 }
