@@ -183,7 +183,7 @@ func parseRates(spec string) ([]float64, error) {
 	var out []float64
 	for _, item := range strings.Split(spec, ",") {
 		r, err := strconv.ParseFloat(strings.TrimSpace(item), 64)
-		if err != nil || r <= 0 || math.IsInf(r, 0) {
+		if err != nil || !(r > 0) || math.IsInf(r, 0) { // !(r > 0) is true for NaN too
 			return nil, fmt.Errorf("-open-rates: bad rate %q: want a positive number of requests per second", item)
 		}
 		out = append(out, r)
