@@ -88,7 +88,7 @@ func parseFlags() *config {
 	flag.IntVar(&c.openRequests, "open-requests", 2000, "requests per slice of section 14 (a side's turn at one rate; a tenth more warm up)")
 	flag.IntVar(&c.openRounds, "open-rounds", 3, "slices per side and rate in section 14, the sides taking turns")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
-	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "bound on the whole run")
+	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	only := flag.String("only", "", "comma-separated steps to run (for example \"decision log\"); all when empty")
 	flag.Parse()
 	if *only != "" {
