@@ -72,9 +72,7 @@ func BenchmarkHandler_StageCallStoreCost(b *testing.B) {
 							defer wg.Done()
 							body := `{"request_id":"r` + strconv.Itoa(round) + "-" + strconv.Itoa(c) + `","request":"quote ACME","plan":` + plan + `}`
 							rec := httptest.NewRecorder()
-							req := httptest.NewRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body))
-							req.Header.Set("Content-Type", "application/json")
-							side.h.ServeHTTP(rec, req)
+							side.h.ServeHTTP(rec, newRequest(http.MethodPost, "/v1/hooks/after_planning", strings.NewReader(body)))
 							if rec.Code != http.StatusOK {
 								b.Errorf("%s: %d %s", side.name, rec.Code, rec.Body)
 							}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
@@ -41,50 +42,18 @@ var gatewayCases = []gatewayCase{
 // each call's own latency, not queueing, and all see the same moments of the shared
 // machine; the median of each figure over the runs is reported.
 func (b *bench) gateway() error {
-	upAddr, err := procs.FreeAddr()
+	sides, stop, err := b.openAISides()
 	if err != nil {
 		return err
 	}
-	scriptFile := filepath.Join(b.tmp, "gateway-script.json")
-	if err := os.WriteFile(scriptFile, []byte(fixture.GatewayScript), 0o644); err != nil {
-		return err
-	}
-	up, err := procs.Start(procs.Spec{
-		Name: "scripted-upstream", Addr: upAddr, Bin: b.upstream, Ready: "/v1/models",
-		Args: []string{"-addr", upAddr, "-script", scriptFile}, Log: filepath.Join(b.tmp, "scripted-upstream.log"),
-	}, startTimeout)
-	if err != nil {
-		return err
-	}
-	defer stopServer(up)
-	proxy, err := b.startSelf("openai-proxy", "http://"+upAddr)
-	if err != nil {
-		return err
-	}
-	defer stopServer(proxy)
-	dir := filepath.Join(b.tmp, "gateway-agentd")
-	if err := fixture.GatewayConfig(dir, b.policies, "http://"+upAddr+"/v1"); err != nil {
-		return err
-	}
-	addr, err := procs.FreeAddr()
-	if err != nil {
-		return err
-	}
-	srv, err := procs.Start(b.agentdSpec("gateway-agentd", b.agentd, dir, addr), startTimeout)
-	if err != nil {
-		return err
-	}
-	defer stopServer(srv)
+	defer stop()
+	srv := sides.srv
 	for _, c := range gatewayCases {
 		body, err := fixture.GatewayBody(c.question)
 		if err != nil {
 			return err
 		}
-		targets := []load.Target{
-			{URL: "http://" + upAddr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)},
-			{URL: "http://" + proxy.Addr + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)},
-			{URL: "http://" + addr + "/v1/chat/completions", Body: body.Append, Want: []byte(c.want)},
-		}
+		targets := sides.targets(c, body)
 		var rd, rp, rg []load.Result
 		var cpu []float64 // agentd's CPU time per request through it, ns
 		for r := range b.gatewayRounds {
@@ -135,6 +104,77 @@ func (b *bench) gateway() error {
 		)
 	}
 	return nil
+}
+
+// openAISides are section 6's three servers: the scripted upstream, the plain reverse
+// proxy in front of it and agentd's gateway in front of it, by address.
+type openAISides struct {
+	upstream, proxy, gateway string
+	srv                      *procs.Server // the gateway's agentd
+}
+
+// targets are the three sides of one gateway case, in the order direct, proxy, gateway.
+func (s openAISides) targets(c gatewayCase, body fixture.Template) []load.Target {
+	return []load.Target{
+		{URL: "http://" + s.upstream + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)},
+		{URL: "http://" + s.proxy + "/v1/chat/completions", Body: body.Append, Want: []byte(`"choices"`)},
+		{URL: "http://" + s.gateway + "/v1/chat/completions", Body: body.Append, Want: []byte(c.want)},
+	}
+}
+
+// openAISides starts the scripted upstream (examples/openai-gateway/upstream), the
+// plain reverse proxy (openai-proxy mode) and agentd on the gateway config; stop stops
+// them.
+func (b *bench) openAISides() (s openAISides, stop func(), err error) {
+	var started []*procs.Server
+	stop = func() {
+		for _, p := range slices.Backward(started) {
+			stopServer(p)
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	upAddr, err := procs.FreeAddr()
+	if err != nil {
+		return s, nil, err
+	}
+	scriptFile := filepath.Join(b.tmp, "gateway-script.json")
+	if err := os.WriteFile(scriptFile, []byte(fixture.GatewayScript), 0o644); err != nil {
+		return s, nil, err
+	}
+	up, err := procs.Start(procs.Spec{
+		Name: "scripted-upstream", Addr: upAddr, Bin: b.upstream, Ready: "/v1/models",
+		Args: []string{"-addr", upAddr, "-script", scriptFile}, Log: filepath.Join(b.tmp, "scripted-upstream.log"),
+	}, startTimeout)
+	if err != nil {
+		return s, nil, err
+	}
+	started = append(started, up)
+	proxy, err := b.startSelf("openai-proxy", "http://"+upAddr)
+	if err != nil {
+		return s, nil, err
+	}
+	started = append(started, proxy)
+	dir, err := os.MkdirTemp(b.tmp, "gateway-agentd-")
+	if err != nil {
+		return s, nil, err
+	}
+	if err := fixture.GatewayConfig(dir, b.policies, "http://"+upAddr+"/v1"); err != nil {
+		return s, nil, err
+	}
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return s, nil, err
+	}
+	srv, err := procs.Start(b.agentdSpec(filepath.Base(dir), b.agentd, dir, addr), startTimeout)
+	if err != nil {
+		return s, nil, err
+	}
+	started = append(started, srv)
+	return openAISides{upstream: upAddr, proxy: proxy.Addr, gateway: addr, srv: srv}, stop, nil
 }
 
 // serveOpenAIProxy is the driver's `openai-proxy ADDR UPSTREAM` mode: section 6's plain

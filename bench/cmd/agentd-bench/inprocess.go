@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
@@ -164,31 +161,17 @@ const bindingGoal = 5000.0 // ns
 // medians over the runs are reported, one row per guard.
 func (b *bench) binding() error {
 	runs := max(3*b.rounds, 9)
-	cmd := exec.CommandContext(b.ctx, b.goBin, "test", "-run", "^$", "-bench", "^BenchmarkCheck_Binding$",
-		"-count", strconv.Itoa(runs), "-benchtime", "1s", "./engine/")
-	cmd.Dir = b.repo
-	out, err := cmd.Output()
+	m, err := b.goBench("./engine/", "Check_Binding", runs, "1s")
 	if err != nil {
-		return fmt.Errorf("go test -bench Check_Binding: %w\n%s", err, out)
+		return err
 	}
-	metrics := map[string][]float64{}
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkCheck_Binding") {
-			continue
-		}
-		for i := 2; i+1 < len(f); i += 2 {
-			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
-				metrics[f[i+1]] = append(metrics[f[i+1]], v)
-			}
+	metrics := m[""]
+	for _, u := range []string{"off-ns/check", "strict-ns/check", "strict+step-ns/check", "binding-ns/check", "binding+step-ns/check"} {
+		if len(metrics[u]) != runs {
+			return fmt.Errorf("go test -bench Check_Binding: %s in %d of %d runs", u, len(metrics[u]), runs)
 		}
 	}
-	for _, m := range []string{"off-ns/check", "strict-ns/check", "strict+step-ns/check", "binding-ns/check", "binding+step-ns/check"} {
-		if len(metrics[m]) != runs {
-			return fmt.Errorf("go test -bench Check_Binding: %s in %d of %d runs:\n%s", m, len(metrics[m]), runs, out)
-		}
-	}
-	med := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+	med := medianOf
 	off := med(metrics["off-ns/check"])
 	row := func(guard, strict string, diffs []float64, goal string) {
 		b.rows["13"] = append(b.rows["13"], report.Row{

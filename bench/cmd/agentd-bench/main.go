@@ -46,6 +46,9 @@ type config struct {
 
 	mcpSessions, mcpCalls int
 
+	openRates                []float64
+	openRequests, openRounds int
+
 	only []string // the steps to run; all when empty
 
 	cheapRequests, dlogRequests int
@@ -81,8 +84,11 @@ func parseFlags() *config {
 	flag.IntVar(&c.gatewayRounds, "gateway-rounds", 3, "runs per side and OpenAI gateway case, alternating (the median is reported)")
 	flag.IntVar(&c.mcpSessions, "mcp-sessions", 300, "paired MCP sessions measured (a tenth more warm up)")
 	flag.IntVar(&c.mcpCalls, "mcp-calls", 10, "tools/call per MCP session")
+	rates := flag.String("open-rates", "500,1000", "section 14's fixed request rates, per second, comma-separated")
+	flag.IntVar(&c.openRequests, "open-requests", 2000, "requests per slice of section 14 (a side's turn at one rate; a tenth more warm up)")
+	flag.IntVar(&c.openRounds, "open-rounds", 3, "slices per side and rate in section 14, the sides taking turns")
 	flag.DurationVar(&c.profile, "profile", 4*time.Second, "length of each CPU profile")
-	flag.DurationVar(&c.timeout, "timeout", 12*time.Minute, "bound on the whole run")
+	flag.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	only := flag.String("only", "", "comma-separated steps to run (for example \"decision log\"); all when empty")
 	flag.Parse()
 	if *only != "" {
@@ -93,6 +99,9 @@ func parseFlags() *config {
 	}
 	var err error
 	if c.httpCases, err = parseHTTPCases(*cases); err != nil {
+		log.Fatal(err)
+	}
+	if c.openRates, err = parseRates(*rates); err != nil {
 		log.Fatal(err)
 	}
 	paths := map[string]bool{"repo": true, "agentd": true, "opa": true, "go": true, "upstream": true, "results": true, "redis": true}
@@ -185,6 +194,7 @@ func run(c *config) error {
 		{"in-process plan review", b.planReview},
 		{"before_planning", b.beforePlanning},
 		{"plan binding", b.binding},
+		{"cost rows", b.costs},
 		{"in-process profiles", b.inProcessProfiles},
 		{"reload", b.reload},
 		{"HTTP", b.http},
@@ -194,6 +204,7 @@ func run(c *config) error {
 		{"memory", b.memory},
 		{"OpenAI gateway", b.gateway},
 		{"MCP gateway", b.mcpGateway},
+		{"gateways at fixed rates", b.fixedRate},
 		{"records list", b.records},
 		{"decision log", b.decisionLog},
 	}

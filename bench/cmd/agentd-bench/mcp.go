@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentd-dev/agentd/bench/internal/mcplat"
@@ -20,37 +22,13 @@ const mcpGoal = time.Millisecond
 // call to the upstream directly and through a plain proxy on the same SDK (see
 // bench/internal/mcplat).
 func (b *bench) mcpGateway() error {
-	upstream, stop, err := mcplat.Upstream()
+	urls, srv, stop, err := b.mcpSides()
 	if err != nil {
 		return err
 	}
 	defer stop()
-	dir, err := os.MkdirTemp(b.tmp, "mcp-")
-	if err != nil {
-		return err
-	}
-	if err := mcplat.GatewayConfig(dir, b.policies, upstream); err != nil {
-		return err
-	}
-	addr, err := procs.FreeAddr()
-	if err != nil {
-		return err
-	}
-	srv, err := procs.Start(b.agentdSpec("mcp-agentd", b.agentd, dir, addr), startTimeout)
-	if err != nil {
-		return err
-	}
-	defer stopServer(srv)
-	proxy, err := b.startSelf("mcp-proxy", upstream)
-	if err != nil {
-		return err
-	}
-	defer stopServer(proxy)
-	if err := waitUpstreamReady("http://"+addr, startTimeout); err != nil {
-		return fmt.Errorf("%w\n%s", err, srv.LogTail(20))
-	}
 	o := mcplat.Options{Sessions: b.mcpSessions, Calls: b.mcpCalls, Warmup: max(1, b.mcpSessions/10)}
-	res, err := mcplat.Measure(b.ctx, []string{upstream, "http://" + proxy.Addr + "/mcp", "http://" + addr + "/mcp"}, o)
+	res, err := mcplat.Measure(b.ctx, urls, o)
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, srv.LogTail(20))
 	}
@@ -75,6 +53,54 @@ func (b *bench) mcpGateway() error {
 	b.goals = append(b.goals, fmt.Sprintf("The MCP gateway adds < %s to a tools/call at p99 on a memo hit (row 7b): %s (added %s; one hop through a plain proxy on the same SDK adds %s, row 7d).",
 		report.Duration(mcpGoal), metOrNot(added99 < mcpGoal), report.Duration(added99), report.Duration(p.P99-d.P99)))
 	return nil
+}
+
+// mcpSides starts section 7's servers: the in-process upstream, agentd's gateway in
+// front of it and the plain proxy on the same SDK (mcp-proxy mode). urls are the MCP
+// endpoints in the order direct, proxy, gateway; srv is the gateway's agentd; stop
+// stops them all.
+func (b *bench) mcpSides() (urls []string, srv *procs.Server, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	upstream, stopUpstream, err := mcplat.Upstream()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stops = append(stops, stopUpstream)
+	dir, err := os.MkdirTemp(b.tmp, "mcp-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := mcplat.GatewayConfig(dir, b.policies, upstream); err != nil {
+		return nil, nil, nil, err
+	}
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	srv, err = procs.Start(b.agentdSpec(filepath.Base(dir)+"-agentd", b.agentd, dir, addr), startTimeout)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stops = append(stops, func() { stopServer(srv) })
+	proxy, err := b.startSelf("mcp-proxy", upstream)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stops = append(stops, func() { stopServer(proxy) })
+	if err := waitUpstreamReady("http://"+addr, startTimeout); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w\n%s", err, srv.LogTail(20))
+	}
+	return []string{upstream, "http://" + proxy.Addr + "/mcp", "http://" + addr + "/mcp"}, srv, stop, nil
 }
 
 // serveMCPProxy is the driver's `mcp-proxy ADDR UPSTREAM` mode: section 7's plain proxy

@@ -10,7 +10,7 @@ import (
 
 // sections are the report's sections in table order: each comparison with OPA or the
 // HTTP floor first.
-var sections = []string{"1", "2", "9", "10", "11", "3", "13", "4", "5", "6", "7", "8", "12"}
+var sections = []string{"1", "2", "9", "10", "11", "3", "13", "15", "4", "5", "6", "7", "14", "8", "12"}
 
 // table returns every row, section by section.
 func (b *bench) table() []report.Row {

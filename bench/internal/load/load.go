@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -105,9 +106,10 @@ func Run(ctx context.Context, t Target, opts Options) (Result, error) {
 	return r, nil
 }
 
-// percentile returns the nearest-rank p-th percentile of sorted.
-func percentile(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
+// percentile returns the nearest-rank p-th percentile (0 < p ≤ 100) of sorted, which
+// is not empty.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(float64(len(sorted))*p/100 - 1e-9)) // the slack absorbs 99.9's rounding
 	return sorted[min(max(i-1, 0), len(sorted)-1)]
 }
 

@@ -123,10 +123,10 @@ func Measure(ctx context.Context, urls []string, o Options) ([]Latency, error) {
 			return errors.Join(errs...)
 		}
 		for _, url := range urls {
-			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+			cs, err := connect(ctx, client, url)
 			if err != nil {
 				_ = closeAll()
-				return nil, fmt.Errorf("connect %s: %w", url, err)
+				return nil, err
 			}
 			sessions = append(sessions, cs)
 		}
@@ -153,6 +153,74 @@ func Measure(ctx context.Context, urls []string, o Options) ([]Latency, error) {
 		out[i] = latency(xs)
 	}
 	return out, nil
+}
+
+// connect opens a client session on the MCP server at url.
+func connect(ctx context.Context, client *mcp.Client, url string) (*mcp.ClientSession, error) {
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", url, err)
+	}
+	return cs, nil
+}
+
+// Sessions are the client sessions of an open-loop run (load.OpenLoop) on one side:
+// one per worker, each making the calls of Measure's sessions (the i-th call of a
+// session names step i+1) and renewed after calls calls, between requests (Idle).
+type Sessions struct {
+	client *mcp.Client
+	url    string
+	calls  int
+	cs     []*mcp.ClientSession
+	made   []int // calls made on each worker's session
+}
+
+// OpenSessions opens a session per worker on the MCP server at url.
+func OpenSessions(ctx context.Context, url string, workers, calls int) (*Sessions, error) {
+	s := &Sessions{client: mcp.NewClient(&mcp.Implementation{Name: "agentd-bench", Version: "1"}, nil), url: url, calls: calls,
+		cs: make([]*mcp.ClientSession, workers), made: make([]int, workers)}
+	for w := range workers {
+		cs, err := connect(ctx, s.client, url)
+		if err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		s.cs[w] = cs
+	}
+	return s, nil
+}
+
+// Send is a load.Sender: the next call of worker's session.
+func (s *Sessions) Send(ctx context.Context, worker, _ int) error {
+	_, err := call(ctx, s.cs[worker], s.made[worker])
+	s.made[worker]++
+	return err
+}
+
+// Idle is load.OpenOptions.Idle: it replaces a worker's session that has made its
+// calls with a new one.
+func (s *Sessions) Idle(ctx context.Context, worker int) error {
+	if s.made[worker] < s.calls {
+		return nil
+	}
+	err := s.cs[worker].Close()
+	s.cs[worker], s.made[worker] = nil, 0
+	if err != nil {
+		return err
+	}
+	s.cs[worker], err = connect(ctx, s.client, s.url)
+	return err
+}
+
+// Close ends every open session.
+func (s *Sessions) Close() error {
+	var errs []error
+	for _, cs := range s.cs {
+		if cs != nil {
+			errs = append(errs, cs.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // call makes the i-th call of a session and returns its latency.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd-dev/agentd/bench/internal/fixture"
+	"github.com/agentd-dev/agentd/bench/internal/load"
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -67,5 +68,38 @@ func TestGatewayConfig_Loads(t *testing.T) {
 	}}}
 	if err := engine.ValidatePlan(plan, gen.Catalog, nil); err != nil {
 		t.Errorf("a plan calling echo: %v", err)
+	}
+}
+
+// TestSessions_OpenLoop runs the open loop through Sessions against the upstream: every
+// call answers, and sessions are renewed after their calls.
+func TestSessions_OpenLoop(t *testing.T) {
+	url, stop, err := Upstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	s, err := OpenSessions(context.Background(), url, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.cs[0].ID()
+	r, err := load.OpenLoop(context.Background(), s.Send, load.OpenOptions{Rate: 500, Requests: 14, Workers: 2, Deadline: time.Minute, Idle: s.Idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Latencies) != 14 {
+		t.Errorf("%d calls measured, want 14", len(r.Latencies))
+	}
+	if s.cs[0].ID() == first {
+		t.Errorf("worker 0's session %s was not renewed after 3 calls", first)
+	}
+	for w, n := range s.made {
+		if n >= 3 {
+			t.Errorf("worker %d made %d calls on one session, want < 3", w, n)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Error(err)
 	}
 }
