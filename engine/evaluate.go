@@ -26,9 +26,13 @@ type WhatIf struct {
 }
 
 // info is the request context the hooks of a call on w see: the one the driver gives
-// a stage call of the request (Session.begin).
+// a stage call of the request (Session.begin), whose Flow is never nil.
 func (w *WhatIf) info(gen string) RequestInfo {
-	return RequestInfo{ID: w.RequestID, Generation: gen, Gate: NewGate(w.CacheVary, w.CacheReadDisabled), Phase: w.Phase, Failed: w.Failed, Flow: w.Flow}
+	flow := w.Flow
+	if flow == nil {
+		flow = &Flow{}
+	}
+	return RequestInfo{ID: w.RequestID, Generation: gen, Gate: NewGate(w.CacheVary, w.CacheReadDisabled), Phase: w.Phase, Failed: w.Failed, Flow: flow}
 }
 
 // requestContext returns ctx carrying the request context the hooks of g see in a

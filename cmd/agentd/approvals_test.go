@@ -166,11 +166,12 @@ func TestApprovals_HoldOut(t *testing.T) {
 	}
 
 	call(d, "approver-acme", "POST", "/v1/approvals/"+other.Approval.ID, `{"decision":"reject","comment":"too large"}`, 200)
-	for range 2 {
-		if r := call(d, "orch-acme", "POST", "/v1/operations/check", trade("other", "25000"), 403); r.Denial.Code != "approval_rejected" {
-			t.Fatalf("the rejected trade = %+v; want approval_rejected", r)
-		}
+	if r := call(d, "orch-acme", "POST", "/v1/operations/check", trade("other", "25000"), 403); r.Denial.Code != "approval_rejected" {
+		t.Fatalf("the rejected trade = %+v; want approval_rejected", r)
 	}
+	// A rejection is final: the phase has nothing left that can run, so the request
+	// failed (guard_denied, docs/semantics.md §8.8); a pending approval never did that.
+	call(d, "orch-acme", "POST", "/v1/operations/check", trade("other", "25000"), 409)
 	call(d, "approver-acme", "POST", "/v1/approvals/"+other.Approval.ID, `{"decision":"approve"}`, 409)
 	if small := call(d, "orch-acme", "POST", "/v1/operations/check", trade("small", "500"), 200); small.Approval != nil {
 		t.Fatalf("an untouched trade = %+v; want allowed without approval", small)

@@ -16,10 +16,12 @@ import (
 // Edit replaces the first Old in File (a path in the configuration) with New.
 type Edit struct{ File, Old, New string }
 
-// Stricter forbids the broker's trades and halves the trade limit.
+// Stricter forbids the broker's trades, halves the trade limit and denies a trade
+// above it where the example holds it for an approval.
 var Stricter = []Edit{
 	{"data/agentd/allowlist.json", `"broker": ["execute_trade"]`, `"broker": []`},
 	{"hooks/20-plan.yaml", "amount) > 10000.0", "amount) > 5000.0"},
+	{"hooks/20-plan.yaml", "      effect: require_approval\n", ""},
 }
 
 // Dir copies examples/stock-agent (its hooks and data, and the stock policies) to a
