@@ -150,8 +150,12 @@ func decodeApprovalSteps(raw any) ([]ApprovalStep, error) {
 			return nil, fmt.Errorf("require_approval entry %d is %s, not an object", i, jsonKind(e))
 		}
 		code, fields, err := denyEntry(e, "step_id", "reason")
-		if err == nil && fields[0] == "" {
+		switch {
+		case err != nil:
+		case fields[0] == "":
 			err = errors.New("step_id must be a non-empty string")
+		case code == "":
+			err = errors.New("code must be a non-empty string")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("require_approval entry %d: %w", i, err)

@@ -148,6 +148,7 @@ func TestPlanDecisionShapes(t *testing.T) {
 		"approval_string":     `decision := {"deny": set(), "require_approval": ["step-1"]}`,
 		"approval_no_step":    `decision := {"deny": set(), "require_approval": [{"code": "c"}]}`,
 		"approval_no_code":    `decision := {"deny": set(), "require_approval": [{"step_id": "step-1"}]}`,
+		"approval_empty_code": `decision := {"deny": set(), "require_approval": [{"step_id": "step-1", "code": ""}]}`,
 		"approval_bad_reason": `decision := {"deny": set(), "require_approval": [{"step_id": "step-1", "code": "c", "reason": 1}]}`,
 	}
 	for name, rule := range tests {
