@@ -81,7 +81,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			report.PrintMutations(stdout)
 		}
 	}
-	if len(report.Findings) > 0 {
+	if len(report.Findings) > 0 || len(report.LabelFindings) > 0 {
 		return exitFailed
 	}
 	return exitOK
