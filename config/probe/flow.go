@@ -21,15 +21,21 @@ const maxLabelSets = 8
 // for the guards.
 func flowReaders(gen *config.Generation) []string {
 	var out []string
-	for _, r := range []struct {
-		stage engine.Stage
-		name  string
-	}{{engine.StageAfterPlanning, string(engine.StageAfterPlanning)}, {"", "guards"}} {
-		if gen.Reads.May(r.stage, "labels") || gen.Reads.May(r.stage, "history") {
-			out = append(out, r.name)
+	for _, r := range []string{string(engine.StageAfterPlanning), "guards"} {
+		if gen.Reads.May(readerStage(r), "labels") || gen.Reads.May(readerStage(r), "history") {
+			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// readerStage is the stage whose reads (config.Generation.Reads) are reader's: the
+// empty stage for the guards.
+func readerStage(reader string) engine.Stage {
+	if reader == "guards" {
+		return ""
+	}
+	return engine.Stage(reader)
 }
 
 // labelSets are the label sets the seeds are repeated under: each label the config
@@ -127,11 +133,12 @@ type LabelFinding struct {
 	Detail string `json:"detail"`
 }
 
-// silentReaders returns a LabelFinding per reader of the flow under which no seed
-// repeated under a label set ended otherwise than the seed it repeats: for the
+// silentReaders returns a LabelFinding per reader of the request's labels under which
+// no seed repeated under a label set ended otherwise than the seed it repeats: for the
 // after_planning stage, accepted or rejected by the policy with the same violations;
 // for the guards, the same denial of the same step of the seed's plan (checked
-// whatever the stage decided). results are the seeds' outcomes, in seed order.
+// whatever the stage decided). results are the seeds' outcomes, in seed order. A
+// reader of the history alone is not judged: the label sets start from no history.
 func (p *prober) silentReaders(ctx context.Context, seeds []Case, results []outcome, readers []string, sets [][]string) []LabelFinding {
 	var out []LabelFinding
 	tried := make([]string, len(sets))
@@ -139,6 +146,9 @@ func (p *prober) silentReaders(ctx context.Context, seeds []Case, results []outc
 		tried[i] = "[" + strings.Join(s, ", ") + "]"
 	}
 	for _, reader := range readers {
+		if !p.gen.Reads.May(readerStage(reader), "labels") {
+			continue
+		}
 		fired, compared := false, 0
 		for i := range seeds {
 			s := &seeds[i]

@@ -182,3 +182,21 @@ func TestRun_GuardReadingLabelsJudgesTheSeeds(t *testing.T) {
 		t.Errorf("no hidden mail under the secret label found: %+v", r.Findings)
 	}
 }
+
+// A reader of the history alone is exercised but never reported silent: the label sets
+// start from no history, so its rules cannot fire in the probe.
+func TestRun_HistoryOnlyReaderIsNotReportedSilent(t *testing.T) {
+	r := run(t, mailConfig("history.exists(h, h.capability == 'read_secret') && call.capability == 'send_email'", ""), probe.Options{MaxPlans: 200})
+	if len(r.LabelSets) != 3 || len(r.LabelFindings) != 0 {
+		t.Errorf("label sets %v, label findings %+v: want three sets and no finding", r.LabelSets, r.LabelFindings)
+	}
+}
+
+// A config that reads labels but declares none has no label set to try, and says so.
+func TestRun_LabelsReadButNoneDeclaredIsAWarning(t *testing.T) {
+	guards := "guards:\n  policy_revision: r1\n  rules:\n    - {name: g, operation: tool_call, deny_if: \"'secret' in labels\", code: c, reason: r}\n"
+	r := run(t, map[string]string{"hooks/plan.yaml": hookSet(true) + guards, "policies/review.rego": fixed}, probe.Options{MaxPlans: 200})
+	if len(r.LabelSets) != 0 || len(r.LabelFindings) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "declares no label") {
+		t.Errorf("label sets %v, label findings %v, warnings %q", r.LabelSets, r.LabelFindings, r.Warnings)
+	}
+}
