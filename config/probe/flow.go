@@ -141,10 +141,6 @@ type LabelFinding struct {
 // reader of the history alone is not judged: the label sets start from no history.
 func (p *prober) silentReaders(ctx context.Context, seeds []Case, results []outcome, readers []string, sets [][]string) []LabelFinding {
 	var out []LabelFinding
-	tried := make([]string, len(sets))
-	for i, s := range sets {
-		tried[i] = "[" + strings.Join(s, ", ") + "]"
-	}
 	for _, reader := range readers {
 		if !p.gen.Reads.May(readerStage(reader), "labels") {
 			continue
@@ -170,7 +166,7 @@ func (p *prober) silentReaders(ctx context.Context, seeds []Case, results []outc
 		if !fired && compared > 0 {
 			out = append(out, LabelFinding{Reader: reader, Detail: fmt.Sprintf("the %s read the request's labels or history, "+
 				"but under none of the label sets tried (%s) did they decide any of %d seed plans otherwise than without labels: "+
-				"a rule that reads labels never fires (does it name a label the config declares?)", readerName(reader), strings.Join(tried, " "), compared)})
+				"a rule that reads labels never fires (does it name a label the config declares?)", readerName(reader), setsText(sets), compared)})
 		}
 	}
 	return out
@@ -190,6 +186,15 @@ func (p *prober) guardsDecide(ctx context.Context, c *Case) string {
 	}
 	id, code := p.guardDenial(ctx, c, plan, flow)
 	return id + " " + code
+}
+
+// setsText renders label sets as "[a] [b] [a, b]".
+func setsText(sets [][]string) string {
+	out := make([]string, len(sets))
+	for i, s := range sets {
+		out[i] = "[" + strings.Join(s, ", ") + "]"
+	}
+	return strings.Join(out, " ")
 }
 
 func readerName(reader string) string {

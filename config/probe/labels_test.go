@@ -200,3 +200,36 @@ func TestRun_LabelsReadButNoneDeclaredIsAWarning(t *testing.T) {
 		t.Errorf("label sets %v, label findings %v, warnings %q", r.LabelSets, r.LabelFindings, r.Warnings)
 	}
 }
+
+// The guards judge a plan's calls, not plan binding: a step whose parameters refer to an
+// earlier step's response (unresolved in a review) is checked by the guards as planned.
+func TestRun_GuardsJudgeStepsWithReferences(t *testing.T) {
+	files := mailConfig("'secret' in labels && call.capability == 'send_email'", "")
+	files["tests/flow.yaml"] = `apiVersion: agentd.dev/v1
+kind: HookTests
+tests:
+  - name: read then mail
+    stage: after_planning
+    given:
+      plan:
+        plan_id: p
+        steps:
+          - {step_id: step-1, agent_name: assistant, namespace: office, instruction: read, metadata: {capability: fetch_url, parameters: {url: "https://example.com"}}}
+          - {step_id: step-2, agent_name: assistant, namespace: office, instruction: mail, depends_on: [step-1], metadata: {capability: send_email, parameters: {to: a@example.com, body: "{{step-1.response.page}}"}}}
+    expect: {plan: allowed}
+`
+	r := run(t, files, probe.Options{MaxPlans: 200})
+	ended := map[string]probe.Ending{}
+	for _, s := range r.Seeds {
+		ended[s.Source] = s.Ending
+	}
+	for source, want := range map[string]probe.Ending{
+		"tests/flow.yaml:4":                           probe.Accepted,
+		"tests/flow.yaml:4 with the labels untrusted": probe.Accepted,
+		"tests/flow.yaml:4 with the labels secret":    probe.RejectedGuard,
+	} {
+		if ended[source] != want {
+			t.Errorf("seed %q ended %q, want %q (seeds: %v)", source, ended[source], want, ended)
+		}
+	}
+}

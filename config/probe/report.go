@@ -54,11 +54,7 @@ func (r *Report) Print(w io.Writer) {
 		endings[RejectedWire], endings[RejectedValidation], endings[RejectedStage], endings[RejectedGuard], endings[Accepted],
 		len(r.Findings)+len(r.LabelFindings))
 	if len(r.LabelSets) > 0 {
-		sets := make([]string, len(r.LabelSets))
-		for i, s := range r.LabelSets {
-			sets[i] = "[" + strings.Join(s, ", ") + "]"
-		}
-		fmt.Fprintf(w, "; seeds repeated under the label sets %s", strings.Join(sets, " "))
+		fmt.Fprintf(w, "; seeds repeated under the label sets %s", setsText(r.LabelSets))
 	}
 	if r.Truncated {
 		fmt.Fprint(w, "; stopped at the timeout")
