@@ -39,8 +39,15 @@ type Context struct {
 // source of recorded decisions (agentd replay) may lack.
 var PayloadVariables = []string{"request", "metadata", "enrichments"}
 
+// FlowVariables are the request's information flow as hooks and guards see it
+// (docs/semantics.md §8.21): its labels (CEL labels and call.labels, Rego input.labels)
+// and its history. InputReads records them beside the payload variables: agentd probe
+// tries label combinations where they are read. They are not payload: replay's
+// check of what a source kept covers PayloadVariables only.
+var FlowVariables = []string{"labels", "history"}
+
 // InputReads says, per stage (the empty stage for the guards), which payload variables
-// some compiled expression or query may read.
+// and flow variables (FlowVariables) some compiled expression or query may read.
 type InputReads map[engine.Stage]map[string]bool
 
 // May reports whether something compiled for stage may read variable.
@@ -50,7 +57,7 @@ func (r InputReads) add(stage engine.Stage, reads func(string) bool) {
 	if r == nil {
 		return
 	}
-	for _, v := range PayloadVariables {
+	for _, v := range slices.Concat(PayloadVariables, FlowVariables) {
 		if reads(v) {
 			if r[stage] == nil {
 				r[stage] = map[string]bool{}

@@ -19,7 +19,8 @@ func (c *Context) Expr(n *yaml.Node, field string, scope expr.Scope, kind expr.K
 	}
 	prg, err := c.CEL.Compile(scope, n.Value, kind)
 	if err == nil {
-		c.Reads.add(c.Stage, prg.Reads)
+		// call.labels, the labels flowing into the call, is a read of the flow's labels
+		c.Reads.add(c.Stage, func(v string) bool { return prg.Reads(v) || v == "labels" && prg.MayRead("call", "labels") })
 		return prg
 	}
 	var xe *diag.Error

@@ -26,7 +26,7 @@ type Generation struct {
 	Policies *policy.Bundle
 	// Queries are the data references the rego steps and Rego guards query, sorted.
 	Queries []string
-	// Reads says which payload variables the hooks of each stage and the guards (the
+	// Reads says which payload and flow variables the hooks of each stage and the guards (the
 	// empty stage) may read: what a replay needs its source to have kept.
 	Reads builtin.InputReads
 	// DataMounts say where each data document is mounted, in file order.

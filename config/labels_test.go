@@ -213,3 +213,59 @@ func TestLoad_LabelsAreBounded(t *testing.T) {
 		t.Fatalf("errors = %v, want one at %s", errs, want)
 	}
 }
+
+// Generation.Reads records, per stage (the empty one for the guards), whether a CEL
+// expression or Rego query may read the request's flow: labels (CEL labels or
+// call.labels, Rego input.labels) and history; a rule reading neither records neither.
+func TestLoad_ReadsRecordTheFlow(t *testing.T) {
+	for _, tc := range []struct {
+		name, guard, rego string
+		want              []string // "stage variable", stage "" for the guards
+	}{
+		{"labels", "'secret' in labels", "", []string{" labels"}},
+		{"call.labels", "'secret' in call.labels", "", []string{" labels"}},
+		{"history", "history.exists(h, h.capability == 'read_secret')", "", []string{" history"}},
+		{"neither", "call.capability == 'send_email'", "", nil},
+		{"rego input.labels", "false", `deny contains "x" if "secret" in input.labels`, []string{"after_planning labels"}},
+		{"rego input.history", "false", `deny contains "x" if count(input.history) > 3`, []string{"after_planning history"}},
+		{"rego plan only", "false", `deny contains "x" if count(input.plan.steps) > 3`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			policy := "package review\n\ndefault allow := false\n\nallow if count(deny) == 0\n"
+			if tc.rego == "" {
+				tc.rego = `deny contains "x" if input.plan.plan_id == "never"`
+			}
+			policy += "\n" + tc.rego + "\n"
+			writeFiles(t, dir, map[string]string{
+				"hooks/x.yaml": hookSet("x", `guards:
+  policy_revision: r1
+  rules:
+    - {name: g, operation: tool_call, deny_if: "`+tc.guard+`", code: c, reason: r}
+hooks:
+  - name: review
+    stage: after_planning
+    required: true
+    steps:
+      - rego: {query: data.review}
+`),
+				"policies/review.rego": policy,
+			})
+			gen, err := config.Load(dir, config.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, stage := range []engine.Stage{"", engine.StageAfterPlanning} {
+				for _, v := range []string{"labels", "history"} {
+					if gen.Reads.May(stage, v) {
+						got = append(got, string(stage)+" "+v)
+					}
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("flow reads = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -24,7 +24,12 @@ and the plans of requests/*.json (the catalog's plans with the request metadata 
 first of those that has some and, when the policy reads the metadata, with each other
 metadata they hold; a warning when it reads metadata no seed has). A plan whose
 request metadata was mutated (a member missing, null, empty, unknown or retyped) is a
-finding when it gets an identity its unmutated metadata was not allowed. Each finding
+finding when it gets an identity its unmutated metadata was not allowed. When the
+after_planning stage or the guards read the request's labels or history, the seeds are
+repeated under each declared label alone and all of them; a plan under labels is
+judged against what its label set was allowed (and by the guards when they read the
+labels), and a reader of the labels whose decisions no label set changes is a finding
+too (its label rules never fire). Each finding
 is one line: the mutation, the identity that got through, the minimal plan as JSON
 (a reproducing after_planning call and test case) and the deny rule that should have
 caught it. Runs in process, never writes into DIR, and is deterministic for a --seed.
@@ -81,7 +86,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			report.PrintMutations(stdout)
 		}
 	}
-	if len(report.Findings) > 0 {
+	if len(report.Findings) > 0 || len(report.LabelFindings) > 0 {
 		return exitFailed
 	}
 	return exitOK

@@ -29,11 +29,19 @@ type Case struct {
 	Enrichments map[string]any
 	// Prior are the steps of the request's completed earlier phases.
 	Prior []engine.RoutingStep
-	Plan  any
-	// Context names the request metadata of the seed the case was made from (see
-	// contextOf): what that metadata was allowed is what a request_metadata mutation
-	// of it may get.
+	// Labels and History are the flow the request starts from (docs/semantics.md
+	// §8.21): a test's given.labels and given.history, or a label set the probe tries.
+	Labels  []string
+	History []engine.HistoryStep
+	Plan    any
+	// Context names the request metadata and flow of the seed the case was made from
+	// (see contextOf, flowContext): what that metadata was allowed is what a
+	// request_metadata mutation of it may get, and what that flow was allowed is what
+	// any mutation of a seed with a flow may get.
 	Context string
+	// plain is, for a seed repeated under a label set, 1 + the index of the seed it
+	// repeats (see labelled).
+	plain int
 }
 
 // contextOf names request metadata: its JSON encoding, keys sorted ("{}" for none).
@@ -56,6 +64,7 @@ func (c *Case) with(mutation, detail string) Case {
 	out.Enrichments = cloneMap(c.Enrichments)
 	out.Plan = cloneJSON(c.Plan)
 	out.Prior = slices.Clone(c.Prior)
+	out.Labels, out.History = slices.Clone(c.Labels), slices.Clone(c.History)
 	return out
 }
 

@@ -23,6 +23,17 @@
 // allowed: a request that lacks or blanks what its metadata said must get no more than
 // the request that said it, even when another request context may use the identity.
 //
+// Labels (docs/semantics.md §8.21): a test's plan starts from its given.labels and
+// given.history. When the after_planning stage or the guards read the request's flow
+// (CEL labels, call.labels or history; Rego input.labels or input.history), every seed
+// without a flow of its own is repeated under each label the config declares alone and
+// under all of them (at most eight sets), so that a rule firing only with a label is
+// exercised; a case with a flow is judged against what the seeds with the same metadata
+// and flow got through, and, when the guards read the flow, an accepted plan's calls go
+// through the guards too (engine.Generation.EvaluateCall) and a denied one ends the case
+// (Ending RejectedGuard). A reader of the labels whose decisions on the seeds no label
+// set changes is a LabelFinding: its label rules never fire.
+//
 // Each finding is minimized (steps, then step members, request metadata and the phase
 // removed one at a time while it stays a finding), then evaluated once more with OPA's
 // tracer to name the deny rule that should have caught it and where that rule stopped.

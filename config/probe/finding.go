@@ -16,7 +16,7 @@ func (p *prober) finding(ctx context.Context, c Case) Finding {
 	id := p.escaped(&c, o)
 	f := Finding{
 		Mutation: c.Mutation, Detail: c.Detail, Seed: c.Source, Identity: id,
-		Request: c.Request, Metadata: c.Metadata, PriorSteps: c.Prior, Plan: c.Plan,
+		Request: c.Request, Metadata: c.Metadata, PriorSteps: c.Prior, Labels: c.Labels, History: c.History, Plan: c.Plan,
 	}
 	f.Misses = p.misses(ctx, c, o, id)
 	parts := make([]string, len(f.Misses))

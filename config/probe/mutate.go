@@ -31,7 +31,8 @@ type base struct {
 // generator builds the candidates of a run.
 type generator struct {
 	rng *rand.Rand
-	// denied are steps (wire form) whose single-step plan the policy rejects.
+	// denied are steps (wire form) whose single-step plan the policy rejects, or whose
+	// call the guards deny under the seed's labels.
 	denied []map[string]any
 }
 

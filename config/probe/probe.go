@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentd-dev/agentd/config"
@@ -60,8 +61,13 @@ type Report struct {
 	Truncated bool            `json:"truncated"`
 	Mutations []MutationStats `json:"mutations"`
 	Findings  []Finding       `json:"findings"`
+	// LabelSets are the label sets the seeds were repeated under (labelSets), when the
+	// after_planning stage or the guards read the request's flow.
+	LabelSets [][]string `json:"label_sets,omitempty"`
+	// LabelFindings are readers of the flow whose decisions no label set changed.
+	LabelFindings []LabelFinding `json:"label_findings"`
 	// Warnings say what the run could not try: a policy reading request metadata that
-	// no seed carries.
+	// no seed carries, or the request's labels when the config declares none.
 	Warnings []string `json:"warnings,omitempty"`
 	// cases are, per mutation whose plans reached the policy, one the policy rejected
 	// (else one accepted that is no finding), for Cases.
@@ -92,11 +98,15 @@ type Finding struct {
 	Seed string `json:"seed"`
 	// Identity is the operation identity that got through.
 	Identity string `json:"identity"`
-	// Request, Metadata, Phase and PriorSteps complete Plan into a reproducing
+	// Request, Metadata, Phase, PriorSteps, Labels and History complete Plan into a reproducing
 	// after_planning call (and test case).
 	Request    string               `json:"request,omitempty"`
 	Metadata   map[string]any       `json:"metadata,omitempty"`
 	PriorSteps []engine.RoutingStep `json:"prior_steps,omitempty"`
+	// Labels and History are the flow the request starts from (given.labels and
+	// given.history of the reproducing test case).
+	Labels  []string             `json:"labels,omitempty"`
+	History []engine.HistoryStep `json:"history,omitempty"`
 	// Plan is the minimal plan, in its wire form.
 	Plan any `json:"plan"`
 	// Rule says which deny rule should have caught it: the rules that stopped on the
@@ -120,6 +130,9 @@ type prober struct {
 	// request metadata (contextOf).
 	allowed   map[string]bool
 	byContext map[string]map[string]bool
+	// guardsReadFlow: the guards read the request's flow, so a case with a flow is
+	// checked by them too (review).
+	guardsReadFlow bool
 }
 
 // reviewed is a case and its outcome.
@@ -144,8 +157,15 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
-	p := &prober{gen: gen, allowed: map[string]bool{}, byContext: map[string]map[string]bool{}}
-	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}}
+	readers := flowReaders(gen)
+	p := &prober{gen: gen, allowed: map[string]bool{}, byContext: map[string]map[string]bool{}, guardsReadFlow: slices.Contains(readers, "guards")}
+	r := &Report{Seed: opts.Seed, Hook: hook, Seeds: []SeedResult{}, Findings: []Finding{}, LabelFindings: []LabelFinding{}}
+	if len(readers) > 0 {
+		if r.LabelSets = labelSets(gen); len(r.LabelSets) == 0 {
+			r.Warnings = append(r.Warnings, "the "+strings.Join(readers, " and the ")+" read the request's labels or history, "+
+				"but the config declares no label (labels:): no label set to try")
+		}
+	}
 	if gen.Reads.May(engine.StageAfterPlanning, "metadata") && !slices.ContainsFunc(all, func(c Case) bool { return len(c.Metadata) > 0 }) {
 		r.Warnings = append(r.Warnings, "the after_planning stage reads the request metadata, but no test or request has any: "+
 			"add a test whose given.metadata is a real request's (its tenant), so that the catalog's plans are reviewed "+
@@ -153,8 +173,10 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 	}
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(opts.Seed), 0x70726f6265))}
 	var bases []*base
-	for _, s := range all {
+	results := make([]outcome, len(all))
+	for i, s := range all {
 		o := p.review(ctx, &s)
+		results[i] = o
 		r.Seeds = append(r.Seeds, SeedResult{Source: s.Source, Ending: o.ending})
 		switch o.ending {
 		case Accepted:
@@ -167,13 +189,14 @@ func Run(ctx context.Context, dir string, gen *config.Generation, opts Options) 
 				p.allowed[id], ctxAllowed[id] = true, true
 			}
 			bases = append(bases, &base{Case: s, accepted: true})
-		case RejectedStage:
+		case RejectedStage, RejectedGuard:
 			bases = append(bases, &base{Case: s})
 			if steps := s.steps(); len(steps) == 1 {
 				g.denied = append(g.denied, steps[0])
 			}
 		}
 	}
+	r.LabelFindings = append(r.LabelFindings, p.silentReaders(ctx, all, results, readers, r.LabelSets)...)
 	r.Allowed = slices.Sorted(func(yield func(string) bool) {
 		for id := range p.allowed {
 			if !yield(id) {

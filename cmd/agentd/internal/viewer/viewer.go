@@ -2,9 +2,11 @@
 // execution records with the filters of GET /v1/executions and their tenants, a page
 // per request (Pre-Execution: the refused operation checks, before_planning and each
 // phase's after_planning invocations with what their warn and audit rules would have
-// denied, the plan of each phase as a graph with its denied steps marked, rejected
-// candidates; Post-Execution: after_execution, after_synthesis, effects, operation
-// checks with their findings and finishes), and a page on the live config. It is plain HTML, CSS and JavaScript embedded in the binary; the pages
+// denied, the plan of each phase as a graph with its denied steps marked and each
+// executed step's result labels as chips, rejected candidates; Post-Execution:
+// after_execution, after_synthesis, effects, operation checks with their findings,
+// the labels that decided them and their finishes with their result's labels), and a
+// page on the live config. It is plain HTML, CSS and JavaScript embedded in the binary; the pages
 // read the API (GET /v1/executions, /v1/executions/{id}, /v1/status) and the viewer's
 // own GET /ui/graphs/{id}. The approvals page (#/approvals) lists GET /v1/approvals and,
 // for approver and admin sessions, decides with POST /v1/approvals/{id}, the viewer's one

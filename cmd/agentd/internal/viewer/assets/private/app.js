@@ -39,6 +39,12 @@
   function link(hash, ...children) { return el('a', {href: hash}, ...children); }
   function requestLink(id) { return link('#/r/' + encodeURIComponent(id), id); }
   function badge(value) { return value ? el('span', {class: 'badge ' + value}, value) : el('span', {class: 'muted'}, '—'); }
+  // labelChips shows information-flow labels as chips, each with its name as text and
+  // in data-label; kind says whose they are (result, request, call).
+  function labelChips(labels, kind) {
+    return (labels || []).length ? el('span', {class: 'labels ' + kind, 'data-labels': kind},
+      labels.map(l => el('span', {class: 'label-chip', 'data-label': l}, l))) : null;
+  }
   function json(v) { return el('pre', {class: 'json'}, JSON.stringify(v, null, 2)); }
   function facts(pairs) {
     return el('dl', {class: 'facts'}, pairs.filter(p => p && p[1] !== undefined && p[1] !== null && p[1] !== '')
@@ -306,18 +312,38 @@
       const cls = 'node' + (n.external ? ' external' : '') + ((n.violations || []).length ? ' violated' : '') + (denials.length ? ' denied' : '');
       s.append(svg('g', {class: cls, 'data-step': n.step_id, transform: `translate(${n.x} ${n.y})`},
         svg('title', {}, [n.step_id, n.namespace + '/' + n.agent_name, n.capability, ...(n.violations || []),
-          ...denials.map(c => 'denied: ' + c)].filter(Boolean).join('\n')),
+          ...denials.map(c => 'denied: ' + c), (n.labels || []).length ? 'result labels: ' + n.labels.join(', ') : null].filter(Boolean).join('\n')),
         svg('rect', {width: W, height: H, rx: 6}),
         svg('text', {class: 'step', x: 8, y: 17}, n.step_id + (n.external ? ' (earlier phase)' : '')),
         svg('text', {class: 'agent', x: 8, y: 34}, (n.namespace || '') + '/' + (n.agent_name || '')),
         svg('text', {class: 'capability', x: 8, y: 51}, n.capability || ''),
         (n.violations || []).length ? svg('text', {class: 'violation', x: 8, y: 68}, '✕ ' + n.violations.join(', ')) : null,
-        denials.length ? svg('text', {class: 'denial', x: 8, y: 68}, 'denied: ' + denials.join(', ')) : null));
+        denials.length ? svg('text', {class: 'denial', x: 8, y: 68}, 'denied: ' + denials.join(', ')) : null,
+        nodeLabels(n.labels || [], W)));
     }
     return el('div', {class: 'graph-box' + (g.rejected ? ' rejected' : ''), 'data-phase': g.phase},
       el('div', {class: 'legend'}, (g.rejected ? 'Rejected candidate' : 'Accepted plan') + (g.plan_id ? ' ' + g.plan_id : '') +
-        ' — solid edge: depends_on, dashed: {{step-…}} reference' + (g.rejected ? '' : ', red: a check of the step was denied')),
+        ' — solid edge: depends_on, dashed: {{step-…}} reference' + (g.rejected ? '' : ', red: a check of the step was denied, chips: the labels of its result')),
       g.nodes.length ? s : el('p', {class: 'muted'}, 'No steps.'));
+  }
+
+  // nodeLabels draws a node's result labels as chips on its last row, as many as fit
+  // in width w, then "+N".
+  function nodeLabels(labels, w) {
+    if (!labels.length) return null;
+    const g = svg('g', {class: 'labels', transform: 'translate(8 75)'});
+    let x = 0;
+    for (let i = 0; i < labels.length; i++) {
+      const text = labels[i], cw = 7 * text.length + 10;
+      if (x + cw > w - 16 - (i < labels.length - 1 ? 28 : 0)) {
+        g.append(svg('text', {class: 'more', x: x + 2, y: 12}, '+' + (labels.length - i)));
+        break;
+      }
+      g.append(svg('g', {class: 'label-chip', 'data-label': text, transform: `translate(${x} 0)`},
+        svg('rect', {width: cw, height: 16, rx: 8}), svg('text', {x: 5, y: 12}, text)));
+      x += cw + 4;
+    }
+    return g;
   }
 
   function preExecution(rec, graphs) {
@@ -354,12 +380,15 @@
           ['Tool', [o.namespace, o.agent_name, o.capability].filter(Boolean).join('/')],
           ['Reason', o.reason],
           ['Rule', o.guard ? o.guard + (o.guard_index !== undefined ? ' [' + o.guard_index + ']' : '') : null],
+          ['Request labels', labelChips(o.labels, 'request')],
+          ['Call labels', labelChips(o.call_labels, 'call')],
           ['Decision id', o.decision_id],
           ['At', time(o.started_at)],
         ]))))];
   }
 
   const OPERATION_FIELDS = ['operation', 'step_id', 'namespace', 'agent_name', 'capability', 'outcome', 'code', 'reason', 'guard',
+    'labels', 'call_labels',
     'guard_index', 'binding', 'generation', 'policy_revision', 'live_generation', 'live_policy_revision', 'started_at', 'duration'];
 
   function operationsTable(ops) {
@@ -373,7 +402,9 @@
         el('td', {class: 'mono'}, o.step_id || ''),
         el('td', {}, [o.namespace, o.agent_name, o.capability].filter(Boolean).join('/')),
         el('td', {}, badge(o.outcome)),
-        el('td', {}, o.code ? el('code', {}, o.code) : null, o.reason ? el('div', {}, o.reason) : null, findingLists(o.would_deny)),
+        el('td', {}, o.code ? el('code', {}, o.code) : null, o.reason ? el('div', {}, o.reason) : null, findingLists(o.would_deny),
+          (o.labels || []).length ? el('div', {}, 'labels ', labelChips(o.labels, 'request')) : null,
+          (o.call_labels || []).length ? el('div', {}, 'call labels ', labelChips(o.call_labels, 'call')) : null),
         el('td', {}, o.guard ? o.guard + (o.guard_index !== undefined ? ' [' + o.guard_index + ']' : '') : ''),
         el('td', {}, o.binding || ''),
         el('td', {class: 'mono'}, o.generation || '', el('div', {}, o.policy_revision || ''),
@@ -381,6 +412,7 @@
         el('td', {}, time(o.started_at), el('div', {class: 'muted'}, duration(o.duration)),
           extras(o, OPERATION_FIELDS).map(([k, v]) => el('div', {class: 'muted'}, k + ': ' + v))),
         el('td', {}, o.finish ? [badge(o.finish.status), o.finish.retryable ? ' retryable' : '', ' ', duration(o.finish.duration),
+          labelChips(o.finish.labels, 'result'),
           o.finish.error ? el('pre', {class: 'error-text'}, o.finish.error) : null,
           o.finish.response !== undefined ? json(o.finish.response) : null] : el('span', {class: 'muted'}, 'not reported'))))));
   }
