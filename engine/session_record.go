@@ -161,6 +161,11 @@ func (s *Session) durably(ctx context.Context, write func(ctx context.Context) e
 // When a concurrent write landed first it reloads the state and applies fn again. A
 // session of a driver without a state store keeps the state only in memory.
 func (s *Session) writeState(ctx context.Context, fn func(st *RequestState)) error {
+	return s.writeStateFor(ctx, s.d.ttl, fn)
+}
+
+// writeStateFor is writeState keeping the state for ttl.
+func (s *Session) writeStateFor(ctx context.Context, ttl time.Duration, fn func(st *RequestState)) error {
 	if s.d.states == nil {
 		fn(s.state)
 		return nil
@@ -169,7 +174,7 @@ func (s *Session) writeState(ctx context.Context, fn func(st *RequestState)) err
 		next := *s.state
 		fn(&next)
 		next.Revision++
-		err := s.d.states.PutRequest(ctx, &next, s.d.ttl)
+		err := s.d.states.PutRequest(ctx, &next, ttl)
 		if err == nil {
 			*s.state = next
 			return nil

@@ -57,6 +57,12 @@ type RequestState struct {
 	History    []HistoryStep `json:"history,omitempty"`
 	Reported   int           `json:"reported,omitempty"`
 	PhaseFlows []PhaseFlow   `json:"phase_flows,omitempty"`
+	// Held lists, by step id, the accepted steps of a round an entry point keeps
+	// waiting for approvals (Session.HoldRound); HoldOf is set on a hold entry alone,
+	// the state stored under a held round's key, and names the request it holds
+	// (Driver.HeldRound). A hold entry is no request: it is never resumed.
+	Held   []string `json:"held,omitempty"`
+	HoldOf string   `json:"hold_of,omitempty"`
 	// Revision grows with every write; a store never lets a write based on an older
 	// revision replace a newer one.
 	Revision int64 `json:"revision"`

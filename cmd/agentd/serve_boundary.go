@@ -52,9 +52,14 @@ func (f *boundaryFlags) hosts() []string {
 // mcpConfig is the configuration of the daemon's MCP gateway: behind its authorization
 // (whose tokens are the callers sessions belong to) and its browser boundary (which
 // checks Host headers, --allowed-hosts included), bounded by --max-body and the
-// --mcp-* flags, logging upstream lines as --log-payloads says.
+// --mcp-* flags, logging upstream lines as --log-payloads says; a held call is elicited
+// at the viewer's approvals page of the origin the session reached the daemon at.
 func (f *serveFlags) mcpConfig(driver *engine.Driver, registry *reload.Registry, logger *slog.Logger) mcpgw.Config {
 	return mcpgw.Config{Driver: driver, Generations: registry, Logger: logger,
 		MaxSessions: f.boundary.mcpMaxSessions, MaxSessionsPerCaller: f.boundary.mcpMaxSessionsPerTok, SessionTimeout: f.boundary.mcpSessionIdle,
-		MaxBody: f.maxBody, Caller: server.CallerOf, DisableLocalhostProtection: true, LogPayloads: f.logPayloads}
+		MaxBody: f.maxBody, Caller: server.CallerOf, DisableLocalhostProtection: true, LogPayloads: f.logPayloads,
+		ApprovalsPage: approvalsPage}
 }
+
+// approvalsPage is the viewer's approvals page (cmd/agentd/internal/viewer).
+const approvalsPage = "/ui/#/approvals"

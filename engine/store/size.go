@@ -73,8 +73,8 @@ func resultsSize(rs []engine.StepResult) int64 {
 // stateSize estimates a request state whose accepted steps (PriorSteps) are of size
 // steps (see stepsSize).
 func stateSize(st *engine.RequestState, steps int64) int64 {
-	n := int64(len(st.ID)+len(st.Generation)+len(st.Request)+len(st.PhasePlanID)+len(st.PhaseHash)) + 64 +
-		sizeOf(st.Metadata) + sizeOf(st.Enrichments) + sizeOf(st.CacheVary) + steps
+	n := int64(len(st.ID)+len(st.Generation)+len(st.Request)+len(st.PhasePlanID)+len(st.PhaseHash)+len(st.HoldOf)) + 64 +
+		sizeOf(st.Metadata) + sizeOf(st.Enrichments) + sizeOf(st.CacheVary) + sizeOf(st.Held) + steps
 	for id, r := range st.Runs {
 		n += runSize(id, r)
 	}

@@ -49,6 +49,9 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (res *
 	call, ref := g.admit(ctx, s, route, args)
 	step := call.Step
 	if ref != nil {
+		if ask := g.elicit(req, ref); ask != nil {
+			return annotate(ask, s.id, step.StepID), nil
+		}
 		return refused(s.id, step.StepID, ref), nil
 	}
 	up, ok := g.upstreamOf(step)

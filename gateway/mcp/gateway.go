@@ -56,6 +56,12 @@ type Config struct {
 	// TracerProvider traces the MCP messages the gateway serves and sends, after the
 	// MCP semantic conventions (see telemetry.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// ApprovalsPage is where a human decides approvals (the daemon: the viewer's
+	// approvals page, "/ui/#/approvals"): an absolute URL, or a path resolved against
+	// the origin of the HTTP request that opened the session. A held call of a client
+	// that declared URL-mode elicitation asks it to open that page (see elicit). ""
+	// (or a path, for a stdio session) elicits nothing.
+	ApprovalsPage string
 }
 
 // Gateway is the MCP gateway. Run follows the live generation and keeps the upstreams

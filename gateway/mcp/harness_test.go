@@ -234,6 +234,13 @@ type client struct {
 
 func (h *harness) connect() *client {
 	h.t.Helper()
+	return h.connectWith(nil, nil)
+}
+
+// connectWith is connect with the client's options changed by configure first, and
+// the session's options opts.
+func (h *harness) connectWith(configure func(*mcp.ClientOptions), opts *mcp.ClientSessionOptions) *client {
+	h.t.Helper()
 	c := &client{toolsChanged: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 64)}
 	httpClient := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := http.DefaultTransport.RoundTrip(r)
@@ -244,7 +251,7 @@ func (h *harness) connect() *client {
 		}
 		return resp, err
 	})}
-	sdk := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, &mcp.ClientOptions{
+	options := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case c.toolsChanged <- struct{}{}:
@@ -252,8 +259,12 @@ func (h *harness) connect() *client {
 			}
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { c.progress <- req.Params },
-	})
-	cs, err := sdk.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url, HTTPClient: httpClient}, nil)
+	}
+	if configure != nil {
+		configure(options)
+	}
+	sdk := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, options)
+	cs, err := sdk.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: h.url, HTTPClient: httpClient}, opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -30,11 +30,12 @@ type owners struct {
 	mu       sync.Mutex
 	open     int
 	byCaller map[string]int
-	sessions map[string]owner // MCP session id -> owner
+	sessions map[string]owner  // MCP session id -> owner
+	origins  map[string]string // MCP session id -> the origin it was opened at
 }
 
 func newOwners(max, perCaller int) *owners {
-	return &owners{max: max, perCaller: perCaller, byCaller: map[string]int{}, sessions: map[string]owner{}}
+	return &owners{max: max, perCaller: perCaller, byCaller: map[string]int{}, sessions: map[string]owner{}, origins: map[string]string{}}
 }
 
 // reserve takes a slot for a session caller may open, or reports which bound is
@@ -64,10 +65,12 @@ func (o *owners) release(caller string) {
 	}
 }
 
-// opened records the owner of the session id, which holds its caller's slot.
-func (o *owners) opened(id string, who owner) {
+// opened records the owner of the session id, which holds its caller's slot, and the
+// origin (scheme and host) of the HTTP request that opened it.
+func (o *owners) opened(id string, who owner, origin string) {
 	o.mu.Lock()
 	o.sessions[id] = who
+	o.origins[id] = origin
 	o.mu.Unlock()
 }
 
@@ -76,6 +79,7 @@ func (o *owners) closed(id string) {
 	o.mu.Lock()
 	who, ok := o.sessions[id]
 	delete(o.sessions, id)
+	delete(o.origins, id)
 	o.mu.Unlock()
 	if ok {
 		o.release(who.caller)
@@ -88,6 +92,14 @@ func (o *owners) of(id string) (owner, bool) {
 	defer o.mu.Unlock()
 	who, ok := o.sessions[id]
 	return who, ok
+}
+
+// originOf returns the origin session id was opened at, "" for a session it does not
+// know.
+func (o *owners) originOf(id string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.origins[id]
 }
 
 // count returns the sessions open: of tenant only when confined.

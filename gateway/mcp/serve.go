@@ -65,7 +65,7 @@ func (g *Gateway) Handler() http.Handler {
 				g.owners.release(who.caller)
 				return
 			}
-			g.track(id, who)
+			g.track(id, who, originOf(r))
 		}}, r)
 		if !answered {
 			g.owners.release(who.caller)
@@ -82,9 +82,9 @@ func writeError(w http.ResponseWriter, status int, typ, message string) {
 }
 
 // track records who opened session id, which holds the slot reserved for it until the
-// session ends.
-func (g *Gateway) track(id string, who owner) {
-	g.owners.opened(id, who)
+// session ends, and the origin it was opened at (see originOf).
+func (g *Gateway) track(id string, who owner, origin string) {
+	g.owners.opened(id, who, origin)
 	for ss := range g.server.Sessions() {
 		if ss.ID() == id {
 			go func() {
@@ -95,6 +95,16 @@ func (g *Gateway) track(id string, who owner) {
 		}
 	}
 	g.owners.closed(id) // it ended already
+}
+
+// originOf is the origin r reached the gateway at: its scheme and its Host, which the
+// daemon's browser boundary checked (loopback or --allowed-hosts).
+func originOf(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // namingWriter adds RequestIDHeader to the response that opens a session, once the SDK

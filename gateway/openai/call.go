@@ -306,7 +306,7 @@ func (c *chatCall) review(ctx context.Context, calls []toolCall) (*roundReview, 
 		if len(v.held()) == 0 {
 			c.failRequest(ctx, &deniedRound{denials: v.denials})
 		} else { // held for an approval: the request stays open, the round is kept
-			c.holdRound(heldSteps(a))
+			c.holdRound(ctx, heldSteps(a))
 		}
 	}
 	return v, nil

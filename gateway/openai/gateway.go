@@ -37,8 +37,6 @@ type Gateway struct {
 	up      *upstream
 	mux     *http.ServeMux
 	tracer  trace.Tracer // nil: no spans
-	// held are the rounds an approval holds, by conversation (held.go).
-	held heldRounds
 }
 
 // New returns a gateway.

@@ -6,61 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/agentd-dev/agentd/config"
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/op"
 )
-
-// maxHeld bounds the held rounds a gateway keeps (the oldest kept go first).
-const maxHeld = 4096
-
-// heldRound is a turn's first round whose calls an approval holds (docs/semantics.md
-// §8.20): the request, the token its issued call ids carry, and the accepted steps
-// held. The same conversation sent again is answered from it, without the model.
-type heldRound struct {
-	id, token string
-	steps     []engine.RoutingStep
-}
-
-// heldRounds are the held rounds by conversation (heldKey), in process: a restart or
-// another replica asks the model again.
-type heldRounds struct {
-	mu    sync.Mutex
-	m     map[string]heldRound
-	order []string
-}
-
-func (h *heldRounds) get(key string) (heldRound, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r, ok := h.m[key]
-	return r, ok
-}
-
-func (h *heldRounds) put(key string, r heldRound) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[string]heldRound{}
-	}
-	if _, ok := h.m[key]; !ok {
-		h.order = append(h.order, key)
-	}
-	h.m[key] = r
-	for len(h.order) > maxHeld {
-		delete(h.m, h.order[0])
-		h.order = h.order[1:]
-	}
-}
-
-func (h *heldRounds) drop(key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.m, key)
-}
 
 // heldKey names a new turn's conversation for tenant: every message as sent.
 func heldKey(tenant string, msgs []message) string {
@@ -73,36 +24,45 @@ func heldKey(tenant string, msgs []message) string {
 	return hex.EncodeToString(s.Sum(nil))
 }
 
-// holdRound keeps a new turn's first round whose held calls are steps, so that the
-// same conversation sent again is answered from it (see answerHeld).
-func (c *chatCall) holdRound(steps []engine.RoutingStep) {
+// holdRound keeps a new turn's first round whose held calls are steps in the
+// request's state, under the conversation's key (engine.Session.HoldRound), so that
+// the same conversation sent again, to this daemon after a restart or to another
+// replica sharing its store, is answered from it (see answerHeld). A failure to keep
+// it is logged: the round is refused as held either way, and the conversation sent
+// again asks the model again.
+func (c *chatCall) holdRound(ctx context.Context, steps []engine.RoutingStep) {
 	if !c.conv.newTurn || len(c.conv.rounds) > 0 || len(steps) == 0 {
 		return
 	}
-	c.g.held.put(heldKey(c.tenant, c.req.messages), heldRound{id: c.id, token: c.token, steps: steps})
+	ids := make([]string, len(steps))
+	for i, st := range steps {
+		ids[i] = st.StepID
+	}
+	if err := c.sess.HoldRound(ctx, heldKey(c.tenant, c.req.messages), ids); err != nil {
+		c.g.logger.WarnContext(ctx, "openai gateway: keeping a held round", "request_id", c.id, "error", err.Error())
+	}
 }
 
-// answerHeld answers a new turn whose conversation a held round was kept for: each
-// held step is checked again (Driver.Check: the call its approval is bound to) and the
-// calls now allowed are the answer, with no upstream call and no new review; calls
-// still held, rejected or expired are withheld as a review withholds them. Once every
-// held call has passed the round is forgotten. ok is false when no round is held for
-// the conversation.
+// answerHeld answers a new turn whose conversation a held round was kept for
+// (engine.Driver.HeldRound): each held step that has not run is checked again
+// (Driver.Check: the call its approval is bound to) and the calls now allowed are the
+// answer, under the held round's request, with no upstream call and no new review;
+// calls still held, rejected or expired are withheld as a review withholds them. A
+// held step that passed has run, so the round is over once every one has. ok is
+// false when no round is held for the conversation.
 func (c *chatCall) answerHeld(ctx context.Context) (ok bool, e *apiError) {
-	key := heldKey(c.tenant, c.req.messages)
-	h, ok := c.g.held.get(key)
-	if !ok {
-		return false, nil
-	}
-	c.id, c.token = h.id, h.token
-	c.w.Header().Set(c.idHeader, c.id)
-	sess, err := c.g.driver.Resume(ctx, engine.StageAfterPlanning, c.id, c.opening())
+	sess, steps, err := c.g.driver.HeldRound(ctx, engine.StageAfterPlanning, heldKey(c.tenant, c.req.messages))
 	if err != nil {
 		return true, driverError(err)
 	}
+	if sess == nil {
+		return false, nil
+	}
+	c.id = sess.ID()
+	c.w.Header().Set(c.idHeader, c.id)
 	c.pin(sess)
 	v := &roundReview{decisionID: engine.NewDecisionID()}
-	for _, step := range h.steps {
+	for _, step := range steps {
 		params := step.Parameters()
 		args, err := engine.AppendJSON(nil, params)
 		if err != nil {
@@ -116,9 +76,6 @@ func (c *chatCall) answerHeld(ctx context.Context) (ok bool, e *apiError) {
 			}
 		}
 		v.admitted(c.cfg, &engine.Admission{Allowed: allowedOf(step, args, res, err), Denied: deniedOf(step, res, err)})
-	}
-	if len(v.calls) == len(h.steps) {
-		c.g.held.drop(key)
 	}
 	ans := &answer{calls: v.calls, finish: "tool_calls"}
 	if len(v.calls) == 0 {

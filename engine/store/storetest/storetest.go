@@ -30,15 +30,23 @@ func States(t *testing.T, newStore func(t *testing.T) engine.StateStore) {
 		}
 		in := &engine.RequestState{ID: "req-1", Generation: "g-1", Request: "hi",
 			Metadata: map[string]any{"tenant": "acme"}, Enrichments: map[string]any{"rag_context": "x"},
-			CacheVary: map[string]string{"locale": "en"}, PriorSteps: []engine.RoutingStep{{StepID: "step-1"}}, Phase: 1}
+			CacheVary: map[string]string{"locale": "en"}, PriorSteps: []engine.RoutingStep{{StepID: "step-1"}}, Phase: 1,
+			Held: []string{"step-1"}}
 		if err := s.PutRequest(ctx, in, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		in.Metadata["tenant"] = "mutated"
 		got, ok, err := s.GetRequest(ctx, "req-1")
 		if err != nil || !ok || got.Generation != "g-1" || got.Metadata["tenant"] != "acme" || got.Enrichments["rag_context"] != "x" ||
-			got.CacheVary["locale"] != "en" || len(got.PriorSteps) != 1 || got.Phase != 1 {
+			got.CacheVary["locale"] != "en" || len(got.PriorSteps) != 1 || got.Phase != 1 || len(got.Held) != 1 || got.Held[0] != "step-1" {
 			t.Fatalf("GetRequest = %+v, %v, %v", got, ok, err)
+		}
+		// a held round's hold entry (engine.Session.HoldRound)
+		if err := s.PutRequest(ctx, &engine.RequestState{ID: "held-k", HoldOf: "req-1", Revision: 1}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := s.GetRequest(ctx, "held-k"); err != nil || !ok || got.HoldOf != "req-1" {
+			t.Fatalf("GetRequest(hold entry) = %+v, %v, %v", got, ok, err)
 		}
 	})
 	t.Run("InformationFlowRoundTrips", func(t *testing.T) { flowRoundTrips(t, newStore(t)) })
