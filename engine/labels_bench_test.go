@@ -13,16 +13,26 @@ import (
 
 // flowGuards are the tool_call guards of BenchmarkCheck_Labels, CEL deny_if rules
 // evaluated as a config's are: one over the request's labels, one over its history.
-func flowGuards(b *testing.B) *op.Runner {
+var flowGuards = []string{
+	`'secret' in labels && call.capability == 'send_email' && !string(call.parameters.to).endsWith('@acme.example')`,
+	`call.capability == 'update_settings' && history.exists(h, h.capability == 'fetch_url' && 'untrusted' in h.labels)`,
+}
+
+// historyGuards are flowGuards with the history rule reading the whole history first,
+// for every call (its result is the same: no call is denied).
+var historyGuards = []string{
+	flowGuards[0],
+	`history.exists(h, h.capability == 'fetch_url' && 'untrusted' in h.labels && h.status == 'failed') && call.capability == 'update_settings'`,
+}
+
+// guardRunner compiles srcs as tool_call guards that deny when true.
+func guardRunner(b *testing.B, srcs []string) *op.Runner {
 	c, err := expr.NewCompiler(expr.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	var guards []op.Guard
-	for i, src := range []string{
-		`'secret' in labels && call.capability == 'send_email' && !string(call.parameters.to).endsWith('@acme.example')`,
-		`call.capability == 'update_settings' && history.exists(h, h.capability == 'fetch_url' && 'untrusted' in h.labels)`,
-	} {
+	for i, src := range srcs {
 		prg, err := c.Compile(expr.Guard, src, expr.Bool)
 		if err != nil {
 			b.Fatal(err)
@@ -50,7 +60,9 @@ func flowGuards(b *testing.B) *op.Runner {
 // labelled secret or untrusted, so that the guards read a 20-step history and its
 // labels. executed20 is history20 without labels: the same request shape, so
 // history20/executed20 is the labels' own cost, and executed20/plain what a request
-// that already ran 20 steps costs anyway (its larger record and state). Every check
+// that already ran 20 steps costs anyway (its larger record and state).
+// history20-read is history20 with historyGuards: what a rule that walks the whole
+// history on every call adds (history20-read/history20). Every check
 // binds a step no check claimed yet: a new request (the timer stopped) every 20
 // checks. The goal is history20 within 1.2× plain.
 func BenchmarkCheck_Labels(b *testing.B) {
@@ -60,7 +72,6 @@ func BenchmarkCheck_Labels(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := mustNew(b, []engine.Hook{&passRequired{passPlan{"review"}}}, engine.WithCatalog(catalog))
-	runner := flowGuards(b)
 	ctx := context.Background()
 	const batch = 20
 	mail := func(i int) engine.RoutingStep {
@@ -70,8 +81,11 @@ func BenchmarkCheck_Labels(b *testing.B) {
 		name    string
 		labels  engine.Labeler
 		history int
-	}{{"plain", nil, 0}, {"executed20", nil, 20}, {"history20", capabilityLabels{}, 20}} {
+		guards  []string
+	}{{"plain", nil, 0, flowGuards}, {"executed20", nil, 20, flowGuards}, {"history20", capabilityLabels{}, 20, flowGuards},
+		{"history20-read", capabilityLabels{}, 20, historyGuards}} {
 		b.Run(side.name, func(b *testing.B) {
+			runner := guardRunner(b, side.guards)
 			mem := store.NewMemory(store.MemoryOptions{MaxEntries: 1 << 20, Retention: store.Retention{MaxRecords: 1 << 20}})
 			d, err := engine.NewDriver(engine.DriverConfig{Generations: engine.Fixed{Gen: &engine.Generation{ID: "g", Pipeline: p, Runner: runner, Labels: side.labels}},
 				States: mem, Records: mem})

@@ -113,6 +113,29 @@ type RecordStore interface {
 	Get(ctx context.Context, requestID string) (*ExecutionRecord, error)
 }
 
+// OperationStore is a RecordStore that can append one operation record to a stored
+// record without the record being read and written whole: the fast path of a check's
+// record, whose cost does not grow with the record (the driver falls back to Get and
+// Put when a store has none, and when the request has no record yet).
+type OperationStore interface {
+	// AppendOperation appends op to the operations of the stored record of request
+	// requestID and stores the result, updated at at, as the record's next revision,
+	// keeping the rest of the record. It takes op as Put takes a record: the caller
+	// does not change it after. Without a record it returns ErrRecordNotFound; when
+	// the record would then hold more than maxEntries entries (pipeline hooks,
+	// operations and rejections) or more than the store holds for one record,
+	// ErrTooLarge; either way it changes nothing. Appends and Puts of one record are
+	// atomic with respect to each other: an append is never lost to a concurrent Put
+	// based on the revision before it (that Put is stale).
+	AppendOperation(ctx context.Context, requestID string, op OperationRecord, at time.Time, maxEntries int) error
+}
+
+// RecordEntries counts what grows a record with every call: its pipeline hooks,
+// operations and rejections (DriverConfig.MaxRecordEntries bounds it).
+func RecordEntries(rec *ExecutionRecord) int {
+	return len(rec.PipelineHooks) + len(rec.Operations) + len(rec.Rejections)
+}
+
 // PlanRejection is one plan phase a request did not get accepted: its candidate plan,
 // why (cause, and the required hook's decision reason and the policy's violations, or
 // the plan rule it broke) and when.

@@ -328,14 +328,42 @@ func (s *Session) claim(ctx context.Context, mode BindingMode, call *op.Call) er
 	return err
 }
 
-// recordCheck appends one check to the request's execution record.
+// recordCheck appends one check to the request's execution record: through a store
+// that appends (OperationStore) when it can, else by rewriting the record.
 func (s *Session) recordCheck(ctx context.Context, rec OperationRecord, recorded **OperationRecord) error {
 	if recorded != nil {
 		*recorded = &rec
 	}
-	return s.writeRecord(context.WithoutCancel(ctx), func(r *ExecutionRecord) {
+	ctx = context.WithoutCancel(ctx)
+	if appended, err := s.appendOperation(ctx, rec); appended || err != nil {
+		return err
+	}
+	return s.writeRecord(ctx, func(r *ExecutionRecord) {
 		r.Operations = append(r.Operations, rec)
 	})
+}
+
+// appendOperation appends rec to the request's record with the record store's
+// AppendOperation. appended is false, with no error, when that is not the way: a store
+// without it, a session whose first write replaces the record, a request without one.
+// A store failure is a refusal, as for writeRecord.
+func (s *Session) appendOperation(ctx context.Context, rec OperationRecord) (appended bool, err error) {
+	ops, ok := s.d.records.(OperationStore)
+	if !ok {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fresh {
+		return false, nil
+	}
+	switch err := ops.AppendOperation(ctx, s.state.ID, rec, s.d.now().UTC(), s.d.maxEntries); {
+	case errors.Is(err, ErrRecordNotFound):
+		return false, nil
+	case err != nil:
+		return false, storeFailure(s.state.ID, err)
+	}
+	return true, nil
 }
 
 // describe fills the outcome of rec from a guards' verdict.

@@ -251,7 +251,7 @@ func (s *Session) rewriteRecord(ctx context.Context, create bool, fn func(rec *E
 		if !fn(rec) {
 			return nil
 		}
-		if n := recordEntries(rec); n > s.d.maxEntries {
+		if n := RecordEntries(rec); n > s.d.maxEntries {
 			return storeFailure(s.state.ID, fmt.Errorf("%w: the execution record would hold %d entries, over the limit of %d", ErrTooLarge, n, s.d.maxEntries))
 		}
 		rec.Revision++
@@ -266,11 +266,6 @@ func (s *Session) rewriteRecord(ctx context.Context, create bool, fn func(rec *E
 		}
 	}
 	return storeFailure(s.state.ID, fmt.Errorf("execution record %q: too many concurrent rewrites", s.state.ID))
-}
-
-// recordEntries counts what grows a record with every call.
-func recordEntries(rec *ExecutionRecord) int {
-	return len(rec.PipelineHooks) + len(rec.Operations) + len(rec.Rejections)
 }
 
 func (s *Session) newRecord(now time.Time) *ExecutionRecord {

@@ -148,10 +148,14 @@ type DeferringStore interface {
 // it (newRun).
 func (st *RequestState) runOf(id string) *StepRun { return newRun(st.writableRuns(), id) }
 
-// writableRuns replaces st.Runs with a copy a change may write and returns it.
+// writableRuns replaces st.Runs with a copy a change may write and returns it. The copy
+// is a clone of the map's table, not a rehash of its entries: a claim copies every
+// run's pointer once, however many steps the request ran.
 func (st *RequestState) writableRuns() map[string]*StepRun {
-	runs := make(map[string]*StepRun, len(st.Runs)+1)
-	maps.Copy(runs, st.Runs)
+	runs := maps.Clone(st.Runs)
+	if runs == nil {
+		runs = make(map[string]*StepRun, 1)
+	}
 	st.Runs = runs
 	return runs
 }

@@ -49,13 +49,18 @@ func (sizeEstimator) EstimateSize(node checker.AstNode) *checker.SizeEstimate {
 	return &checker.SizeEstimate{Min: 1, Max: 1}
 }
 
-// fitsFlow reports whether flow is within the bounds flowBound states, its strings
-// within MaxCollectionSize bytes, without converting it.
-func fitsFlow(flow *op.Flow) bool {
+// fitsFlow reports whether what an expression reads of flow, its labels or its
+// history, is within the bounds flowBound states, its strings within
+// MaxCollectionSize bytes, without converting it: an expression that reads only the
+// labels does not look at the history.
+func fitsFlow(flow *op.Flow, history bool) bool {
 	if flow == nil {
 		return true
 	}
-	if len(flow.Labels) > engine.MaxRequestLabels || len(flow.History) > engine.MaxHistory || !fitsStrings(flow.Labels...) {
+	if !history {
+		return len(flow.Labels) <= engine.MaxRequestLabels && fitsStrings(flow.Labels...)
+	}
+	if len(flow.History) > engine.MaxHistory {
 		return false
 	}
 	for i := range flow.History {
@@ -138,7 +143,7 @@ func (p *Program) fits(v *Vars) bool {
 				return false
 			}
 		case varLabels, varHistory:
-			if !fitsFlow(v.Flow) {
+			if !fitsFlow(v.Flow, c.name == varHistory) {
 				return false
 			}
 		case varResult:

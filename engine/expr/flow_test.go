@@ -60,6 +60,19 @@ func TestCost_FlowBounds(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// What an expression does not read is not looked at: a rule over the labels alone
+	// fits beside a history past the bounds, one over the history alone beside too
+	// many labels.
+	long := &op.Flow{Labels: []string{"a"}, History: make([]op.HistoryStep, engine.MaxHistory+1)}
+	if !mustCompile(t, c, Guard, `'a' in labels`, Bool).fits(&Vars{Call: &op.Call{}, Flow: long}) {
+		t.Error("a rule over the labels alone does not fit beside a long history")
+	}
+	if mustCompile(t, c, Guard, `size(history) > 0`, Bool).fits(&Vars{Call: &op.Call{}, Flow: long}) {
+		t.Error("a rule over a history past the bounds fits")
+	}
+	if !mustCompile(t, c, Guard, `size(history) > 0`, Bool).fits(&Vars{Call: &op.Call{}, Flow: &op.Flow{Labels: many, History: small.History}}) {
+		t.Error("a rule over the history alone does not fit beside too many labels")
+	}
 }
 
 // The label scope's result is the reported response, read in place; null without one.

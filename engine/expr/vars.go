@@ -176,18 +176,15 @@ func labelsValue(l []string) []any {
 	return out
 }
 
-// historyValue is a flow's history as CEL reads it: one object per step.
+// historyValue is a flow's history as CEL reads it: one object per step (historyStep,
+// which reads the step in place).
 func historyValue(f *op.Flow) []any {
 	if f == nil {
 		return []any{}
 	}
 	out := make([]any, len(f.History))
 	for i := range f.History {
-		h := &f.History[i]
-		out[i] = map[string]any{
-			"step_id": h.StepID, "namespace": h.Namespace, "agent_name": h.AgentName,
-			"capability": h.Capability, "status": h.Status, "labels": labelsValue(h.Labels),
-		}
+		out[i] = historyStep{&f.History[i]}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,8 +98,12 @@ type memoryState struct {
 
 type memoryRecord struct {
 	revision int64
-	rec      *engine.ExecutionRecord // as Put took it, never changed; nil: a tombstone
+	rec      *engine.ExecutionRecord // as Put took it or AppendOperation made it, never changed; nil: a tombstone
 	summary  *Summary                // what List matches and shows; never changed once stored
+	size     int64                   // recordSize(rec)
+	// owned is set when the array of rec.Operations is the store's own (AppendOperation
+	// made it), not Put's caller's: the next append may write past its length.
+	owned bool
 }
 
 // NewMemory returns an empty store.
@@ -248,7 +253,7 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if size > m.maxRecord {
 		return tooLarge("record", rec.RequestID, size, m.maxRecord)
 	}
-	e := memoryRecord{revision: rec.Revision, rec: rec, summary: Summarize(rec)}
+	e := memoryRecord{revision: rec.Revision, rec: rec, summary: Summarize(rec), size: size}
 	now := m.now()
 	var expires time.Time
 	if ttl := m.retention.TTL(rec.Status); ttl > 0 {
@@ -267,6 +272,50 @@ func (m *Memory) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if _, ok := other.Get(rec.RequestID, now); ok {
 		other.Put(rec.RequestID, memoryRecord{revision: rec.Revision}, expires)
 	}
+	return nil
+}
+
+// AppendOperation implements engine.OperationStore: the next revision shares all but
+// its operations with the stored one, and its summary and size are the stored one's
+// with op added, so an append costs the same however large the record. The operations
+// go into an array the store owns, which later appends write past the length of in
+// place: only the first append after a Put (whose caller's array is never written)
+// copies the earlier operations, and growth copies them now and then (amortized).
+// Readers are unaffected: Get copies the operations up to its revision's length.
+func (m *Memory) AppendOperation(ctx context.Context, requestID string, op engine.OperationRecord, at time.Time, maxEntries int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := m.now()
+	m.recordsMu.Lock()
+	defer m.recordsMu.Unlock()
+	old, ok := m.record(requestID, now)
+	if !ok || old.tombstone() {
+		return engine.RecordNotFound(requestID)
+	}
+	if n := engine.RecordEntries(old.rec) + 1; n > maxEntries {
+		return fmt.Errorf("%w: the execution record of request %q would hold %d entries, over the limit of %d", engine.ErrTooLarge, requestID, n, maxEntries)
+	}
+	size := old.size + operationSize(&op)
+	if size > m.maxRecord {
+		return tooLarge("record", requestID, size, m.maxRecord)
+	}
+	rec := *old.rec
+	ops := rec.Operations
+	if !old.owned {
+		ops = slices.Clip(ops) // the append makes an array of the store's own
+	}
+	rec.Operations = append(ops, op)
+	rec.Revision, rec.UpdatedAt = old.revision+1, at
+	var expires time.Time
+	if ttl := m.retention.TTL(rec.Status); ttl > 0 {
+		expires = now.Add(ttl)
+	}
+	into := m.records
+	if rec.Status == engine.RecordFailed {
+		into = m.failed
+	}
+	into.PutSized(requestID, memoryRecord{revision: rec.Revision, rec: &rec, summary: old.summary.withOperation(&op, rec.Revision, at), size: size, owned: true}, size, expires)
 	return nil
 }
 
@@ -324,10 +373,11 @@ func (m *Memory) Allow(ctx context.Context, key string, limit int, length time.D
 }
 
 var (
-	_ engine.StateStore  = (*Memory)(nil)
-	_ engine.RunStore    = (*Memory)(nil)
-	_ engine.RecordStore = (*Memory)(nil)
-	_ RecordLister       = (*Memory)(nil)
-	_ Cache              = (*Memory)(nil)
-	_ Limiter            = (*Memory)(nil)
+	_ engine.StateStore     = (*Memory)(nil)
+	_ engine.RunStore       = (*Memory)(nil)
+	_ engine.RecordStore    = (*Memory)(nil)
+	_ engine.OperationStore = (*Memory)(nil)
+	_ RecordLister          = (*Memory)(nil)
+	_ Cache                 = (*Memory)(nil)
+	_ Limiter               = (*Memory)(nil)
 )

@@ -110,3 +110,52 @@ func TestMemory_PutRunIsTheNextRevision(t *testing.T) {
 		t.Errorf("a write of the revision PutRun replaced: %v, want ErrStaleRevision", err)
 	}
 }
+
+// An appended operation leaves the record's summary, size and map as a Put of the whole
+// record would: List finds what it added, a failed record stays among the failed.
+func TestMemory_AppendOperationIsAWholeWrite(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(MemoryOptions{})
+	now := time.Now().UTC()
+	for _, status := range []engine.RecordStatus{engine.RecordRunning, engine.RecordFailed} {
+		id := "r-" + string(status)
+		rec := &engine.ExecutionRecord{RequestID: id, Generation: "g", Status: status, Revision: 1, CreatedAt: now, UpdatedAt: now,
+			PipelineHooks: []engine.Invocation{{HookName: "h", Phase: engine.StageAfterPlanning}},
+			Operations:    []engine.OperationRecord{{StepID: "s0", Outcome: engine.CheckDeny, Code: "first", PolicyRevision: "r1"}}}
+		if err := m.Put(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range []engine.OperationRecord{
+			{StepID: "s1", Outcome: engine.CheckAllow, WouldDeny: []engine.Finding{{Rule: "w", Code: "warned", Violations: []engine.Violation{{Code: "v1"}}}}},
+			{StepID: "s2", Outcome: engine.CheckGuardError, Reason: "broken", PolicyRevision: "r2"},
+			{StepID: "s3", Outcome: engine.CheckDeny, Code: "first", Finish: &engine.FinishRecord{Status: engine.RunFailed, Error: "boom", Response: map[string]any{"k": "v"}}},
+		} {
+			if err := m.AppendOperation(ctx, id, o, now.Add(time.Duration(i+1)*time.Second), 100); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.recordsMu.Lock()
+		e, _ := m.record(id, time.Now())
+		_, inFailed := m.failed.Get(id, time.Now())
+		m.recordsMu.Unlock()
+		if got := e.rec; got.Revision != 4 || len(got.Operations) != 4 || !got.UpdatedAt.Equal(now.Add(3*time.Second)) {
+			t.Fatalf("%s: record after three appends = %+v", status, got)
+		}
+		if want := Summarize(e.rec); !reflect.DeepEqual(e.summary, want) {
+			t.Errorf("%s: summary after appends\n got  %+v\n want %+v", status, e.summary, want)
+		}
+		if want := recordSize(e.rec); e.size != want {
+			t.Errorf("%s: size %d, want %d as written whole", status, e.size, want)
+		}
+		if inFailed != (status == engine.RecordFailed) {
+			t.Errorf("%s: among the failed records: %v", status, inFailed)
+		}
+		page, err := m.List(ctx, Query{Violation: "v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(page.Records); n != 1 && status == engine.RecordRunning || n != 2 && status == engine.RecordFailed {
+			t.Errorf("%s: List by an appended violation found %d records", status, n)
+		}
+	}
+}

@@ -117,11 +117,16 @@ func recordSize(rec *engine.ExecutionRecord) int64 {
 		n += resultsSize(rec.Result.Steps)
 	}
 	for i := range rec.Operations {
-		o := &rec.Operations[i]
-		n += int64(len(o.StepID)+len(o.Namespace)+len(o.AgentName)+len(o.Capability)+len(o.Code)+len(o.Reason)+len(o.Guard)) + 128
-		if o.Finish != nil {
-			n += int64(len(o.Finish.Error)) + sizeOf(o.Finish.Response)
-		}
+		n += operationSize(&rec.Operations[i])
+	}
+	return n
+}
+
+// operationSize estimates one operation record of an execution record.
+func operationSize(o *engine.OperationRecord) int64 {
+	n := int64(len(o.StepID)+len(o.Namespace)+len(o.AgentName)+len(o.Capability)+len(o.Code)+len(o.Reason)+len(o.Guard)) + 128
+	if o.Finish != nil {
+		n += int64(len(o.Finish.Error)) + sizeOf(o.Finish.Response)
 	}
 	return n
 }

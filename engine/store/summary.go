@@ -74,19 +74,37 @@ func Summarize(rec *engine.ExecutionRecord) *Summary {
 			s.Violations = append(s.Violations, string(r.Code))
 		}
 	}
-	for _, o := range rec.Operations {
-		s.Guards = append(s.Guards, o.Outcome)
-		if o.Code != "" {
-			s.Violations = append(s.Violations, o.Code)
-		}
-		s.Violations = findingCodes(s.Violations, o.WouldDeny)
-		if o.PolicyRevision != "" {
-			s.PolicyRevision = o.PolicyRevision
-		}
+	for i := range rec.Operations {
+		s.addOperation(&rec.Operations[i])
 	}
 	s.Stages, s.Hooks, s.Reasons = set(s.Stages), set(s.Hooks), set(s.Reasons)
 	s.Violations, s.Guards = set(s.Violations), set(s.Guards)
 	return s
+}
+
+// withOperation returns the summary of the record s summarizes with operation o
+// appended, as its revision revision updated at updated (what Summarize returns for
+// that record); s is left as it was.
+func (s *Summary) withOperation(o *engine.OperationRecord, revision int64, updated time.Time) *Summary {
+	c := s.clone()
+	c.addOperation(o)
+	c.Violations, c.Guards = set(c.Violations), set(c.Guards)
+	c.Operations++
+	c.Revision, c.UpdatedAt = revision, updated
+	return &c
+}
+
+// addOperation adds what a summary shows of operation o: its guard outcome and the
+// codes of what denied it or would have (to be made sets), its policy revision.
+func (s *Summary) addOperation(o *engine.OperationRecord) {
+	s.Guards = append(s.Guards, o.Outcome)
+	if o.Code != "" {
+		s.Violations = append(s.Violations, o.Code)
+	}
+	s.Violations = findingCodes(s.Violations, o.WouldDeny)
+	if o.PolicyRevision != "" {
+		s.PolicyRevision = o.PolicyRevision
+	}
 }
 
 // findingCodes appends to codes the codes of what rules in warn or audit mode would

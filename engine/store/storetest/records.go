@@ -112,6 +112,113 @@ func Records(t *testing.T, newStore func(t *testing.T) engine.RecordStore) {
 			t.Fatal("Put with a canceled context succeeded")
 		}
 	})
+	t.Run("AppendOperation", func(t *testing.T) {
+		s, ok := newStore(t).(engine.OperationStore)
+		if !ok {
+			t.Skip("the store does not implement engine.OperationStore")
+		}
+		appends(t, s.(engine.RecordStore), s)
+	})
+}
+
+// appends checks the engine.OperationStore contract on s, rs being the same store: an
+// append is the next revision with the rest of the record kept, refused without a
+// record or past a bound, never written into what Put's caller gave or Get's got, and
+// never lost among concurrent appends and Gets.
+func appends(t *testing.T, rs engine.RecordStore, s engine.OperationStore) {
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
+	check := func(step string) engine.OperationRecord {
+		return engine.OperationRecord{DecisionID: "d-" + step, Operation: "tool_call", StepID: step, Outcome: engine.CheckAllow, Generation: "gen-1", StartedAt: at}
+	}
+	if err := s.AppendOperation(ctx, "req-none", check("step-1"), at, 100); !errors.Is(err, engine.ErrRecordNotFound) {
+		t.Fatalf("append to no record: err = %v, want ErrRecordNotFound", err)
+	}
+	if _, err := rs.Get(ctx, "req-none"); !errors.Is(err, engine.ErrRecordNotFound) {
+		t.Fatalf("an append to no record made one: %v", err)
+	}
+
+	// Put's caller's array has room past its length: an append must not write there.
+	rec := sample("req-1", 1)
+	rec.Operations = make([]engine.OperationRecord, 1, 4)
+	rec.Operations[0] = check("step-0")
+	given := rec.Operations[:cap(rec.Operations)]
+	if err := rs.Put(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendOperation(ctx, "req-1", check("step-1"), at, 100); err != nil {
+		t.Fatal(err)
+	}
+	if given[1].StepID != "" {
+		t.Fatalf("the append wrote into the array Put was given: %+v", given[1])
+	}
+	got, err := rs.Get(ctx, "req-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != 2 || !got.UpdatedAt.Equal(at) || got.FinalResponse != "hello" || len(got.PipelineHooks) != 1 ||
+		len(got.Operations) != 2 || got.Operations[0].StepID != "step-0" || got.Operations[1].StepID != "step-1" || got.Operations[1].DecisionID != "d-step-1" {
+		t.Fatalf("record after an append = %+v", got)
+	}
+	if err := rs.Put(ctx, sample("req-1", 2)); !errors.Is(err, engine.ErrStaleRevision) {
+		t.Fatalf("Put of the revision an append took: err = %v, want ErrStaleRevision", err)
+	}
+
+	// What Get returned is the caller's: its changes and appends reach neither the
+	// store nor a later append.
+	got.Operations[0].StepID = "mutated"
+	got.Operations = append(got.Operations, check("step-x"))
+	if err := s.AppendOperation(ctx, "req-1", check("step-2"), at, 100); err != nil {
+		t.Fatal(err)
+	}
+	if got.Operations[2].StepID != "step-x" {
+		t.Fatalf("an append wrote into what Get returned: %+v", got.Operations[2])
+	}
+	again, _ := rs.Get(ctx, "req-1")
+	if again.Revision != 3 || len(again.Operations) != 3 || again.Operations[0].StepID != "step-0" || again.Operations[2].StepID != "step-2" {
+		t.Fatalf("record after a change to a copy and an append = %+v", again)
+	}
+
+	// Bounds: entries (one hook and three operations are four) and bytes.
+	if err := s.AppendOperation(ctx, "req-1", check("step-3"), at, 4); !errors.Is(err, engine.ErrTooLarge) {
+		t.Fatalf("append past 4 entries: err = %v, want ErrTooLarge", err)
+	}
+	big := check("step-3")
+	big.Reason = strings.Repeat("x", store.DefaultMaxRecordBytes+1)
+	if err := s.AppendOperation(ctx, "req-1", big, at, 100); !errors.Is(err, engine.ErrTooLarge) {
+		t.Fatalf("append of an operation over the byte limit: err = %v, want ErrTooLarge", err)
+	}
+	if again, _ := rs.Get(ctx, "req-1"); again.Revision != 3 || len(again.Operations) != 3 {
+		t.Fatalf("a refused append changed the record: revision %d, %d operations", again.Revision, len(again.Operations))
+	}
+
+	// Concurrent appends, with readers copying meanwhile: none is lost.
+	const writers = 24
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := s.AppendOperation(ctx, "req-1", check(fmt.Sprint("c-", i)), at, 1000); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if r, err := rs.Get(ctx, "req-1"); err != nil || len(r.Operations) < 3 {
+				t.Errorf("Get during appends: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	final, _ := rs.Get(ctx, "req-1")
+	seen := map[string]bool{}
+	for _, o := range final.Operations[3:] {
+		seen[o.StepID] = true
+	}
+	if final.Revision != 3+writers || len(final.Operations) != 3+writers || len(seen) != writers {
+		t.Fatalf("after %d concurrent appends: revision %d, %d operations, %d distinct", writers, final.Revision, len(final.Operations), len(seen))
+	}
 }
 
 func sample(id string, revision int64) *engine.ExecutionRecord {
