@@ -728,18 +728,24 @@ func (s *Store) commit() {
 	}
 }
 
-// checkpoint applies the journal's writes to the bolt file in one transaction
-// (fsynced in SyncAlways), empties the journal and drops the values it held from
-// pending: reads find them in the bolt file from then on. A failed checkpoint breaks
-// the store. The caller holds s.committing.
+// checkpoint applies the journal's writes to the bolt file in one transaction,
+// empties the journal and drops the values it held from pending: reads find them in
+// the bolt file from then on. Unless in SyncNone, the bolt file is fsynced before the
+// journal is emptied, and the emptying is fsynced: a power loss neither drops writes
+// the journal held before they are on disk in the bolt file (even interval's, older
+// than its last fsync) nor brings back a journal whose writes the file has since
+// replaced. A failed checkpoint breaks the store. The caller holds s.committing.
 func (s *Store) checkpoint() {
 	if len(s.journaled) == 0 {
 		return
 	}
-	always := s.opts.Sync == SyncAlways
+	durable := s.opts.Sync != SyncNone
 	err := s.db.Update(func(tx *bbolt.Tx) error { return apply(tx, s.journaled) })
+	if err == nil && s.opts.Sync == SyncInterval {
+		err = s.db.Sync() // SyncAlways's commit fsynced it
+	}
 	if err == nil {
-		err = s.journal.empty(always)
+		err = s.journal.empty(durable)
 	}
 	s.mu.Lock()
 	if err != nil && s.broken == nil {
