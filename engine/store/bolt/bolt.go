@@ -168,7 +168,8 @@ type Store struct {
 	approvals *expiring.Map[entry]
 	stamp     uint64 // the last write stamp given
 	// next is the batch of writes the next commit takes; pending the values of the
-	// writes queued and not yet committed, by stamp.
+	// writes not yet in the bolt file (queued, or in the journal and not yet
+	// checkpointed), by stamp.
 	next    *batch
 	pending map[uint64][]byte
 	// recent holds the records written last, by request id, as given to Put (Get
@@ -191,12 +192,16 @@ type Store struct {
 	// writers that found it held wait on it to try to run the next commit.
 	turn chan struct{}
 
-	// syncFile fsyncs the file: db.Sync, which tests wrap.
+	// syncFile fsyncs the bolt file and the journal (sync), which tests wrap.
 	syncFile func() error
 
-	// committing is held while a commit runs, by the writer or the goroutine running
-	// it: one commit at a time, in the order the batches were queued.
+	// committing is held while a commit or a checkpoint runs, by the writer or the
+	// goroutine running it: one at a time, commits in the order the batches were
+	// queued. It guards journal and journaled.
 	committing sync.Mutex
+	journal    *journal
+	// journaled is the writes in the journal, in the order they were committed.
+	journaled []write
 
 	kick chan struct{}
 	quit chan struct{}
@@ -284,11 +289,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		kick:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 	}
-	s.syncFile = db.Sync
+	s.syncFile = s.sync
 	for _, m := range s.maps() {
 		m.OnEvict(func(_ string, e entry) { s.queue(e.stamp, nil) })
 	}
+	if s.journal, err = openJournal(filepath.Join(dir, JournalName)); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := s.load(); err != nil {
+		_ = s.journal.f.Close()
 		_ = db.Close()
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
@@ -337,7 +347,15 @@ func (s *Store) Close() error {
 			err = fmt.Errorf("fsync %s: %w", s.path, err)
 		}
 	}
-	return errors.Join(err, s.db.Close())
+	return errors.Join(err, s.journal.f.Close(), s.db.Close())
+}
+
+// sync fsyncs the bolt file, then the journal.
+func (s *Store) sync() error {
+	if err := s.db.Sync(); err != nil {
+		return err
+	}
+	return s.journal.f.Sync()
 }
 
 // value is a decoded log value: the kind and key of the entry, when it expires (Unix
@@ -567,14 +585,23 @@ func (s *Store) wait(b *batch) error {
 	}
 }
 
-// load fills the index from the log, in write order, and queues the deletion of what
-// has expired, was replaced or was written past a bound.
+// load applies to the log the writes the journal holds (what a crash left there), fills
+// the index from the log, in write order, and queues the deletion of what has expired,
+// was replaced or was written past a bound. The bolt file is fsynced, and the journal
+// emptied, once it holds the journal's writes.
 func (s *Store) load() error {
+	replayed, err := s.journal.replay()
+	if err != nil {
+		return err
+	}
 	now := s.now()
-	return s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketLog)
 		if err != nil {
 			return err
+		}
+		if err := apply(tx, replayed); err != nil {
+			return fmt.Errorf("journal: %w", err)
 		}
 		return b.ForEach(func(k, b []byte) error {
 			if len(k) != 8 {
@@ -630,6 +657,13 @@ func (s *Store) load() error {
 			return nil
 		})
 	})
+	if err != nil || s.journal.size == 0 && len(replayed) == 0 {
+		return err
+	}
+	if err := s.db.Sync(); err != nil {
+		return err
+	}
+	return s.journal.empty(true)
 }
 
 // recordPeek returns the index entry of the record of id, live or expired, in
@@ -641,24 +675,29 @@ func (s *Store) recordPeek(id string) (entry, bool) {
 	return s.failed.Peek(id)
 }
 
-// commitLoop commits the writes no writer waits for (the sweep's deletions) whenever
-// kicked, and at Close what is left.
+// commitLoop commits the writes no writer waits for (the sweep's deletions) and runs
+// the checkpoint a commit asked for whenever kicked, and at Close commits what is left
+// and checkpoints.
 func (s *Store) commitLoop() {
 	defer s.wg.Done()
 	for {
 		select {
 		case <-s.kick:
 		case <-s.quit:
-			s.runCommit(true)
+			s.committing.Lock()
+			s.commit()
+			s.checkpoint()
+			s.committing.Unlock()
 			return
 		}
 		s.runCommit(true)
 	}
 }
 
-// commit writes the next batch in one transaction (fsynced in SyncAlways) and answers
-// its writers. A failed commit breaks the store. The caller holds s.committing
-// (runCommit).
+// commit appends the next batch to the journal in one frame (fsynced in SyncAlways)
+// and answers its writers; once the journal holds checkpointBytes, it kicks the
+// committer, whose next commit checkpoints. A failed commit breaks the store. The
+// caller holds s.committing.
 func (s *Store) commit() {
 	s.mu.Lock()
 	b := s.next
@@ -668,23 +707,10 @@ func (s *Store) commit() {
 	}
 	s.next = &batch{done: make(chan struct{})}
 	s.mu.Unlock()
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		log := tx.Bucket(bucketLog)
-		// Stamps only grow: a split page is left full rather than half full.
-		log.FillPercent = 1
-		for _, w := range b.writes {
-			var err error
-			if w.value == nil {
-				err = log.Delete(stampKey(w.stamp))
-			} else {
-				err = log.Put(stampKey(w.stamp), w.value)
-			}
-			if err != nil {
-				return fmt.Errorf("stamp %d: %w", w.stamp, err)
-			}
-		}
-		return nil
-	})
+	err := s.journal.append(b.writes, s.opts.Sync == SyncAlways)
+	if err == nil {
+		s.journaled = append(s.journaled, b.writes...)
+	}
 	s.mu.Lock()
 	if err != nil {
 		b.err = fmt.Errorf("%w: commit to %s: %w", store.ErrUnavailable, s.path, err)
@@ -692,18 +718,55 @@ func (s *Store) commit() {
 	}
 	s.unsynced = true
 	s.commits++
-	for _, w := range b.writes {
-		if w.value != nil {
-			delete(s.pending, w.stamp)
+	s.mu.Unlock()
+	close(b.done)
+	if s.journal.size >= checkpointBytes {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// checkpoint applies the journal's writes to the bolt file in one transaction,
+// empties the journal and drops the values it held from pending: reads find them in
+// the bolt file from then on. Unless in SyncNone, the bolt file is fsynced before the
+// journal is emptied, and the emptying is fsynced: a power loss neither drops writes
+// the journal held before they are on disk in the bolt file (even interval's, older
+// than its last fsync) nor brings back a journal whose writes the file has since
+// replaced. A failed checkpoint breaks the store. The caller holds s.committing.
+func (s *Store) checkpoint() {
+	if len(s.journaled) == 0 {
+		return
+	}
+	durable := s.opts.Sync != SyncNone
+	err := s.db.Update(func(tx *bbolt.Tx) error { return apply(tx, s.journaled) })
+	if err == nil && s.opts.Sync == SyncInterval {
+		err = s.db.Sync() // SyncAlways's commit fsynced it
+	}
+	if err == nil {
+		err = s.journal.empty(durable)
+	}
+	s.mu.Lock()
+	if err != nil && s.broken == nil {
+		s.broken = fmt.Errorf("checkpoint: %w", err)
+	}
+	if err == nil {
+		for _, w := range s.journaled {
+			if w.value != nil {
+				delete(s.pending, w.stamp)
+			}
 		}
 	}
 	s.mu.Unlock()
-	close(b.done)
+	clear(s.journaled)
+	s.journaled = s.journaled[:0]
 }
 
-// runCommit runs the next commit, holding s.committing; with wait false it runs none
-// when another commit runs, and reports whether it ran one. Once it has released
-// s.committing, it ends the turn: writers that found the commit running try again.
+// runCommit runs the next commit, holding s.committing, and the checkpoint when the
+// journal holds checkpointBytes; with wait false it runs none when another commit
+// runs, and reports whether it ran one. Once it has released s.committing, it ends the
+// turn: writers that found the commit running try again.
 func (s *Store) runCommit(wait bool) bool {
 	if wait {
 		s.committing.Lock()
@@ -711,6 +774,9 @@ func (s *Store) runCommit(wait bool) bool {
 		return false
 	}
 	s.commit()
+	if wait && s.journal.size >= checkpointBytes {
+		s.checkpoint()
+	}
 	s.committing.Unlock()
 	s.mu.Lock()
 	close(s.turn)

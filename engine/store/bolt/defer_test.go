@@ -17,10 +17,15 @@ import (
 
 // counts returns the commits the store has made and the values it has queued and not
 // yet committed.
-func counts(s *Store) (commits, pending int) {
+func counts(s *Store) (commits, queued int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.commits, len(s.pending)
+	for _, w := range s.next.writes {
+		if w.value != nil {
+			queued++
+		}
+	}
+	return s.commits, queued
 }
 
 // Writes under Defer are decided at once (the gate applied, reads see them) and wait

@@ -1,0 +1,181 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"go.etcd.io/bbolt"
+)
+
+// JournalName is the name of the store's journal in its directory, beside FileName.
+const JournalName = "agentd.journal"
+
+// checkpointBytes is the journal's size past which its writes are applied to the bolt
+// file (checkpoint) and it is emptied.
+const checkpointBytes = 4 << 20
+
+// The journal is what makes a commit cheap: a commit appends its batch to the journal
+// in one write (and, in SyncAlways, fsyncs it) instead of running a bbolt transaction,
+// whose copy-on-write B+tree rewrites a leaf and every branch above it and writes each
+// page apart. Once the journal holds checkpointBytes, one bbolt transaction applies
+// every write it holds, in order, and the journal is emptied; Open applies what a
+// crash left in it the same way. Until their checkpoint the values the journal holds
+// stay pending in memory (Store.pending), where reads find them.
+//
+// A batch is one frame:
+//
+//	length of the body (4 bytes, big-endian) | CRC-32C of the body (4) | body
+//
+// and the body is the batch's writes, each
+//
+//	stamp (8 bytes, big-endian) | length of the value (4), or 0xffffffff for a deletion | value
+//
+// A frame cut short or whose checksum does not match ends the journal: it is the write
+// a crash interrupted, which was never answered (a commit is answered after its frame
+// is written whole).
+type journal struct {
+	f    *os.File
+	size int64
+	buf  []byte // the frame being written, reused
+}
+
+// deletion is the length that marks a deletion in a journal frame.
+const deletion = 0xffffffff
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// openJournal opens (creating it if need be) the journal at path.
+func openJournal(path string) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &journal{f: f}, nil
+}
+
+// append writes the frame of writes at the journal's end, fsyncing it when sync is
+// set. A failed append may leave part of the frame, which replay ignores; the caller
+// stops the store.
+func (j *journal) append(writes []write, sync bool) error {
+	j.buf = appendFrame(j.buf[:0], writes)
+	if _, err := j.f.WriteAt(j.buf, j.size); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.size += int64(len(j.buf))
+	if sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("journal: fsync: %w", err)
+		}
+	}
+	return nil
+}
+
+// appendFrame appends the frame of writes to b.
+func appendFrame(b []byte, writes []write) []byte {
+	start := len(b)
+	b = append(b, make([]byte, 8)...)
+	for _, w := range writes {
+		b = binary.BigEndian.AppendUint64(b, w.stamp)
+		if w.value == nil {
+			b = binary.BigEndian.AppendUint32(b, deletion)
+			continue
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(w.value)))
+		b = append(b, w.value...)
+	}
+	body := b[start+8:]
+	binary.BigEndian.PutUint32(b[start:], uint32(len(body)))
+	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(body, castagnoli))
+	return b
+}
+
+// replay returns the writes of the journal's frames up to the first incomplete or
+// damaged one, in order.
+func (j *journal) replay() ([]write, error) {
+	data, err := io.ReadAll(io.NewSectionReader(j.f, 0, 1<<62))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j.size = int64(len(data))
+	return readFrames(data)
+}
+
+// readFrames returns the writes of the frames data begins with, up to the first
+// incomplete frame or the first whose checksum does not match; the values share data.
+// A frame whose checksum matches and whose body does not decode is an error: the
+// journal is damaged, not cut short.
+func readFrames(data []byte) ([]write, error) {
+	var writes []write
+	for len(data) >= 8 {
+		n := uint64(binary.BigEndian.Uint32(data))
+		if n > uint64(len(data)-8) || crc32.Checksum(data[8:8+n], castagnoli) != binary.BigEndian.Uint32(data[4:]) {
+			break
+		}
+		var err error
+		if writes, err = decodeFrame(writes, data[8:8+n]); err != nil {
+			return nil, err
+		}
+		data = data[8+n:]
+	}
+	return writes, nil
+}
+
+// decodeFrame appends the writes of a frame's body to writes; the values share body.
+func decodeFrame(writes []write, body []byte) ([]write, error) {
+	for len(body) > 0 {
+		if len(body) < 12 {
+			return nil, errors.New("journal: a frame ends inside a write")
+		}
+		w := write{stamp: binary.BigEndian.Uint64(body)}
+		n := binary.BigEndian.Uint32(body[8:])
+		body = body[12:]
+		if n != deletion {
+			if uint64(n) > uint64(len(body)) {
+				return nil, errors.New("journal: a value runs past its frame")
+			}
+			// An empty value is a value (a rate-limit window's), never a deletion.
+			w.value, body = body[:n:n], body[n:]
+		}
+		writes = append(writes, w)
+	}
+	return writes, nil
+}
+
+// empty truncates the journal once its writes are in the bolt file, fsyncing the
+// truncation when sync is set (so that a power loss cannot bring back writes the bolt
+// file has since replaced).
+func (j *journal) empty(sync bool) error {
+	if err := j.f.Truncate(0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.size = 0
+	if sync {
+		if err := j.f.Sync(); err != nil {
+			return fmt.Errorf("journal: fsync: %w", err)
+		}
+	}
+	return nil
+}
+
+// apply writes writes to the log bucket of tx, in order.
+func apply(tx *bbolt.Tx, writes []write) error {
+	log := tx.Bucket(bucketLog)
+	// Stamps only grow: a split page is left full rather than half full.
+	log.FillPercent = 1
+	for _, w := range writes {
+		var err error
+		if w.value == nil {
+			err = log.Delete(stampKey(w.stamp))
+		} else {
+			err = log.Put(stampKey(w.stamp), w.value)
+		}
+		if err != nil {
+			return fmt.Errorf("stamp %d: %w", w.stamp, err)
+		}
+	}
+	return nil
+}
