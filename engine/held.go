@@ -59,7 +59,10 @@ func (s *Session) HoldRound(ctx context.Context, key string, held []string) erro
 		return err
 	}
 	id := holdID(key)
-	for range maxWriteRetries {
+	for attempt := range maxWriteRetries {
+		if err := conflictBackoff(ctx, attempt); err != nil {
+			return storeFailure(s.state.ID, err)
+		}
 		old, err := s.d.load(ctx, id)
 		if err != nil {
 			return err

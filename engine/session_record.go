@@ -4,13 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
 
 // maxWriteRetries bounds how often one state or record write is retried when a
-// concurrent write landed first.
-const maxWriteRetries = 8
+// concurrent write landed first; from the second retry on, each waits conflictBackoff.
+const maxWriteRetries = 16
+
+// conflictBackoff waits before try attempt (counted from 0) of a write retried because
+// a concurrent write landed first: not at all before the first try or the first retry,
+// then a random time below 100µs doubled with each retry, at most 5ms, so that the
+// checks of a request's parallel steps, racing on its record, spread out instead of
+// colliding again. It returns ctx's error if ctx ends first.
+func conflictBackoff(ctx context.Context, attempt int) error {
+	if attempt < 2 {
+		return nil
+	}
+	t := time.NewTimer(rand.N(min(50*time.Microsecond<<(attempt-1), 5*time.Millisecond)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // change is what one call changes: the request's state and its execution record. Both
 // functions must be safe to apply again to a newer copy (a write that lost a race is
@@ -170,7 +190,10 @@ func (s *Session) writeStateFor(ctx context.Context, ttl time.Duration, fn func(
 		fn(s.state)
 		return nil
 	}
-	for range maxWriteRetries {
+	for attempt := range maxWriteRetries {
+		if err := conflictBackoff(ctx, attempt); err != nil {
+			return storeFailure(s.state.ID, err)
+		}
 		next := *s.state
 		fn(&next)
 		next.Revision++
@@ -234,7 +257,10 @@ func (s *Session) rewriteRecord(ctx context.Context, create bool, fn func(rec *E
 		}
 		return nil
 	}
-	for range maxWriteRetries {
+	for attempt := range maxWriteRetries {
+		if err := conflictBackoff(ctx, attempt); err != nil {
+			return storeFailure(s.state.ID, err)
+		}
 		rec, err := s.d.records.Get(ctx, s.state.ID)
 		switch {
 		case errors.Is(err, ErrRecordNotFound) && !create:
