@@ -1,26 +1,32 @@
-// Package bolt keeps agentd's state in one file on local disk (go.etcd.io/bbolt):
-// request states, execution records, response-cache entries and rate-limit windows, so
-// that they survive a restart of the daemon, a crash or a SIGKILL. Store implements
+// Package bolt keeps agentd's state on local disk, in a bbolt file (go.etcd.io/bbolt)
+// and its journal: request states, execution records, response-cache entries and
+// rate-limit windows, so that they survive a restart of the daemon, a crash or a
+// SIGKILL. Store implements
 // engine.StateStore, engine.RunStore (a step's claim rewrites the runs of a state and
 // copies the rest), engine.DeferringStore, engine.RecordStore, store.RecordLister,
 // store.Cache and store.Limiter, and passes the conformance suites the memory and
 // Redis stores pass (storetest).
 //
-// Durability (Options.Sync): a write returns once the commit that holds it has
-// returned, so whatever the mode, an answered write is in the file as the kernel
-// sees it and survives the daemon's crash or a SIGKILL. The mode decides when the
-// file reaches the disk, which is what a power loss or a kernel crash keeps:
+// Writes go first to a journal beside the file (journal.go): a commit appends its
+// batch to the journal in one write, and every 4 MiB of journal one bbolt transaction
+// (a checkpoint) applies them to the file, which is fsynced before the journal is
+// emptied; Open applies what a crash left in the journal.
 //
-//   - SyncAlways: every commit is fsynced before its writes return (bbolt writes its
-//     pages, fsyncs, writes its meta page, fsyncs): a power loss loses no answered
-//     write. The two fsyncs are most of a commit's cost.
+// Durability (Options.Sync): a write returns once the commit that holds it has
+// returned, so whatever the mode, an answered write is in the journal as the kernel
+// sees it and survives the daemon's crash or a SIGKILL. The mode decides when it
+// reaches the disk, which is what a power loss or a kernel crash keeps:
+//
+//   - SyncAlways: every commit's journal write is fsynced before its writes return:
+//     a power loss loses no answered write. The fsync is most of a commit's cost.
 //   - SyncInterval (the default): commits are not fsynced; a background fsync every
 //     Options.SyncEvery (DefaultSyncEvery) puts what was committed since on disk, as
 //     Redis's appendfsync everysec does. A power loss loses the writes of the last
-//     interval at most, and since without fsync bbolt's page writes reach the disk in
-//     no set order, it may leave the file damaged.
-//   - SyncNone: commits are never fsynced while the store runs; the kernel writes
-//     them back when it will (Close still fsyncs).
+//     interval at most (a journal frame that did not reach the disk whole ends the
+//     journal: its checksum does not match) and never damages the bolt file, which
+//     only checkpoints write, fsynced.
+//   - SyncNone: nothing is fsynced while the store runs, checkpoints included; the
+//     kernel writes back when it will (Close still fsyncs).
 //
 // A failed fsync (in the background too) stops the store, like a failed commit.
 //
@@ -266,7 +272,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		// The free list is rebuilt at open rather than written by every commit.
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
-		NoSync:         opts.Sync != SyncAlways,
+		// Only checkpoints write the file: each is fsynced, but in SyncNone.
+		NoSync: opts.Sync == SyncNone,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s is in use by another process (its lock is held)", path)
@@ -739,13 +746,9 @@ func (s *Store) checkpoint() {
 	if len(s.journaled) == 0 {
 		return
 	}
-	durable := s.opts.Sync != SyncNone
-	err := s.db.Update(func(tx *bbolt.Tx) error { return apply(tx, s.journaled) })
-	if err == nil && s.opts.Sync == SyncInterval {
-		err = s.db.Sync() // SyncAlways's commit fsynced it
-	}
+	err := s.db.Update(func(tx *bbolt.Tx) error { return apply(tx, s.journaled) }) // fsynced unless NoSync
 	if err == nil {
-		err = s.journal.empty(durable)
+		err = s.journal.empty(s.opts.Sync != SyncNone)
 	}
 	s.mu.Lock()
 	if err != nil && s.broken == nil {
