@@ -36,11 +36,17 @@ type Decision struct {
 
 // unknowable returns why the candidate gen cannot decide d again as the live
 // configuration did, "" when it can: its hooks (a plan review's) or guards (a check's)
-// may read a payload variable the source lacks or masked.
+// may read a payload variable the source lacks or masked, or the request's flow
+// (builtin.FlowVariables), which replay does not rebuild from any source.
 func (d *Decision) unknowable(gen *config.Generation) string {
 	stage, who := engine.StageAfterPlanning, "after_planning hooks"
 	if d.IsCheck() {
 		stage, who = "", "guards"
+	}
+	for _, v := range builtin.FlowVariables {
+		if gen.Reads.May(stage, v) {
+			return fmt.Sprintf("the candidate's %s may read %s, which replay does not rebuild", who, v)
+		}
 	}
 	for _, v := range builtin.PayloadVariables {
 		if !gen.Reads.May(stage, v) {

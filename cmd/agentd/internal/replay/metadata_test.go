@@ -164,6 +164,51 @@ func TestRun_RecordsLackEnrichments(t *testing.T) {
 	}
 }
 
+// Replay rebuilds no request's labels or history: a candidate whose guards may read
+// them has the records' checks refused, naming what they read, while the plan reviews
+// (which do not read the flow) are replayed.
+func TestRun_CandidateReadingTheFlowIsRefused(t *testing.T) {
+	recs := daemonRecords(t, tenantConfig(t, ""))
+	set, err := replay.Read(strings.NewReader(encode(t, recs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ rule, reads string }{
+		{`"'secret' in labels && call.capability == 'book'"`, "labels"},
+		{`"history.exists(h, h.capability == 'book')"`, "history"},
+	} {
+		dir := tenantConfig(t, "").Dir
+		if err := os.WriteFile(filepath.Join(dir, "hooks", "flow.yaml"), []byte(`apiVersion: agentd.dev/v1
+kind: HookSet
+metadata: {name: flow}
+labels:
+  - {label: secret, when: "call.capability == 'book'"}
+guards:
+  policy_revision: r1
+  rules:
+    - operation: tool_call
+      deny_if: `+tc.rule+`
+      code: flow
+      reason: flow
+`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		candidate, err := config.Load(dir, inert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := replay.Run(context.Background(), candidate, set)
+		if res.Changed() || res.Plans != 3 || res.Checks != 0 || len(res.Skips) != 2 {
+			t.Fatalf("guards reading %s: %+v, want the 2 checks refused and 3 plan reviews replayed", tc.reads, res)
+		}
+		for _, s := range res.Skips {
+			if s.Reason != "the candidate's guards may read "+tc.reads+", which replay does not rebuild" {
+				t.Errorf("skip reason %q", s.Reason)
+			}
+		}
+	}
+}
+
 // A decision log's events replay with the metadata they carry; an event whose masks
 // erased part of the metadata the candidate may read is refused, naming the mask,
 // rather than reported as newly denied.
