@@ -8,9 +8,11 @@
 // Redis stores pass (storetest).
 //
 // Writes go first to a journal beside the file (journal.go): a commit appends its
-// batch to the journal in one write, and every 4 MiB of journal one bbolt transaction
-// (a checkpoint) applies them to the file, which is fsynced before the journal is
-// emptied; Open applies what a crash left in the journal.
+// batch to the journal in one write. Once the journal holds 4 MiB it is retired (renamed
+// aside, a new one taking the commits) and, in the background while commits go on, one
+// bbolt transaction (a checkpoint) applies its writes to the file, which is fsynced
+// before the retired journal is emptied; Open applies what a crash left in the
+// journals, the retired one first.
 //
 // Durability (Options.Sync): a write returns once the commit that holds it has
 // returned, so whatever the mode, an answered write is in the journal as the kernel
@@ -201,13 +203,23 @@ type Store struct {
 	// syncFile fsyncs the bolt file and the journal (sync), which tests wrap.
 	syncFile func() error
 
-	// committing is held while a commit or a checkpoint runs, by the writer or the
-	// goroutine running it: one at a time, commits in the order the batches were
-	// queued. It guards journal and journaled.
+	// committing is held while a commit runs, by the writer or the goroutine running
+	// it: one at a time, in the order the batches were queued. It guards journaled and
+	// retired, and journal with syncing.
 	committing sync.Mutex
-	journal    *journal
-	// journaled is the writes in the journal, in the order they were committed.
+	// journal is the journal commits append to; journaled its writes, in the order
+	// they were committed.
+	journal   *journal
 	journaled []write
+	// retired is the journal being checkpointed (RetiredJournalName), nil when none
+	// is: a journal is retired only once the one before it is checkpointed.
+	retired *retiredJournal
+	// syncing is held while the journal is fsynced (sync) or replaced (retire).
+	syncing sync.Mutex
+	// checkpointing is held while a checkpoint runs (checkpointLoop, drain); taken
+	// before committing.
+	checkpointing sync.Mutex
+	retiredKick   chan struct{}
 
 	kick chan struct{}
 	quit chan struct{}
@@ -293,8 +305,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		pending:   map[uint64][]byte{},
 		recent:    map[string]recentRecord{},
 		turn:      make(chan struct{}),
-		kick:      make(chan struct{}, 1),
-		quit:      make(chan struct{}),
+		kick:        make(chan struct{}, 1),
+		retiredKick: make(chan struct{}, 1),
+		quit:        make(chan struct{}),
 	}
 	s.syncFile = s.sync
 	for _, m := range s.maps() {
@@ -304,13 +317,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if err := s.load(); err != nil {
+	if err := s.load(dir); err != nil {
 		_ = s.journal.f.Close()
 		_ = db.Close()
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.commitLoop()
+	go s.checkpointLoop()
 	go s.sweepLoop()
 	if opts.Sync == SyncInterval {
 		s.wg.Add(1)
@@ -348,10 +362,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.quit)
 	s.wg.Wait()
-	var err error
+	err := s.drain()
 	if s.opts.Sync != SyncAlways {
-		if err = s.syncFile(); err != nil {
-			err = fmt.Errorf("fsync %s: %w", s.path, err)
+		if serr := s.syncFile(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("fsync %s: %w", s.path, serr))
 		}
 	}
 	return errors.Join(err, s.journal.f.Close(), s.db.Close())
@@ -362,6 +376,8 @@ func (s *Store) sync() error {
 	if err := s.db.Sync(); err != nil {
 		return err
 	}
+	s.syncing.Lock()
+	defer s.syncing.Unlock()
 	return s.journal.f.Sync()
 }
 
@@ -596,11 +612,19 @@ func (s *Store) wait(b *batch) error {
 // the index from the log, in write order, and queues the deletion of what has expired,
 // was replaced or was written past a bound. The bolt file is fsynced, and the journal
 // emptied, once it holds the journal's writes.
-func (s *Store) load() error {
+func (s *Store) load(dir string) error {
 	replayed, err := s.journal.replay()
 	if err != nil {
 		return err
 	}
+	retired, whole, err := replayRetired(filepath.Join(dir, RetiredJournalName))
+	if err != nil {
+		return err
+	}
+	if !whole {
+		replayed = nil
+	}
+	replayed = append(retired, replayed...)
 	now := s.now()
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketLog)
@@ -670,7 +694,10 @@ func (s *Store) load() error {
 	if err := s.db.Sync(); err != nil {
 		return err
 	}
-	return s.journal.empty(true)
+	if err := s.journal.empty(true); err != nil {
+		return err
+	}
+	return removeRetired(dir)
 }
 
 // recordPeek returns the index entry of the record of id, live or expired, in
@@ -682,9 +709,8 @@ func (s *Store) recordPeek(id string) (entry, bool) {
 	return s.failed.Peek(id)
 }
 
-// commitLoop commits the writes no writer waits for (the sweep's deletions) and runs
-// the checkpoint a commit asked for whenever kicked, and at Close commits what is left
-// and checkpoints.
+// commitLoop commits the writes no writer waits for (the sweep's deletions) whenever
+// kicked, and at Close what is left.
 func (s *Store) commitLoop() {
 	defer s.wg.Done()
 	for {
@@ -693,7 +719,6 @@ func (s *Store) commitLoop() {
 		case <-s.quit:
 			s.committing.Lock()
 			s.commit()
-			s.checkpoint()
 			s.committing.Unlock()
 			return
 		}
@@ -702,9 +727,9 @@ func (s *Store) commitLoop() {
 }
 
 // commit appends the next batch to the journal in one frame (fsynced in SyncAlways)
-// and answers its writers; once the journal holds checkpointBytes, it kicks the
-// committer, whose next commit checkpoints. A failed commit breaks the store. The
-// caller holds s.committing.
+// and answers its writers; once the journal holds checkpointBytes and none is being
+// checkpointed, it retires the journal for the checkpointer. A failed commit breaks
+// the store. The caller holds s.committing.
 func (s *Store) commit() {
 	s.mu.Lock()
 	b := s.next
@@ -727,48 +752,148 @@ func (s *Store) commit() {
 	s.commits++
 	s.mu.Unlock()
 	close(b.done)
-	if s.journal.size >= checkpointBytes {
-		select {
-		case s.kick <- struct{}{}:
-		default:
+	if err == nil && s.journal.size >= checkpointBytes && s.retired == nil {
+		if err := s.retire(); err != nil {
+			s.mu.Lock()
+			if s.broken == nil {
+				s.broken = fmt.Errorf("retire the journal: %w", err)
+			}
+			s.mu.Unlock()
 		}
 	}
 }
 
-// checkpoint applies the journal's writes to the bolt file in one transaction,
-// empties the journal and drops the values it held from pending: reads find them in
-// the bolt file from then on. Unless in SyncNone, the bolt file is fsynced before the
-// journal is emptied, and the emptying is fsynced: a power loss neither drops writes
-// the journal held before they are on disk in the bolt file (even interval's, older
-// than its last fsync) nor brings back a journal whose writes the file has since
-// replaced. A failed checkpoint breaks the store. The caller holds s.committing.
-func (s *Store) checkpoint() {
-	if len(s.journaled) == 0 {
-		return
+// retiredJournal is a journal retired for a checkpoint, and its writes.
+type retiredJournal struct {
+	j      *journal
+	writes []write
+}
+
+// retire renames the journal aside (RetiredJournalName), opens a new journal for the
+// commits that follow and kicks the checkpointer. In SyncAlways it fsyncs the
+// directory, so that the new journal survives a power loss as its fsynced commits
+// must (in SyncInterval the checkpointer does, within the interval). The retired
+// journal is not fsynced here: if a power loss cuts it short, Open drops the newer
+// journal's writes too (see replayRetired). The caller holds s.committing, and no
+// journal is retired.
+func (s *Store) retire() error {
+	dir := filepath.Dir(s.path)
+	if err := os.Rename(filepath.Join(dir, JournalName), filepath.Join(dir, RetiredJournalName)); err != nil {
+		return err
 	}
-	err := s.db.Update(func(tx *bbolt.Tx) error { return apply(tx, s.journaled) }) // fsynced unless NoSync
-	if err == nil {
-		err = s.journal.empty(s.opts.Sync != SyncNone)
+	next, err := openJournal(filepath.Join(dir, JournalName))
+	if err != nil {
+		return err
 	}
-	s.mu.Lock()
-	if err != nil && s.broken == nil {
-		s.broken = fmt.Errorf("checkpoint: %w", err)
+	if s.opts.Sync == SyncAlways {
+		if err := syncDir(dir); err != nil {
+			_ = next.f.Close()
+			return err
+		}
 	}
-	if err == nil {
-		for _, w := range s.journaled {
-			if w.value != nil {
-				delete(s.pending, w.stamp)
+	s.syncing.Lock()
+	s.retired = &retiredJournal{j: s.journal, writes: s.journaled}
+	s.journal, s.journaled = next, nil
+	s.syncing.Unlock()
+	select {
+	case s.retiredKick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// checkpointLoop checkpoints each retired journal, in the background: commits go on
+// into the new journal meanwhile. In SyncInterval it first fsyncs the directory, for
+// the new journal (see retire).
+func (s *Store) checkpointLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.retiredKick:
+		case <-s.quit:
+			return
+		}
+		s.checkpointing.Lock()
+		s.committing.Lock()
+		r := s.retired
+		s.committing.Unlock()
+		if r != nil && s.opts.Sync == SyncInterval {
+			if err := syncDir(filepath.Dir(s.path)); err != nil {
+				s.mu.Lock()
+				if s.broken == nil {
+					s.broken = fmt.Errorf("fsync %s: %w", filepath.Dir(s.path), err)
+				}
+				s.mu.Unlock()
+				r = nil
 			}
 		}
+		if r != nil && s.checkpoint(r.j, r.writes) == nil {
+			_ = r.j.f.Close()
+			s.committing.Lock()
+			s.retired = nil
+			s.committing.Unlock()
+		}
+		s.checkpointing.Unlock()
 	}
-	s.mu.Unlock()
-	clear(s.journaled)
-	s.journaled = s.journaled[:0]
 }
 
-// runCommit runs the next commit, holding s.committing, and the checkpoint when the
-// journal holds checkpointBytes; with wait false it runs none when another commit
-// runs, and reports whether it ran one. Once it has released s.committing, it ends the
+// drain checkpoints the retired journal, if any, then the journal: afterwards the
+// bolt file holds every write committed. It runs at Close, and in tests.
+func (s *Store) drain() error {
+	s.checkpointing.Lock()
+	defer s.checkpointing.Unlock()
+	s.committing.Lock()
+	defer s.committing.Unlock()
+	if r := s.retired; r != nil {
+		if err := s.checkpoint(r.j, r.writes); err != nil {
+			return err
+		}
+		s.retired = nil
+		if err := errors.Join(r.j.f.Close(), removeRetired(filepath.Dir(s.path))); err != nil {
+			return err
+		}
+	}
+	if err := s.checkpoint(s.journal, s.journaled); err != nil {
+		return err
+	}
+	clear(s.journaled)
+	s.journaled = s.journaled[:0]
+	return nil
+}
+
+// checkpoint applies writes, those journal j holds, to the bolt file in one
+// transaction, empties j and drops the values it held from pending: reads find them
+// in the bolt file from then on. Unless in SyncNone, the bolt file is fsynced before
+// j is emptied, and the emptying is fsynced: a power loss neither drops writes j held
+// before they are on disk in the bolt file (even interval's, older than its last
+// fsync) nor brings back a journal whose writes the file has since replaced. A failed
+// checkpoint breaks the store.
+func (s *Store) checkpoint(j *journal, writes []write) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error { return apply(tx, writes) }) // fsynced unless NoSync
+	if err == nil {
+		err = j.empty(s.opts.Sync != SyncNone)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.broken == nil {
+			s.broken = fmt.Errorf("checkpoint: %w", err)
+		}
+		return err
+	}
+	for _, w := range writes {
+		if w.value != nil {
+			delete(s.pending, w.stamp)
+		}
+	}
+	return nil
+}
+
+// runCommit runs the next commit, holding s.committing; with wait false it runs none
+// when another commit runs, and reports whether it ran one. Once it has released s.committing, it ends the
 // turn: writers that found the commit running try again.
 func (s *Store) runCommit(wait bool) bool {
 	if wait {
@@ -777,9 +902,6 @@ func (s *Store) runCommit(wait bool) bool {
 		return false
 	}
 	s.commit()
-	if wait && s.journal.size >= checkpointBytes {
-		s.checkpoint()
-	}
 	s.committing.Unlock()
 	s.mu.Lock()
 	close(s.turn)

@@ -35,9 +35,9 @@ func openDir(t *testing.T, dir string, opts Options) *Store {
 // one value there.
 func keys(t *testing.T, s *Store, kind byte) []string {
 	t.Helper()
-	s.committing.Lock()
-	s.checkpoint()
-	s.committing.Unlock()
+	if err := s.drain(); err != nil {
+		t.Fatal(err)
+	}
 	var out []string
 	if err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketLog).ForEach(func(_, b []byte) error {

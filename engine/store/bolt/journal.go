@@ -7,24 +7,32 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 
 	"go.etcd.io/bbolt"
 )
 
-// JournalName is the name of the store's journal in its directory, beside FileName.
-const JournalName = "agentd.journal"
+// JournalName is the name of the store's journal in its directory, beside FileName;
+// RetiredJournalName that of the journal retired for a checkpoint, whose writes are
+// older than the journal's.
+const (
+	JournalName        = "agentd.journal"
+	RetiredJournalName = "agentd.journal.retired"
+)
 
-// checkpointBytes is the journal's size past which its writes are applied to the bolt
-// file (checkpoint) and it is emptied.
+// checkpointBytes is the journal's size past which it is retired and its writes are
+// applied to the bolt file (checkpoint).
 const checkpointBytes = 4 << 20
 
 // The journal is what makes a commit cheap: a commit appends its batch to the journal
 // in one write (and, in SyncAlways, fsyncs it) instead of running a bbolt transaction,
 // whose copy-on-write B+tree rewrites a leaf and every branch above it and writes each
-// page apart. Once the journal holds checkpointBytes, one bbolt transaction applies
-// every write it holds, in order, and the journal is emptied; Open applies what a
-// crash left in it the same way. Until their checkpoint the values the journal holds
-// stay pending in memory (Store.pending), where reads find them.
+// page apart. Once the journal holds checkpointBytes it is retired (renamed to
+// RetiredJournalName) and a new one takes the commits, while in the background one
+// bbolt transaction applies every write the retired one holds, in order, and empties
+// it; Open applies what a crash left in both the same way, the retired one first.
+// Until their checkpoint the values the journals hold stay pending in memory
+// (Store.pending), where reads find them.
 //
 // A batch is one frame:
 //
@@ -101,27 +109,26 @@ func (j *journal) replay() ([]write, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j.size = int64(len(data))
-	return readFrames(data)
+	writes, _, err := readFrames(data)
+	return writes, err
 }
 
 // readFrames returns the writes of the frames data begins with, up to the first
-// incomplete frame or the first whose checksum does not match; the values share data.
-// A frame whose checksum matches and whose body does not decode is an error: the
-// journal is damaged, not cut short.
-func readFrames(data []byte) ([]write, error) {
-	var writes []write
+// incomplete frame or the first whose checksum does not match, and whether that is
+// all of data (whole); the values share data. A frame whose checksum matches and
+// whose body does not decode is an error: the journal is damaged, not cut short.
+func readFrames(data []byte) (writes []write, whole bool, err error) {
 	for len(data) >= 8 {
 		n := uint64(binary.BigEndian.Uint32(data))
 		if n > uint64(len(data)-8) || crc32.Checksum(data[8:8+n], castagnoli) != binary.BigEndian.Uint32(data[4:]) {
 			break
 		}
-		var err error
 		if writes, err = decodeFrame(writes, data[8:8+n]); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		data = data[8+n:]
 	}
-	return writes, nil
+	return writes, len(data) == 0, nil
 }
 
 // decodeFrame appends the writes of a frame's body to writes; the values share body.
@@ -178,4 +185,39 @@ func apply(tx *bbolt.Tx, writes []write) error {
 		}
 	}
 	return nil
+}
+
+// replayRetired returns the writes of the retired journal at path, none when there is
+// none, and whether it was read whole. A retired journal that a power loss cut short
+// (its writes were not all on disk when the newer journal's were) means the newer
+// journal's writes are to be dropped too, so that what survives is a prefix of what
+// was committed.
+func replayRetired(path string) (writes []write, whole bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("journal: %w", err)
+	}
+	return readFrames(data)
+}
+
+// removeRetired removes the retired journal of the store in dir, once its writes are
+// in the bolt file.
+func removeRetired(dir string) error {
+	if err := os.Remove(filepath.Join(dir, RetiredJournalName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// syncDir fsyncs directory dir, so that a rename or a new file in it survives a power
+// loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }

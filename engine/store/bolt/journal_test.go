@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,12 +17,15 @@ import (
 )
 
 // crashCopy copies the store's directory as a crash would leave it: the bolt file and
-// the journal as the kernel holds them now, with no Close (what a SIGKILL keeps).
+// the journals as the kernel holds them now, with no Close (what a SIGKILL keeps).
 func crashCopy(t *testing.T, dir string) string {
 	t.Helper()
 	to := t.TempDir()
-	for _, name := range []string{FileName, JournalName} {
+	for _, name := range []string{FileName, JournalName, RetiredJournalName} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
+		if name == RetiredJournalName && errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,8 +119,69 @@ func TestJournal_AnsweredWritesSurviveACrash(t *testing.T) {
 	}
 }
 
-// Once the journal holds checkpointBytes its writes go into the bolt file and it is
-// emptied, in the background; reads find every value before, during and after.
+// A crash while a retired journal waits for its checkpoint loses nothing: Open applies
+// the retired journal's writes, then the newer journal's (a record written in one and
+// rewritten in the other reads as rewritten, its earlier value gone), and leaves no
+// retired journal and an empty journal behind; a retired journal cut short drops the
+// newer journal's writes, so that what survives is a prefix of what was committed.
+// Commits go on while a checkpoint waits.
+func TestJournal_CrashBeforeTheRetiredJournalsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openDir(t, dir, Options{})
+	s.checkpointing.Lock() // the checkpoint waits
+	at := time.Now()
+	n := checkpointBytes/4000 + 10
+	for i := range n {
+		rec := record(fmt.Sprint("r-", i), 1, engine.RecordRunning, at)
+		rec.FinalResponse = strings.Repeat("x", 4000)
+		if err := s.Put(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, RetiredJournalName)); err != nil {
+		t.Fatalf("no retired journal after %d bytes of writes: %v", n*4000, err)
+	}
+	if err := s.Put(ctx, record("r-0", 2, engine.RecordSucceeded, at)); err != nil {
+		t.Fatal(err)
+	}
+	copied, torn := crashCopy(t, dir), crashCopy(t, dir)
+	s.checkpointing.Unlock()
+
+	// A power loss that cut the retired journal short drops the newer journal too.
+	retired := filepath.Join(torn, RetiredJournalName)
+	fi, err := os.Stat(retired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(retired, fi.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := openDir(t, torn, Options{}).Get(ctx, "r-0"); err != nil || rec.Revision != 1 {
+		t.Fatalf("r-0 after a torn retired journal = %+v, %v; want revision 1 (the newer journal dropped)", rec, err)
+	}
+
+	again := openDir(t, copied, Options{})
+	if rec, err := again.Get(ctx, "r-0"); err != nil || rec.Revision != 2 || rec.Status != engine.RecordSucceeded {
+		t.Fatalf("r-0 after the crash = %+v, %v; want revision 2", rec, err)
+	}
+	if rec, err := again.Get(ctx, fmt.Sprint("r-", n-1)); err != nil || len(rec.FinalResponse) != 4000 {
+		t.Fatalf("the last record after the crash = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(copied, RetiredJournalName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("retired journal after Open: %v; want none", err)
+	}
+	if fi, err := os.Stat(filepath.Join(copied, JournalName)); err != nil || fi.Size() != 0 {
+		t.Fatalf("journal after Open: %v, %v; want it empty", fi, err)
+	}
+	if got := len(keys(t, again, kindRecord)); got != n {
+		t.Fatalf("%d records in the bolt file, want %d (one value each)", got, n)
+	}
+}
+
+// Once the journal holds checkpointBytes it is retired, and in the background its
+// writes go into the bolt file and it is emptied; reads find every value before,
+// during and after.
 func TestJournal_CheckpointMovesItsWritesToTheBoltFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -132,9 +197,9 @@ func TestJournal_CheckpointMovesItsWritesToTheBoltFile(t *testing.T) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.committing.Lock()
-		size := s.journal.size
+		size, retired := s.journal.size, s.retired != nil
 		s.committing.Unlock()
-		if size < checkpointBytes {
+		if size < checkpointBytes && !retired {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -158,20 +223,20 @@ func TestJournal_CheckpointMovesItsWritesToTheBoltFile(t *testing.T) {
 }
 
 // FuzzReadFrames: any journal decodes to writes or an error, never a panic; the
-// writes read encode back, in one frame, to a journal that reads the same.
+// writes read encode back, in one frame, to a journal that reads the same, whole.
 func FuzzReadFrames(f *testing.F) {
 	f.Add(appendFrame(nil, []write{{stamp: 1, value: []byte("v")}, {stamp: 2}}))
 	f.Add(appendFrame(appendFrame(nil, []write{{stamp: 7, value: []byte{}}}), nil))
 	f.Add(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 12), 0))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		writes, err := readFrames(data)
+		writes, _, err := readFrames(data)
 		if err != nil {
 			return
 		}
-		again, err := readFrames(appendFrame(nil, writes))
-		if err != nil || len(again) != len(writes) {
-			t.Fatalf("%d writes read back as %d, %v", len(writes), len(again), err)
+		again, whole, err := readFrames(appendFrame(nil, writes))
+		if err != nil || !whole || len(again) != len(writes) {
+			t.Fatalf("%d writes read back as %d (whole %v), %v", len(writes), len(again), whole, err)
 		}
 		for i, w := range writes {
 			if again[i].stamp != w.stamp || (again[i].value == nil) != (w.value == nil) || !bytes.Equal(again[i].value, w.value) {
