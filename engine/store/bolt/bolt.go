@@ -754,13 +754,20 @@ func (s *Store) commit() {
 	close(b.done)
 	if err == nil && s.journal.size >= checkpointBytes && s.retired == nil {
 		if err := s.retire(); err != nil {
-			s.mu.Lock()
-			if s.broken == nil {
-				s.broken = fmt.Errorf("retire the journal: %w", err)
-			}
-			s.mu.Unlock()
+			_ = s.fail(fmt.Errorf("retire the journal: %w", err))
 		}
 	}
+}
+
+// fail stops the store with err, unless a failure stopped it already, and returns
+// err. The caller does not hold s.mu.
+func (s *Store) fail(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken == nil {
+		s.broken = err
+	}
+	return err
 }
 
 // retiredJournal is a journal retired for a checkpoint, and its writes.
@@ -803,8 +810,7 @@ func (s *Store) retire() error {
 }
 
 // checkpointLoop checkpoints each retired journal, in the background: commits go on
-// into the new journal meanwhile. In SyncInterval it first fsyncs the directory, for
-// the new journal (see retire).
+// into the new journal meanwhile.
 func (s *Store) checkpointLoop() {
 	defer s.wg.Done()
 	for {
@@ -817,18 +823,7 @@ func (s *Store) checkpointLoop() {
 		s.committing.Lock()
 		r := s.retired
 		s.committing.Unlock()
-		if r != nil && s.opts.Sync == SyncInterval {
-			if err := syncDir(filepath.Dir(s.path)); err != nil {
-				s.mu.Lock()
-				if s.broken == nil {
-					s.broken = fmt.Errorf("fsync %s: %w", filepath.Dir(s.path), err)
-				}
-				s.mu.Unlock()
-				r = nil
-			}
-		}
-		if r != nil && s.checkpoint(r.j, r.writes) == nil {
-			_ = r.j.f.Close()
+		if r != nil && s.checkpointRetired(r) == nil {
 			s.committing.Lock()
 			s.retired = nil
 			s.committing.Unlock()
@@ -837,19 +832,35 @@ func (s *Store) checkpointLoop() {
 	}
 }
 
-// drain checkpoints the retired journal, if any, then the journal: afterwards the
-// bolt file holds every write committed. It runs at Close, and in tests.
+// checkpointRetired checkpoints the retired journal r and closes it. In SyncInterval
+// it first fsyncs the directory, for the new journal (see retire). The caller holds
+// s.checkpointing.
+func (s *Store) checkpointRetired(r *retiredJournal) error {
+	if s.opts.Sync == SyncInterval {
+		if err := syncDir(filepath.Dir(s.path)); err != nil {
+			return s.fail(fmt.Errorf("fsync %s: %w", filepath.Dir(s.path), err))
+		}
+	}
+	if err := s.checkpoint(r.j, r.writes); err != nil {
+		return err
+	}
+	return r.j.f.Close()
+}
+
+// drain checkpoints the retired journal, if any, then the journal, holding off
+// commits: afterwards the bolt file holds every write committed. It runs at Close, and
+// in tests.
 func (s *Store) drain() error {
 	s.checkpointing.Lock()
 	defer s.checkpointing.Unlock()
 	s.committing.Lock()
 	defer s.committing.Unlock()
 	if r := s.retired; r != nil {
-		if err := s.checkpoint(r.j, r.writes); err != nil {
+		if err := s.checkpointRetired(r); err != nil {
 			return err
 		}
 		s.retired = nil
-		if err := errors.Join(r.j.f.Close(), removeRetired(filepath.Dir(s.path))); err != nil {
+		if err := removeRetired(filepath.Dir(s.path)); err != nil {
 			return err
 		}
 	}
@@ -876,14 +887,11 @@ func (s *Store) checkpoint(j *journal, writes []write) error {
 	if err == nil {
 		err = j.empty(s.opts.Sync != SyncNone)
 	}
+	if err != nil {
+		return s.fail(fmt.Errorf("checkpoint: %w", err))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
-		if s.broken == nil {
-			s.broken = fmt.Errorf("checkpoint: %w", err)
-		}
-		return err
-	}
 	for _, w := range writes {
 		if w.value != nil {
 			delete(s.pending, w.stamp)
