@@ -196,7 +196,7 @@ type Store struct {
 	syncs    int
 	commits  int
 
-	// turn is closed, and replaced, each time s.committing is released (runCommit):
+	// turn is closed, and replaced, each time s.committing is released (release):
 	// writers that found it held wait on it to try to run the next commit.
 	turn chan struct{}
 
@@ -719,7 +719,7 @@ func (s *Store) commitLoop() {
 		case <-s.quit:
 			s.committing.Lock()
 			s.commit()
-			s.committing.Unlock()
+			s.release()
 			return
 		}
 		s.runCommit(true)
@@ -822,11 +822,11 @@ func (s *Store) checkpointLoop() {
 		s.checkpointing.Lock()
 		s.committing.Lock()
 		r := s.retired
-		s.committing.Unlock()
+		s.release()
 		if r != nil && s.checkpointRetired(r) == nil {
 			s.committing.Lock()
 			s.retired = nil
-			s.committing.Unlock()
+			s.release()
 		}
 		s.checkpointing.Unlock()
 	}
@@ -854,7 +854,7 @@ func (s *Store) drain() error {
 	s.checkpointing.Lock()
 	defer s.checkpointing.Unlock()
 	s.committing.Lock()
-	defer s.committing.Unlock()
+	defer s.release()
 	if r := s.retired; r != nil {
 		if err := s.checkpointRetired(r); err != nil {
 			return err
@@ -901,8 +901,7 @@ func (s *Store) checkpoint(j *journal, writes []write) error {
 }
 
 // runCommit runs the next commit, holding s.committing; with wait false it runs none
-// when another commit runs, and reports whether it ran one. Once it has released s.committing, it ends the
-// turn: writers that found the commit running try again.
+// when another commit runs, and reports whether it ran one.
 func (s *Store) runCommit(wait bool) bool {
 	if wait {
 		s.committing.Lock()
@@ -910,12 +909,20 @@ func (s *Store) runCommit(wait bool) bool {
 		return false
 	}
 	s.commit()
+	s.release()
+	return true
+}
+
+// release releases s.committing and ends the turn: writers that found it held, by a
+// commit or by anything else (the checkpointer, drain), try again to run the next
+// commit. Whoever holds s.committing releases it so, or a writer could wait for a
+// commit that no one runs.
+func (s *Store) release() {
 	s.committing.Unlock()
 	s.mu.Lock()
 	close(s.turn)
 	s.turn = make(chan struct{})
 	s.mu.Unlock()
-	return true
 }
 
 // syncLoop is SyncInterval's background fsync: every SyncEvery, it fsyncs the file if

@@ -201,6 +201,34 @@ func TestStore_ConcurrentWritersAllReturn(t *testing.T) {
 	}
 }
 
+// A writer that finds the committer held by another than a commit (the checkpointer
+// taking the retired journal, drain) runs its commit once the holder releases it; it
+// does not wait for a commit no one runs. (With the checkpointer releasing it without
+// ending the turn, two writers of a busy store could each wait for the other.)
+func TestStore_WriterGoesOnOnceTheCommitterIsReleased(t *testing.T) {
+	s := openDir(t, t.TempDir(), Options{})
+	s.committing.Lock()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.PutRequest(context.Background(), &engine.RequestState{ID: "r-1", Revision: 1}, time.Minute)
+	}()
+	for queued := false; !queued; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		queued = len(s.next.writes) > 0
+		s.mu.Unlock()
+	}
+	time.Sleep(20 * time.Millisecond) // the writer finds the committer held and waits for its turn
+	s.release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer still waits for a commit no one runs")
+	}
+}
+
 // A record written lately is read back from memory as a copy (engine.CopyRecord:
 // changing what Get returned changes nothing stored; metadata values are read-only); one written recentRecords writes before is read
 // from the file, the same.

@@ -198,7 +198,7 @@ func TestJournal_CheckpointMovesItsWritesToTheBoltFile(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.committing.Lock()
 		size, retired := s.journal.size, s.retired != nil
-		s.committing.Unlock()
+		s.release()
 		if size < checkpointBytes && !retired {
 			break
 		}
