@@ -168,17 +168,30 @@ func (j *journal) empty(sync bool) error {
 	return nil
 }
 
-// apply writes writes to the log bucket of tx, in order.
+// apply writes writes to the log bucket of tx, in order, leaving out a value that a
+// later write in writes deletes, and its deletion: a request's state and record are
+// rewritten at each stage call and check, and each rewrite deletes the value it
+// replaces, so most of what a journal holds never needs to reach the file.
 func apply(tx *bbolt.Tx, writes []write) error {
 	log := tx.Bucket(bucketLog)
 	// Stamps only grow: a split page is left full rather than half full.
 	log.FillPercent = 1
+	// deleted holds the stamps writes deletes: true once the value was left out.
+	deleted := make(map[uint64]bool)
+	for _, w := range writes {
+		if w.value == nil {
+			deleted[w.stamp] = false
+		}
+	}
 	for _, w := range writes {
 		var err error
-		if w.value == nil {
-			err = log.Delete(stampKey(w.stamp))
-		} else {
+		switch left, ok := deleted[w.stamp]; {
+		case w.value != nil && ok:
+			deleted[w.stamp] = true
+		case w.value != nil:
 			err = log.Put(stampKey(w.stamp), w.value)
+		case !left:
+			err = log.Delete(stampKey(w.stamp))
 		}
 		if err != nil {
 			return fmt.Errorf("stamp %d: %w", w.stamp, err)

@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/agentd-dev/agentd/engine"
 	"github.com/agentd-dev/agentd/engine/store"
@@ -244,4 +247,39 @@ func FuzzReadFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// apply leaves out a value that a later write of the same journal deletes, and its
+// deletion; every other write reaches the file in order.
+func TestApply_ValuesDeletedInTheJournalAreLeftOut(t *testing.T) {
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	writes := [][]write{
+		{{stamp: 1, value: []byte("older")}},
+		{{stamp: 2, value: []byte("a")}, {stamp: 3, value: []byte("b")}, {stamp: 2}, {stamp: 1},
+			{stamp: 4, value: []byte{}}, {stamp: 9}, {stamp: 5, value: []byte("c")}, {stamp: 3}},
+	}
+	got := map[uint64]string{}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		if _, err := tx.CreateBucket(bucketLog); err != nil {
+			return err
+		}
+		for _, w := range writes {
+			if err := apply(tx, w); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+			got[binary.BigEndian.Uint64(k)] = string(v)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[uint64]string{4: "", 5: "c"}; !maps.Equal(got, want) {
+		t.Fatalf("the log holds %v, want %v", got, want)
+	}
 }
