@@ -39,7 +39,8 @@ func (b *bench) startSelf(mode string, args ...string) (*procs.Server, error) {
 
 // cheapPolicy measures sections 9 and 10: the object-lookup allow-list served by agentd
 // and `opa run --server`, and the HTTP floor beside them, all three driven by the same
-// load with the same bodies, runs rotating between them.
+// load with the same bodies, runs rotating between them. On the memo hit, a fourth
+// side, the same agentd on --store memory, gives row 15a3 (storeDaemonRow).
 func (b *bench) cheapPolicy() error {
 	s, err := b.startPair("cheap", b.agentd, nil, cheap())
 	if err != nil {
@@ -49,6 +50,17 @@ func (b *bench) cheapPolicy() error {
 	if s.floor, err = b.startSelf("floor"); err != nil {
 		return err
 	}
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return err
+	}
+	spec := b.agentdSpec("cheap-agentd-memory", b.agentd, filepath.Join(b.tmp, "cheap-agentd"), addr)
+	spec.Args = append(spec.Args, "--store", "memory")
+	memory, err := procs.Start(spec, startTimeout)
+	if err != nil {
+		return err
+	}
+	defer stopServer(memory)
 	for i, v := range []fixture.Variation{fixture.NewText, fixture.Unseen, fixture.NewOperations} {
 		c := httpCase{steps: 3, requests: b.cheapRequests, variation: v}
 		at, ot, err := s.targets(fmt.Sprintf("cheap%d", i), c)
@@ -56,11 +68,22 @@ func (b *bench) cheapPolicy() error {
 			return err
 		}
 		ft := load.Target{URL: "http://" + s.floor.Addr + "/v1/hooks/after_planning", Body: at.Body, Want: at.Want}
-		figs, err := b.alternate(c, []side{{"agentd", s.agentd, at}, {"opa", s.opa, ot}, {"floor", s.floor, ft}})
+		sides := []side{{"agentd", s.agentd, at}, {"opa", s.opa, ot}, {"floor", s.floor, ft}}
+		if v == fixture.NewText {
+			mt, err := agentdTarget(memory.Addr, fmt.Sprintf("cheap%d-memory", i), c)
+			if err != nil {
+				return err
+			}
+			sides = append(sides, side{"agentd-memory", memory, mt})
+		}
+		figs, err := b.alternate(c, sides)
 		if err != nil {
 			return err
 		}
 		a, o, f := figs[0], figs[1], figs[2]
+		if v == fixture.NewText {
+			b.storeDaemonRow(c, a, figs[3])
+		}
 		id := fmt.Sprintf("%c", 'a'+i)
 		what := fmt.Sprintf("HTTP, cheap policy (object lookup, data.x.allowed[ns][agent][capability]): after_planning, 3 steps × 5,000 entries, %v; %d workers, %s req",
 			v, b.concurrency, report.Count(int64(c.requests)))
@@ -82,6 +105,20 @@ func (b *bench) cheapPolicy() error {
 // floorRows adds section 10's rows for one case: agentd's CPU per request on the cheap
 // policy (a) and on the stock policy (section 2, when it ran that case) over the
 // floor's (f), and the throughputs.
+// storeDaemonRow is row 15a3: agentd's CPU per request on its default store (bolt)
+// against the same daemon on --store memory, each a process of its own under the same
+// load: unlike rows 15a1–15a2, neither side's garbage collection scans the other's heap.
+func (b *bench) storeDaemonRow(c httpCase, bolt, memory sideFigures) {
+	r := bolt.cpu / memory.cpu
+	b.rows["15"] = append(b.rows["15"], report.Row{ID: "15a3",
+		Figure: fmt.Sprintf("HTTP, cheap policy, after_planning, 3 steps, %v; %d workers, %s req: agentd's CPU per request (/proc/PID/stat) on the default store (bolt, interval) vs the same daemon on --store memory, a process each, runs alternating (rows 9a)",
+			c.variation, b.concurrency, report.Count(int64(c.requests))),
+		Agentd: report.NS(bolt.cpu), Peer: report.NS(memory.cpu) + " (--store memory)", Ratio: fmt.Sprintf("%.2f×", r),
+		Goal: goal(r <= storeGoal, fmt.Sprintf("≤ %.1f×", storeGoal))})
+	b.bars["15"] = append(b.bars["15"], report.Bar{Label: "15a3 durable store, daemons over HTTP: CPU per request vs memory", Ratio: r, Goal: storeGoal})
+	b.goals = append(b.goals, fmt.Sprintf("The durable store costs ≤ %.1f× the memory store's CPU per stage call, a daemon each over HTTP (row 15a3): %s (%.2f×).", storeGoal, metOrNot(r <= storeGoal), r))
+}
+
 func (b *bench) floorRows(id string, v fixture.Variation, a, f sideFigures) {
 	g := "none set"
 	if v == fixture.NewText {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,11 +13,12 @@ import (
 // HTTP floor first.
 var sections = []string{"1", "2", "9", "10", "11", "3", "13", "15", "4", "5", "6", "7", "14", "8", "12"}
 
-// table returns every row, section by section.
+// table returns every row, section by section, each section's in the order of their
+// ids (the measurements that fill a section may run apart, in any order).
 func (b *bench) table() []report.Row {
 	var rows []report.Row
 	for _, s := range sections {
-		rows = append(rows, b.rows[s]...)
+		rows = append(rows, slices.SortedStableFunc(slices.Values(b.rows[s]), func(x, y report.Row) int { return strings.Compare(x.ID, y.ID) })...)
 	}
 	return rows
 }
