@@ -10,9 +10,10 @@
 // Writes go first to a journal beside the file (journal.go): a commit appends its
 // batch to the journal in one write. Once the journal holds 4 MiB it is retired (renamed
 // aside, a new one taking the commits) and, in the background while commits go on, one
-// bbolt transaction (a checkpoint) applies its writes to the file, which is fsynced
-// before the retired journal is emptied; Open applies what a crash left in the
-// journals, the retired one first.
+// bbolt transaction (a checkpoint) applies its writes to the file, leaving out the
+// values the journal itself deletes (a request's rewritten states and records), and
+// the file is fsynced before the retired journal is emptied; Open applies what a crash
+// left in the journals, the retired one first.
 //
 // Durability (Options.Sync): a write returns once the commit that holds it has
 // returned, so whatever the mode, an answered write is in the journal as the kernel
