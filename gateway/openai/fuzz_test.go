@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"testing"
 
@@ -36,15 +38,36 @@ func FuzzChatRequest(f *testing.F) {
 		if e == nil && (id == "" || len(id) > maxRequestID || !validToken(token)) {
 			t.Fatalf("request id %q, token %q", id, token)
 		}
-		raw := make([]json.RawMessage, len(req.messages))
-		for i, m := range req.messages {
-			raw[i] = m.raw
-		}
-		out, err := req.withMessages(raw)
-		if err != nil || !json.Valid(out) {
-			t.Fatalf("upstream body %q: %v", out, err)
+		const system = "s <&> \u2028"
+		out, err := req.withSystem(system)
+		if want := marshalWithSystem(t, req, system); err != nil || !bytes.Equal(out, want) {
+			t.Fatalf("upstream body %q (%v), encoding/json writes %q", out, err, want)
 		}
 	})
+}
+
+// marshalWithSystem is withSystem as encoding/json writes it: the members as a map,
+// the messages with the system message after the leading system and developer ones.
+func marshalWithSystem(t *testing.T, req *chatRequest, system string) []byte {
+	lead := 0
+	for lead < len(req.messages) && (req.messages[lead].Role == "system" || req.messages[lead].Role == "developer") {
+		lead++
+	}
+	var msgs []json.RawMessage
+	for _, m := range req.messages[:lead] {
+		msgs = append(msgs, m.raw)
+	}
+	msgs = append(msgs, mustJSON(map[string]string{"role": "system", "content": system}))
+	for _, m := range req.messages[lead:] {
+		msgs = append(msgs, m.raw)
+	}
+	fields := maps.Clone(req.fields)
+	fields["messages"] = mustJSON(msgs)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // FuzzUpstreamReply feeds arbitrary upstream replies, whole and as stream events, to the

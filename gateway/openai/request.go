@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentd-dev/agentd/engine"
 )
 
 // chatRequest is a client's chat-completions body. Every top-level member is kept and
-// forwarded to the upstream as sent; only messages change (see withMessages).
+// forwarded to the upstream as sent; only messages change (see withSystem).
 type chatRequest struct {
 	fields   map[string]json.RawMessage
 	messages []message
@@ -178,20 +181,81 @@ func text(content json.RawMessage) (string, bool) {
 	return strings.Join(texts, "\n"), true
 }
 
-// withMessages returns the body to forward upstream: the client's members, with msgs
-// as messages.
-func (r *chatRequest) withMessages(msgs []json.RawMessage) ([]byte, error) {
-	fields := make(map[string]json.RawMessage, len(r.fields))
-	for k, v := range r.fields {
-		fields[k] = v
+// withSystem returns the body to forward upstream: the client's members as sent, with
+// a system message of text (none for "") among the messages, after the leading system
+// and developer messages. It is written in one buffer as encoding/json writes a map of
+// the members (names sorted, values compacted, <, >, &, U+2028 and U+2029 escaped):
+// a body is forwarded on every round.
+func (r *chatRequest) withSystem(text string) ([]byte, error) {
+	names := make([]string, 0, len(r.fields))
+	size := 64 + 2*len(text)
+	for name, v := range r.fields {
+		names = append(names, name)
+		size += len(name) + len(v) + 4
 	}
-	m, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, err
+	slices.Sort(names)
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	b.WriteByte('{')
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(engine.AppendJSONString(b.AvailableBuffer(), name))
+		b.WriteByte(':')
+		var err error
+		if name == "messages" {
+			err = r.writeMessages(b, text)
+		} else {
+			err = json.Compact(b, r.fields[name])
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	fields["messages"] = m
-	return json.Marshal(fields)
+	b.WriteByte('}')
+	if !needsHTMLEscape(b.Bytes()) {
+		return b.Bytes(), nil
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, b.Bytes())
+	return escaped.Bytes(), nil
 }
+
+// writeMessages writes the client's messages, compacted, with a system message of text
+// (none for "") after the leading system and developer messages.
+func (r *chatRequest) writeMessages(b *bytes.Buffer, text string) error {
+	lead := 0
+	for lead < len(r.messages) && (r.messages[lead].Role == "system" || r.messages[lead].Role == "developer") {
+		lead++
+	}
+	open := b.Len()
+	b.WriteByte('[')
+	for i := 0; i <= len(r.messages); i++ {
+		if i == lead && text != "" {
+			if b.Len() > open+1 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"content":`)
+			b.Write(engine.AppendJSONString(b.AvailableBuffer(), text))
+			b.WriteString(`,"role":"system"}`)
+		}
+		if i == len(r.messages) {
+			break
+		}
+		if b.Len() > open+1 {
+			b.WriteByte(',')
+		}
+		if err := json.Compact(b, r.messages[i].raw); err != nil {
+			return err
+		}
+	}
+	b.WriteByte(']')
+	return nil
+}
+
+// needsHTMLEscape reports whether compact JSON holds a character encoding/json escapes
+// in strings that json.Compact leaves: <, >, &, U+2028 or U+2029.
+func needsHTMLEscape(data []byte) bool { return bytes.ContainsAny(data, "<>&\u2028\u2029") }
 
 // typeOf names the JSON type of raw for an error message.
 func typeOf(raw json.RawMessage) string {
