@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/agentd-dev/agentd/config"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // FuzzChatRequest feeds arbitrary bodies through everything the gateway reads of a
@@ -112,4 +114,52 @@ func assertCalls(t *testing.T, calls []toolCall) {
 		}
 		seen[c.ID] = true
 	}
+}
+
+// FuzzFastRead_AgreesWithEncodingJSON holds the gateway's readers (fastread.go) to
+// their contract: a text they take, encoding/json takes too, to the same value.
+func FuzzFastRead_AgreesWithEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		toolRound, `{"choices":null,"usage":null,"id":null}`, `{"choices":[{"message":null,"finish_reason":null}]}`,
+		`{"choices":[{"message":{"content":"a\nb","tool_calls":[],"function_call":null,"Role":"x"}}],"Id":"x"}`,
+		`{"model":"m","metadata":{"tenant":"acme","n":[1,{"a":null}]},"messages":[{"role":"user","content":"q \u00e9"}]}`,
+		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"t"}]}],"stream":true}`,
+		`{"messages":[{"role":"user","content":"a","role":"user"}]}`, `{"messages":[{"ROLE":"user"}]}`, `{"messages":[{"rôle":"user"}]}`,
+		`true`, `"s"`, `{}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got completionWire
+		if r := jsonread.New(data); readCompletion(r, &got) && r.End() {
+			var want completionWire
+			if err := json.Unmarshal(data, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q: read a completion %+v, encoding/json %+v (%v)", data, got, want, err)
+			}
+		}
+		var req chatRequest
+		if readRequest(data, &req) {
+			var fields map[string]json.RawMessage
+			var raws []json.RawMessage
+			if err := json.Unmarshal(data, &fields); err != nil || !reflect.DeepEqual(req.fields, fields) {
+				t.Fatalf("%q: read members %q, encoding/json %q (%v)", data, req.fields, fields, err)
+			}
+			if err := json.Unmarshal(fields["messages"], &raws); err != nil || len(raws) != len(req.messages) {
+				t.Fatalf("%q: read %d messages, encoding/json %d (%v)", data, len(req.messages), len(raws), err)
+			}
+			for i, raw := range raws {
+				want := message{raw: raw}
+				if err := json.Unmarshal(raw, &want); err != nil || !reflect.DeepEqual(req.messages[i], want) {
+					t.Fatalf("%q: read message %+v, encoding/json %+v (%v)", data, req.messages[i], want, err)
+				}
+			}
+		}
+		for _, v := range []struct{ got, want any }{{new(bool), new(bool)}, {new(string), new(string)}, {new(map[string]any), new(map[string]any)}} {
+			if readOptional(data, v.got) {
+				if err := json.Unmarshal(data, v.want); err != nil || !reflect.DeepEqual(v.got, v.want) {
+					t.Fatalf("%q: read %#v, encoding/json %#v (%v)", data, v.got, v.want, err)
+				}
+			}
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // chatRequest is a client's chat-completions body. Every top-level member is kept and
@@ -79,23 +80,21 @@ func readBody(r io.Reader, limit int64) ([]byte, *apiError) {
 // read in them exactly what the review read.
 func parseRequest(body []byte) (*chatRequest, *apiError) {
 	req := &chatRequest{}
-	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
+	fast := readRequest(body, req)
+	if !fast && (json.Unmarshal(body, &req.fields) != nil || req.fields == nil) {
 		return nil, badRequest(codeInvalidJSON, "", "request body must be a JSON object")
 	}
 	if err := vetMembers(body, requestMembers); err != nil {
 		return nil, badRequest(codeAmbiguousMembers, "", "the request body is ambiguous: %v", err)
 	}
-	raw := req.fields["messages"]
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-		return nil, badRequest(codeInvalidMessages, "messages", "messages must be a non-empty array of messages")
-	}
-	for i, m := range msgs {
-		msg, e := parseMessage(m, "messages["+strconv.Itoa(i)+"]")
-		if e != nil {
-			return nil, e
+	if fast {
+		for i, m := range req.messages {
+			if e := checkMessage(m, messageParam(i)); e != nil {
+				return nil, e
+			}
 		}
-		req.messages = append(req.messages, msg)
+	} else if e := req.parseMessages(); e != nil {
+		return nil, e
 	}
 	if e := optional(req.fields, "stream", &req.stream); e != nil {
 		return nil, e
@@ -125,33 +124,52 @@ func optional(fields map[string]json.RawMessage, key string, v any) *apiError {
 	if !ok || bytes.Equal(raw, []byte("null")) {
 		return nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if !readOptional(raw, v) && json.Unmarshal(raw, v) != nil {
 		return badRequest(codeInvalidField, key, "%s has the wrong type: %s", key, typeOf(raw))
 	}
 	return nil
 }
 
-func parseMessage(raw json.RawMessage, param string) (message, *apiError) {
-	var m message
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return m, badRequest(codeInvalidMessages, param, "%s must be a message object with a string role: %v", param, err)
+// parseMessages decodes and checks the body's messages, one after the other.
+func (r *chatRequest) parseMessages() *apiError {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(r.fields["messages"], &msgs); err != nil || len(msgs) == 0 {
+		return badRequest(codeInvalidMessages, "messages", "messages must be a non-empty array of messages")
 	}
-	m.raw = raw
+	for i, raw := range msgs {
+		param := messageParam(i)
+		m := message{raw: raw}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return badRequest(codeInvalidMessages, param, "%s must be a message object with a string role: %v", param, err)
+		}
+		if e := checkMessage(m, param); e != nil {
+			return e
+		}
+		r.messages = append(r.messages, m)
+	}
+	return nil
+}
+
+func messageParam(i int) string { return "messages[" + strconv.Itoa(i) + "]" }
+
+// checkMessage checks a decoded message: a known role, content as text() reads it,
+// tool calls with ids and function names, and a tool message's tool_call_id.
+func checkMessage(m message, param string) *apiError {
 	if !roles[m.Role] {
-		return m, badRequest(codeInvalidMessages, param+".role", "%s has role %q; roles are system, developer, user, assistant and tool", param, m.Role)
+		return badRequest(codeInvalidMessages, param+".role", "%s has role %q; roles are system, developer, user, assistant and tool", param, m.Role)
 	}
 	if _, ok := text(m.Content); !ok {
-		return m, badRequest(codeInvalidMessages, param+".content", "%s content must be a string, an array of content parts or null", param)
+		return badRequest(codeInvalidMessages, param+".content", "%s content must be a string, an array of content parts or null", param)
 	}
 	for j, c := range m.ToolCalls {
 		if c.ID == "" || c.isFunction() && c.Function.Name == "" {
-			return m, badRequest(codeInvalidMessages, param+".tool_calls["+strconv.Itoa(j)+"]", "a tool call needs an id and a function name")
+			return badRequest(codeInvalidMessages, param+".tool_calls["+strconv.Itoa(j)+"]", "a tool call needs an id and a function name")
 		}
 	}
 	if m.Role == "tool" && m.ToolCallID == "" {
-		return m, badRequest(codeInvalidMessages, param+".tool_call_id", "a tool message needs the tool_call_id it answers")
+		return badRequest(codeInvalidMessages, param+".tool_call_id", "a tool message needs the tool_call_id it answers")
 	}
-	return m, nil
+	return nil
 }
 
 // text returns the text of message content: a string, the text parts of a content
@@ -162,7 +180,7 @@ func text(content json.RawMessage) (string, bool) {
 		return "", true
 	}
 	var s string
-	if json.Unmarshal(content, &s) == nil {
+	if r := jsonread.New(content); r.String(&s) && r.End() || json.Unmarshal(content, &s) == nil {
 		return s, true
 	}
 	var parts []struct {
