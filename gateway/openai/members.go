@@ -60,7 +60,8 @@ func vetMembers(data []byte, rules memberRules) error {
 		key       string // the member being read, in the root object
 	}
 	var (
-		stack   []frame
+		frames  [32]frame // the stack of most documents, unallocated
+		stack   = frames[:0]
 		names   = memberMaps.Get().(map[member]string) // -> the name as sent
 		objects int
 	)

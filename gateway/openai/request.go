@@ -273,7 +273,9 @@ func (r *chatRequest) writeMessages(b *bytes.Buffer, text string) error {
 
 // needsHTMLEscape reports whether compact JSON holds a character encoding/json escapes
 // in strings that json.Compact leaves: <, >, &, U+2028 or U+2029.
-func needsHTMLEscape(data []byte) bool { return bytes.ContainsAny(data, "<>&\u2028\u2029") }
+func needsHTMLEscape(data []byte) bool {
+	return bytes.ContainsAny(data, "<>&") || bytes.Contains(data, []byte("\u2028")) || bytes.Contains(data, []byte("\u2029"))
+}
 
 // typeOf names the JSON type of raw for an error message.
 func typeOf(raw json.RawMessage) string {
