@@ -22,6 +22,8 @@ var (
 	messageNames      = []string{"role", "content", "tool_calls", "tool_call_id"}
 	toolCallNames     = []string{"id", "type", "function"}
 	functionNames     = []string{"name", "arguments"}
+	usageNames        = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	detailsNames      = []string{"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}
 )
 
 // decodeCompletion decodes a non-streamed chat completion as encoding/json does.
@@ -85,6 +87,50 @@ func readChoice(r *jsonread.Reader, c *choiceWire) bool {
 			return r.Raw((*[]byte)(&m.FunctionCall))
 		})
 	})
+}
+
+// decodeUsage decodes an upstream's usage as encoding/json does; ok is false when it
+// does not decode.
+func decodeUsage(raw []byte) (u usageWire, ok bool) {
+	if r := jsonread.New(raw); readUsage(r, &u) && r.End() {
+		return u, true
+	}
+	u = usageWire{}
+	return u, json.Unmarshal(raw, &u) == nil
+}
+
+func readUsage(r *jsonread.Reader, u *usageWire) bool {
+	counts := [...]**int64{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens}
+	return readObject(r, usageNames, func(i int) bool {
+		if i < len(counts) {
+			return readCount(r, counts[i])
+		}
+		if r.Null() {
+			return true
+		}
+		d := &tokenDetails{}
+		if i == 3 {
+			u.PromptTokensDetails = d
+		} else {
+			u.CompletionTokensDetails = d
+		}
+		counts := [...]**int64{&d.CachedTokens, &d.AudioTokens, &d.ReasoningTokens, &d.AcceptedPredictionTokens, &d.RejectedPredictionTokens}
+		return readObject(r, detailsNames, func(i int) bool { return readCount(r, counts[i]) })
+	})
+}
+
+// readCount reads an integer into a new *dst; null leaves *dst nil.
+func readCount(r *jsonread.Reader, dst **int64) bool {
+	if r.Null() {
+		return true
+	}
+	var n int
+	if !r.Int(&n) {
+		return false
+	}
+	v := int64(n)
+	*dst = &v
+	return true
 }
 
 // readRequest reads a client's body into req: its members, as slices of body, and its

@@ -125,7 +125,8 @@ func FuzzFastRead_AgreesWithEncodingJSON(f *testing.F) {
 		`{"model":"m","metadata":{"tenant":"acme","n":[1,{"a":null}]},"messages":[{"role":"user","content":"q \u00e9"}]}`,
 		`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"t"}]}],"stream":true}`,
 		`{"messages":[{"role":"user","content":"a","role":"user"}]}`, `{"messages":[{"ROLE":"user"}]}`, `{"messages":[{"rôle":"user"}]}`,
-		`true`, `"s"`, `{}`,
+		`{"prompt_tokens":1,"completion_tokens":null,"total_tokens":-3,"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":null},"completion_tokens_details":null}`,
+		`{"total_tokens":1.5}`, `{"prompt_tokens_details":{"Cached_tokens":1}}`, `true`, `"s"`, `{}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -135,6 +136,13 @@ func FuzzFastRead_AgreesWithEncodingJSON(f *testing.F) {
 			var want completionWire
 			if err := json.Unmarshal(data, &want); err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q: read a completion %+v, encoding/json %+v (%v)", data, got, want, err)
+			}
+		}
+		var usage usageWire
+		if r := jsonread.New(data); readUsage(r, &usage) && r.End() {
+			var want usageWire
+			if err := json.Unmarshal(data, &want); err != nil || !reflect.DeepEqual(usage, want) {
+				t.Fatalf("%q: read usage %+v, encoding/json %+v (%v)", data, usage, want, err)
 			}
 		}
 		var req chatRequest
