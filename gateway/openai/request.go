@@ -54,12 +54,11 @@ func (c toolCall) isFunction() bool { return c.Type == "" || c.Type == "function
 // results cannot be tied to a reviewed call.
 var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
 
-// readBody reads at most limit bytes of a JSON body; a larger body is a 413, one that
-// is not valid UTF-8 a 400.
-func readBody(r io.Reader, limit int64) ([]byte, *apiError) {
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	data, err := io.ReadAll(lr)
-	if lr.N <= 0 {
+// readBody reads at most limit bytes of a JSON body of size bytes (-1: unknown); a
+// larger body is a 413, one that is not valid UTF-8 a 400.
+func readBody(r io.Reader, size, limit int64) ([]byte, *apiError) {
+	data, err := readUpTo(r, size, limit)
+	if int64(len(data)) > limit {
 		e := newError(http.StatusRequestEntityTooLarge, typeInvalidRequest, codeBodyTooLarge, "request body exceeds %d bytes", limit)
 		return nil, e
 	}
