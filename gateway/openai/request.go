@@ -245,25 +245,25 @@ func (r *chatRequest) writeMessages(b *bytes.Buffer, text string) error {
 	for lead < len(r.messages) && (r.messages[lead].Role == "system" || r.messages[lead].Role == "developer") {
 		lead++
 	}
-	open := b.Len()
 	b.WriteByte('[')
+	first := b.Len()
+	comma := func() {
+		if b.Len() > first {
+			b.WriteByte(',')
+		}
+	}
 	for i := 0; i <= len(r.messages); i++ {
 		if i == lead && text != "" {
-			if b.Len() > open+1 {
-				b.WriteByte(',')
-			}
+			comma()
 			b.WriteString(`{"content":`)
 			b.Write(engine.AppendJSONString(b.AvailableBuffer(), text))
 			b.WriteString(`,"role":"system"}`)
 		}
-		if i == len(r.messages) {
-			break
-		}
-		if b.Len() > open+1 {
-			b.WriteByte(',')
-		}
-		if err := json.Compact(b, r.messages[i].raw); err != nil {
-			return err
+		if i < len(r.messages) {
+			comma()
+			if err := json.Compact(b, r.messages[i].raw); err != nil {
+				return err
+			}
 		}
 	}
 	b.WriteByte(']')
