@@ -403,6 +403,84 @@ func (r *Reader) Value(dst *any) bool {
 	}
 }
 
+// Raw reads any value into dst as it is written, as encoding/json decodes one into a
+// json.RawMessage, but as a slice of the text rather than a copy.
+func (r *Reader) Raw(dst *[]byte) bool {
+	r.space()
+	start := r.pos
+	if !r.skip() {
+		return false
+	}
+	*dst = r.data[start:r.pos]
+	return true
+}
+
+// skip reads any value, keeping nothing of it.
+func (r *Reader) skip() bool {
+	switch r.peek() {
+	case '{':
+		return r.Object(func([]byte) bool { return r.skip() })
+	case '[':
+		return r.Array(r.skip)
+	case '"':
+		return r.skipString()
+	case 't':
+		return r.literal("true")
+	case 'f':
+		return r.literal("false")
+	case 'n':
+		return r.Null()
+	}
+	_, ok := r.number()
+	return ok
+}
+
+// skipString reads a string of valid UTF-8 and valid escapes, keeping nothing of it.
+func (r *Reader) skipString() bool {
+	start := r.pos + 1
+	ascii := true
+	for i := start; i < len(r.data); i++ {
+		switch b := r.data[i]; {
+		case b == '"':
+			if !ascii && !utf8.Valid(r.data[start:i]) {
+				return false
+			}
+			r.pos = i + 1
+			return true
+		case b < 0x20:
+			return false
+		case b >= utf8.RuneSelf:
+			ascii = false
+		case b == '\\':
+			if i+1 == len(r.data) {
+				return false
+			}
+			switch r.data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+6 > len(r.data) || !hex4(r.data[i+2:i+6]) {
+					return false
+				}
+				i += 5
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// hex4 reports whether d is four hex digits.
+func hex4(d []byte) bool {
+	for _, c := range d {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
 // Struct reads an object into a struct whose JSON field names are names, calling
 // field with the index of each member's name to read its value. A member set to null
 // is skipped: encoding/json leaves a scalar field as it was and sets a pointer, map or

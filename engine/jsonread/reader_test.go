@@ -32,6 +32,12 @@ func readValue(text []byte) (any, bool) {
 	return v, r.Value(&v) && r.End()
 }
 
+func readRaw(text []byte) ([]byte, bool) {
+	r := jsonread.New(text)
+	var raw []byte
+	return raw, r.Raw(&raw) && r.End()
+}
+
 func readPlan(text []byte) (*engine.RoutingPlan, bool) {
 	r := jsonread.New(text)
 	var p *engine.RoutingPlan
@@ -181,6 +187,12 @@ func FuzzReader_AgreesWithEncodingJSON(f *testing.F) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q: fast path %#v, encoding/json %#v", text, got, want)
+			}
+		}
+		if got, ok := readRaw(text); ok {
+			var want json.RawMessage
+			if !viaEncodingJSON(text, &want) || !bytes.Equal(got, want) {
+				t.Fatalf("%q: fast path took %q as raw, encoding/json %q", text, got, want)
 			}
 		}
 		if got, ok := readPlan(text); ok {

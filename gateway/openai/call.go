@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -50,7 +49,7 @@ func (c *chatCall) serve(ctx context.Context) *apiError {
 		c.answerShortCircuit(*short)
 		return nil
 	}
-	body, err := c.req.withMessages(c.upstreamMessages())
+	body, err := c.req.withSystem(engine.RenderEnrichments(c.sess.Context().Enrichments))
 	if err != nil {
 		return newError(http.StatusInternalServerError, typeServer, codeInternal, "encode the upstream request: %v", err)
 	}
@@ -166,25 +165,6 @@ func (c *chatCall) pin(sess *engine.Session) {
 	if gen := c.g.reg.Get(sess.Generation().ID); gen != nil && gen.Gateways.OpenAI != nil {
 		c.gen, c.cfg = gen, gen.Gateways.OpenAI
 	}
-}
-
-// upstreamMessages are the client's messages as sent, with the request's rendered
-// enrichments as a system message after the leading system and developer messages.
-func (c *chatCall) upstreamMessages() []json.RawMessage {
-	msgs := c.req.messages
-	out := make([]json.RawMessage, 0, len(msgs)+1)
-	i := 0
-	for ; i < len(msgs) && (msgs[i].Role == "system" || msgs[i].Role == "developer"); i++ {
-		out = append(out, msgs[i].raw)
-	}
-	if rendered := engine.RenderEnrichments(c.sess.Context().Enrichments); rendered != "" {
-		m, _ := json.Marshal(map[string]string{"role": "system", "content": rendered})
-		out = append(out, m)
-	}
-	for ; i < len(msgs); i++ {
-		out = append(out, msgs[i].raw)
-	}
-	return out
 }
 
 // answer is what the client gets for an upstream reply.

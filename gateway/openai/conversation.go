@@ -211,9 +211,9 @@ const (
 // another system prompt or other history, or another tenant's, never gets it.
 func (c *chatCall) cacheVary() map[string]string {
 	h := sha256.New()
+	var prefix [24]byte
 	put := func(b []byte) {
-		h.Write([]byte(strconv.Itoa(len(b))))
-		h.Write([]byte{':'})
+		h.Write(append(strconv.AppendInt(prefix[:0], int64(len(b)), 10), ':'))
 		h.Write(b)
 	}
 	for _, m := range c.req.messages {

@@ -106,7 +106,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	body, e := readBody(r.Body, g.maxBody)
+	body, e := readBody(r.Body, r.ContentLength, g.maxBody)
 	if e != nil {
 		writeError(w, e)
 		return

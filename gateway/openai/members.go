@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -13,7 +14,9 @@ import (
 // object where they apply, a member whose name folds to a read name must be spelled
 // as it (see vetMembers).
 type memberRules struct {
-	// read maps the folded form of each member name the gateway reads to its spelling.
+	// read maps the folded form of each member name the gateway reads to its spelling,
+	// which is folded too (lower case ASCII): a name spelled in its folded form is
+	// spelled as read.
 	read map[string]string
 	// scope, when set, confines read to the root object and the subtree of its member
 	// named scope: the rest of the document (a client's tool schemas, its metadata) is
@@ -24,7 +27,10 @@ type memberRules struct {
 func readNames(names ...string) map[string]string {
 	m := make(map[string]string, len(names))
 	for _, name := range names {
-		m[engine.FoldName(name)] = name
+		if engine.FoldName(name) != name {
+			panic("openai: a read member name is not folded: " + name)
+		}
+		m[name] = name
 	}
 	return m
 }
@@ -60,7 +66,8 @@ func vetMembers(data []byte, rules memberRules) error {
 		key       string // the member being read, in the root object
 	}
 	var (
-		stack   []frame
+		frames  [32]frame // the stack of most documents, unallocated
+		stack   = frames[:0]
 		names   = memberMaps.Get().(map[member]string) // -> the name as sent
 		objects int
 	)
@@ -104,8 +111,10 @@ func vetMembers(data []byte, rules memberRules) error {
 				if prev, seen := names[key]; seen {
 					return fmt.Errorf("members %q and %q of one object have the same name but for case, or repeat", prev, name)
 				}
-				if read, ok := rules.read[key.name]; ok && read != name && stack[top].strict {
-					return fmt.Errorf("member %q is %q spelled in another case", name, read)
+				if key.name != name && stack[top].strict {
+					if read, ok := rules.read[key.name]; ok {
+						return fmt.Errorf("member %q is %q spelled in another case", name, read)
+					}
 				}
 				names[key] = name
 				if top == 0 {
@@ -143,10 +152,12 @@ func stringEnd(data []byte, start int) int {
 	return len(data) - 1
 }
 
-// memberName decodes a quoted member name, without allocating when it has no escapes.
+// memberName decodes a quoted member name. A name without escapes is not copied but
+// a view of quoted, valid while quoted is unchanged: vetMembers keeps none past its
+// call (its map is cleared), during which its caller's document stays as it is.
 func memberName(quoted []byte) (string, error) {
 	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1 : len(quoted)-1]), nil
+		return unsafe.String(unsafe.SliceData(quoted[1:]), len(quoted)-2), nil
 	}
 	var name string
 	err := json.Unmarshal(quoted, &name)

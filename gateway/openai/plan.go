@@ -115,22 +115,37 @@ func buildPlan(cfg *config.OpenAIGateway, requestID, token, request string, phas
 // parseArguments decodes tool call arguments, which must be a JSON object with no
 // repeated member names and no two that fold together (argumentMembers); "" is {}.
 func parseArguments(s string) (map[string]any, error) {
-	if len(bytes.TrimSpace([]byte(s))) == 0 {
+	data := []byte(s)
+	if len(bytes.TrimSpace(data)) == 0 {
 		return map[string]any{}, nil
 	}
+	args, err := decodeArguments(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := vetMembers(data, argumentMembers); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+// decodeArguments decodes one JSON object, nothing after it, as encoding/json does:
+// without reflection when jsonread can.
+func decodeArguments(data []byte) (map[string]any, error) {
 	var args map[string]any
-	dec := json.NewDecoder(strings.NewReader(s))
+	if r := jsonread.New(data); r.Map(&args) && r.End() {
+		return args, nil
+	}
+	args = nil
+	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&args); err != nil {
 		return nil, err
 	}
 	if args == nil {
 		return nil, fmt.Errorf("null is not an object")
 	}
-	if jsonread.Trailing([]byte(s), dec.InputOffset()) >= 0 {
+	if jsonread.Trailing(data, dec.InputOffset()) >= 0 {
 		return nil, fmt.Errorf("the arguments go on after their JSON value")
-	}
-	if err := vetMembers([]byte(s), argumentMembers); err != nil {
-		return nil, err
 	}
 	return args, nil
 }

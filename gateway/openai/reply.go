@@ -28,15 +28,19 @@ func (r *reply) final() bool { return len(r.calls) == 0 }
 type completionWire struct {
 	chunkMeta
 	Usage   json.RawMessage `json:"usage"`
-	Choices []struct {
-		Message *struct {
-			Content      *string         `json:"content"`
-			Refusal      *string         `json:"refusal"`
-			ToolCalls    []toolCall      `json:"tool_calls"`
-			FunctionCall json.RawMessage `json:"function_call"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
+	Choices []choiceWire    `json:"choices"`
+}
+
+type choiceWire struct {
+	Message      *replyMessageWire `json:"message"`
+	FinishReason *string           `json:"finish_reason"`
+}
+
+type replyMessageWire struct {
+	Content      *string         `json:"content"`
+	Refusal      *string         `json:"refusal"`
+	ToolCalls    []toolCall      `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
 }
 
 // parseCompletion decodes and checks a non-streamed chat completion: exactly one choice
@@ -46,8 +50,8 @@ type completionWire struct {
 // reasoning_content, annotations, audio, ...) never reaches the client: the answer is
 // written anew (completionBody).
 func parseCompletion(data []byte) (*reply, *apiError) {
-	var w completionWire
-	if err := json.Unmarshal(data, &w); err != nil {
+	w, err := decodeCompletion(data)
+	if err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			return nil, malformed("%s has the wrong type", typeErr.Field)

@@ -72,8 +72,11 @@ type tokenDetails struct {
 // (integers), written anew, nothing else of it; nil for none, null, or a usage whose
 // counts are not integers.
 func vetUsage(raw json.RawMessage) json.RawMessage {
-	var u usageWire
-	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &u) != nil {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	u, ok := decodeUsage(raw)
+	if !ok {
 		return nil
 	}
 	b := []byte{'{'}

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // chatRequest is a client's chat-completions body. Every top-level member is kept and
-// forwarded to the upstream as sent; only messages change (see withMessages).
+// forwarded to the upstream as sent; only messages change (see withSystem).
 type chatRequest struct {
 	fields   map[string]json.RawMessage
 	messages []message
@@ -50,12 +54,11 @@ func (c toolCall) isFunction() bool { return c.Type == "" || c.Type == "function
 // results cannot be tied to a reviewed call.
 var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
 
-// readBody reads at most limit bytes of a JSON body; a larger body is a 413, one that
-// is not valid UTF-8 a 400.
-func readBody(r io.Reader, limit int64) ([]byte, *apiError) {
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	data, err := io.ReadAll(lr)
-	if lr.N <= 0 {
+// readBody reads at most limit bytes of a JSON body of size bytes (-1: unknown); a
+// larger body is a 413, one that is not valid UTF-8 a 400.
+func readBody(r io.Reader, size, limit int64) ([]byte, *apiError) {
+	data, err := readUpTo(r, size, limit)
+	if int64(len(data)) > limit {
 		e := newError(http.StatusRequestEntityTooLarge, typeInvalidRequest, codeBodyTooLarge, "request body exceeds %d bytes", limit)
 		return nil, e
 	}
@@ -76,23 +79,21 @@ func readBody(r io.Reader, limit int64) ([]byte, *apiError) {
 // read in them exactly what the review read.
 func parseRequest(body []byte) (*chatRequest, *apiError) {
 	req := &chatRequest{}
-	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
+	fast := readRequest(body, req)
+	if !fast && (json.Unmarshal(body, &req.fields) != nil || req.fields == nil) {
 		return nil, badRequest(codeInvalidJSON, "", "request body must be a JSON object")
 	}
 	if err := vetMembers(body, requestMembers); err != nil {
 		return nil, badRequest(codeAmbiguousMembers, "", "the request body is ambiguous: %v", err)
 	}
-	raw := req.fields["messages"]
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-		return nil, badRequest(codeInvalidMessages, "messages", "messages must be a non-empty array of messages")
-	}
-	for i, m := range msgs {
-		msg, e := parseMessage(m, "messages["+strconv.Itoa(i)+"]")
-		if e != nil {
-			return nil, e
+	if fast {
+		for i, m := range req.messages {
+			if e := checkMessage(m, messageParam(i)); e != nil {
+				return nil, e
+			}
 		}
-		req.messages = append(req.messages, msg)
+	} else if e := req.parseMessages(); e != nil {
+		return nil, e
 	}
 	if e := optional(req.fields, "stream", &req.stream); e != nil {
 		return nil, e
@@ -122,33 +123,52 @@ func optional(fields map[string]json.RawMessage, key string, v any) *apiError {
 	if !ok || bytes.Equal(raw, []byte("null")) {
 		return nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if !readOptional(raw, v) && json.Unmarshal(raw, v) != nil {
 		return badRequest(codeInvalidField, key, "%s has the wrong type: %s", key, typeOf(raw))
 	}
 	return nil
 }
 
-func parseMessage(raw json.RawMessage, param string) (message, *apiError) {
-	var m message
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return m, badRequest(codeInvalidMessages, param, "%s must be a message object with a string role: %v", param, err)
+// parseMessages decodes and checks the body's messages, one after the other.
+func (r *chatRequest) parseMessages() *apiError {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(r.fields["messages"], &msgs); err != nil || len(msgs) == 0 {
+		return badRequest(codeInvalidMessages, "messages", "messages must be a non-empty array of messages")
 	}
-	m.raw = raw
+	for i, raw := range msgs {
+		param := messageParam(i)
+		m := message{raw: raw}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return badRequest(codeInvalidMessages, param, "%s must be a message object with a string role: %v", param, err)
+		}
+		if e := checkMessage(m, param); e != nil {
+			return e
+		}
+		r.messages = append(r.messages, m)
+	}
+	return nil
+}
+
+func messageParam(i int) string { return "messages[" + strconv.Itoa(i) + "]" }
+
+// checkMessage checks a decoded message: a known role, content as text() reads it,
+// tool calls with ids and function names, and a tool message's tool_call_id.
+func checkMessage(m message, param string) *apiError {
 	if !roles[m.Role] {
-		return m, badRequest(codeInvalidMessages, param+".role", "%s has role %q; roles are system, developer, user, assistant and tool", param, m.Role)
+		return badRequest(codeInvalidMessages, param+".role", "%s has role %q; roles are system, developer, user, assistant and tool", param, m.Role)
 	}
 	if _, ok := text(m.Content); !ok {
-		return m, badRequest(codeInvalidMessages, param+".content", "%s content must be a string, an array of content parts or null", param)
+		return badRequest(codeInvalidMessages, param+".content", "%s content must be a string, an array of content parts or null", param)
 	}
 	for j, c := range m.ToolCalls {
 		if c.ID == "" || c.isFunction() && c.Function.Name == "" {
-			return m, badRequest(codeInvalidMessages, param+".tool_calls["+strconv.Itoa(j)+"]", "a tool call needs an id and a function name")
+			return badRequest(codeInvalidMessages, param+".tool_calls["+strconv.Itoa(j)+"]", "a tool call needs an id and a function name")
 		}
 	}
 	if m.Role == "tool" && m.ToolCallID == "" {
-		return m, badRequest(codeInvalidMessages, param+".tool_call_id", "a tool message needs the tool_call_id it answers")
+		return badRequest(codeInvalidMessages, param+".tool_call_id", "a tool message needs the tool_call_id it answers")
 	}
-	return m, nil
+	return nil
 }
 
 // text returns the text of message content: a string, the text parts of a content
@@ -159,7 +179,7 @@ func text(content json.RawMessage) (string, bool) {
 		return "", true
 	}
 	var s string
-	if json.Unmarshal(content, &s) == nil {
+	if r := jsonread.New(content); r.String(&s) && r.End() || json.Unmarshal(content, &s) == nil {
 		return s, true
 	}
 	var parts []struct {
@@ -178,19 +198,82 @@ func text(content json.RawMessage) (string, bool) {
 	return strings.Join(texts, "\n"), true
 }
 
-// withMessages returns the body to forward upstream: the client's members, with msgs
-// as messages.
-func (r *chatRequest) withMessages(msgs []json.RawMessage) ([]byte, error) {
-	fields := make(map[string]json.RawMessage, len(r.fields))
-	for k, v := range r.fields {
-		fields[k] = v
+// withSystem returns the body to forward upstream: the client's members as sent, with
+// a system message of text (none for "") among the messages, after the leading system
+// and developer messages. It is written in one buffer as encoding/json writes a map of
+// the members (names sorted, values compacted, <, >, &, U+2028 and U+2029 escaped):
+// a body is forwarded on every round.
+func (r *chatRequest) withSystem(text string) ([]byte, error) {
+	names := make([]string, 0, len(r.fields))
+	size := 64 + 2*len(text)
+	for name, v := range r.fields {
+		names = append(names, name)
+		size += len(name) + len(v) + 4
 	}
-	m, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, err
+	slices.Sort(names)
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	b.WriteByte('{')
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(engine.AppendJSONString(b.AvailableBuffer(), name))
+		b.WriteByte(':')
+		var err error
+		if name == "messages" {
+			err = r.writeMessages(b, text)
+		} else {
+			err = json.Compact(b, r.fields[name])
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	fields["messages"] = m
-	return json.Marshal(fields)
+	b.WriteByte('}')
+	if !needsHTMLEscape(b.Bytes()) {
+		return b.Bytes(), nil
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, b.Bytes())
+	return escaped.Bytes(), nil
+}
+
+// writeMessages writes the client's messages, compacted, with a system message of text
+// (none for "") after the leading system and developer messages.
+func (r *chatRequest) writeMessages(b *bytes.Buffer, text string) error {
+	lead := 0
+	for lead < len(r.messages) && (r.messages[lead].Role == "system" || r.messages[lead].Role == "developer") {
+		lead++
+	}
+	b.WriteByte('[')
+	first := b.Len()
+	comma := func() {
+		if b.Len() > first {
+			b.WriteByte(',')
+		}
+	}
+	for i := 0; i <= len(r.messages); i++ {
+		if i == lead && text != "" {
+			comma()
+			b.WriteString(`{"content":`)
+			b.Write(engine.AppendJSONString(b.AvailableBuffer(), text))
+			b.WriteString(`,"role":"system"}`)
+		}
+		if i < len(r.messages) {
+			comma()
+			if err := json.Compact(b, r.messages[i].raw); err != nil {
+				return err
+			}
+		}
+	}
+	b.WriteByte(']')
+	return nil
+}
+
+// needsHTMLEscape reports whether compact JSON holds a character encoding/json escapes
+// in strings that json.Compact leaves: <, >, &, U+2028 or U+2029.
+func needsHTMLEscape(data []byte) bool {
+	return bytes.ContainsAny(data, "<>&") || bytes.Contains(data, []byte("\u2028")) || bytes.Contains(data, []byte("\u2029"))
 }
 
 // typeOf names the JSON type of raw for an error message.

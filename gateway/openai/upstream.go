@@ -259,7 +259,7 @@ func keyForms(key string) [][]byte {
 
 // readAll reads the whole body, at most maxReplyBytes.
 func (x *exchange) readAll() ([]byte, *apiError) {
-	data, err := io.ReadAll(io.LimitReader(x.resp.Body, maxReplyBytes+1))
+	data, err := readUpTo(x.resp.Body, x.resp.ContentLength, maxReplyBytes)
 	if err != nil {
 		return nil, x.failure(err)
 	}
@@ -267,6 +267,28 @@ func (x *exchange) readAll() ([]byte, *apiError) {
 		return nil, malformed("the reply exceeds %d bytes", maxReplyBytes)
 	}
 	return data, nil
+}
+
+// readUpTo reads r to its end, or to limit+1 bytes when it is longer, into one buffer
+// when size, the length r announced (-1: none), is within limit.
+func readUpTo(r io.Reader, size, limit int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	if size < 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1) // the byte past size: room to read the end
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func (x *exchange) close() {

@@ -213,13 +213,18 @@ func TestRewritesResponse(t *testing.T) {
 }
 
 func TestReadBody(t *testing.T) {
-	if _, e := readBody(strings.NewReader(strings.Repeat("a", 11)), 10); e == nil || e.Status != http.StatusRequestEntityTooLarge {
-		t.Errorf("11 bytes over a limit of 10: %v", e)
+	for _, size := range []int64{-1, 0, 10, 11, 12} { // unknown, and announced short, at the limit, exact and long
+		if _, e := readBody(strings.NewReader(strings.Repeat("a", 11)), size, 10); e == nil || e.Status != http.StatusRequestEntityTooLarge {
+			t.Errorf("11 bytes (%d announced) over a limit of 10: %v", size, e)
+		}
+		if data, e := readBody(strings.NewReader(`{"a":"bc"}`), size, 10); e != nil || string(data) != `{"a":"bc"}` {
+			t.Errorf("10 bytes (%d announced) at a limit of 10: %q %v", size, data, e)
+		}
 	}
-	if _, e := readBody(strings.NewReader("{\"a\":\"\xff\"}"), 100); e == nil || e.Code != codeInvalidJSON {
+	if _, e := readBody(strings.NewReader("{\"a\":\"\xff\"}"), -1, 100); e == nil || e.Code != codeInvalidJSON {
 		t.Errorf("invalid UTF-8: %v", e)
 	}
-	if data, e := readBody(io.LimitReader(strings.NewReader("{}"), 2), 2); e != nil || string(data) != "{}" {
+	if data, e := readBody(io.LimitReader(strings.NewReader("{}"), 2), 2, 2); e != nil || string(data) != "{}" {
 		t.Errorf("a body at the limit: %q %v", data, e)
 	}
 }
