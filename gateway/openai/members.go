@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/agentd-dev/agentd/engine"
 )
@@ -14,9 +13,7 @@ import (
 // object where they apply, a member whose name folds to a read name must be spelled
 // as it (see vetMembers).
 type memberRules struct {
-	// read maps the folded form of each member name the gateway reads to its spelling,
-	// which is folded too (lower case ASCII): a name spelled in its folded form is
-	// spelled as read.
+	// read maps the folded form of each member name the gateway reads to its spelling.
 	read map[string]string
 	// scope, when set, confines read to the root object and the subtree of its member
 	// named scope: the rest of the document (a client's tool schemas, its metadata) is
@@ -27,10 +24,7 @@ type memberRules struct {
 func readNames(names ...string) map[string]string {
 	m := make(map[string]string, len(names))
 	for _, name := range names {
-		if engine.FoldName(name) != name {
-			panic("openai: a read member name is not folded: " + name)
-		}
-		m[name] = name
+		m[engine.FoldName(name)] = name
 	}
 	return m
 }
@@ -111,10 +105,8 @@ func vetMembers(data []byte, rules memberRules) error {
 				if prev, seen := names[key]; seen {
 					return fmt.Errorf("members %q and %q of one object have the same name but for case, or repeat", prev, name)
 				}
-				if key.name != name && stack[top].strict {
-					if read, ok := rules.read[key.name]; ok {
-						return fmt.Errorf("member %q is %q spelled in another case", name, read)
-					}
+				if read, ok := rules.read[key.name]; ok && read != name && stack[top].strict {
+					return fmt.Errorf("member %q is %q spelled in another case", name, read)
 				}
 				names[key] = name
 				if top == 0 {
@@ -152,12 +144,10 @@ func stringEnd(data []byte, start int) int {
 	return len(data) - 1
 }
 
-// memberName decodes a quoted member name. A name without escapes is not copied but
-// a view of quoted, valid while quoted is unchanged: vetMembers keeps none past its
-// call (its map is cleared), during which its caller's document stays as it is.
+// memberName decodes a quoted member name, without allocating when it has no escapes.
 func memberName(quoted []byte) (string, error) {
 	if bytes.IndexByte(quoted, '\\') < 0 {
-		return unsafe.String(unsafe.SliceData(quoted[1:]), len(quoted)-2), nil
+		return string(quoted[1 : len(quoted)-1]), nil
 	}
 	var name string
 	err := json.Unmarshal(quoted, &name)
