@@ -287,6 +287,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		FreelistType:   bbolt.FreelistMapType,
 		// Only checkpoints write the file: each is fsynced, but in SyncNone.
 		NoSync: opts.Sync == SyncNone,
+		// Mapped at its bound's size from the start, the file is not mapped again as
+		// it grows towards it: a new mapping copies every node a checkpoint holds out
+		// of the old one and waits for the reads under way.
+		InitialMmapSize: mmapSize(opts.MaxBytes),
+		// A checkpoint appends values of a few KiB each, and bbolt writes each page it
+		// dirties with a write of its own: a 16 KiB page holds several values where a
+		// 4 KiB one holds one. (A file keeps the page size it was created with.)
+		PageSize: 16 << 10,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s is in use by another process (its lock is held)", path)
@@ -443,6 +451,13 @@ func expiryTime(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// mmapSize is the size the file is mapped at when it opens: twice maxBytes (what the
+// states and records may take, beside free pages and the cache), at most 4 GiB. It is
+// address space, not memory: only the pages read are resident.
+func mmapSize(maxBytes int64) int {
+	return int(min(2*maxBytes, 4<<30))
 }
 
 func stampKey(stamp uint64) []byte { return binary.BigEndian.AppendUint64(nil, stamp) }
