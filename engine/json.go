@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -17,8 +18,9 @@ import (
 // order, map keys sorted, HTML characters escaped, the same numbers), byte for byte,
 // without reflection for JSON-shaped Go values (map[string]any, []any, strings,
 // numbers, booleans), the wire types (RoutingPlan, its steps, ExecutionResult: read
-// through their View) and a stage's invocations. Anything else is encoded by
-// encoding/json. Values encoding/json refuses (NaN, infinities, years outside
+// through their View), a stage's invocations, execution records, request states and
+// their runs, and a View (what the value it reads encodes to). Anything else is
+// encoded by encoding/json. Values encoding/json refuses (NaN, infinities, years outside
 // 0–9999) are refused.
 func AppendJSON(dst []byte, v any) ([]byte, error) { return appendJSON(dst, v, false) }
 
@@ -109,6 +111,14 @@ func (enc *jsonEncoder) value(v any) error {
 		return enc.view(resultViews.View(t))
 	case []Invocation:
 		return array(enc, t, enc.invocation)
+	case *ExecutionRecord:
+		return enc.record(t)
+	case *RequestState:
+		return enc.state(t)
+	case map[string]*StepRun:
+		return enc.runs(t)
+	case View:
+		return enc.view(t)
 	case time.Time:
 		return enc.time(t)
 	default:
@@ -266,6 +276,202 @@ func (enc *jsonEncoder) invocation(inv *Invocation) error {
 	enc.optional("span_id", inv.SpanID)
 	enc.buf = append(enc.buf, '}')
 	return nil
+}
+
+// The Viewers of the structs records and states hold.
+var (
+	phaseViews     = ViewerOf[PhaseRecord]()
+	rejectionViews = ViewerOf[PlanRejection]()
+	operationViews = ViewerOf[OperationRecord]()
+	runViews       = ViewerOf[StepRun]()
+	historyViews   = ViewerOf[HistoryStep]()
+	flowViews      = ViewerOf[PhaseFlow]()
+)
+
+// viewOf returns the element writer of a slice of the structs views reads.
+func viewOf[T any](enc *jsonEncoder, views Viewer[T]) func(*T) error {
+	return func(p *T) error { return enc.view(views.View(p)) }
+}
+
+// record writes rec member by member as encoding/json does, its invocations as
+// invocation does and its other parts through their Views. TestAppendJSON_EveryFieldSet
+// fails when a field is added to ExecutionRecord that it does not write.
+func (enc *jsonEncoder) record(rec *ExecutionRecord) error {
+	if rec == nil {
+		enc.buf = append(enc.buf, "null"...)
+		return nil
+	}
+	enc.buf = strconv.AppendInt(append(enc.buf, `{"schema_version":`...), int64(rec.SchemaVersion), 10)
+	enc.member(",", "request_id", rec.RequestID)
+	enc.optional("generation", rec.Generation)
+	enc.optional("tenant", rec.Tenant)
+	enc.optional("request", rec.Request)
+	enc.buf = append(enc.buf, `,"metadata":`...)
+	if err := enc.object(rec.Metadata); err != nil {
+		return err
+	}
+	enc.member(",", "status", string(rec.Status))
+	enc.optional("lifecycle", string(rec.Lifecycle))
+	enc.optional("cause", string(rec.Cause))
+	if rec.OpenUntil != nil {
+		enc.buf = append(enc.buf, `,"open_until":`...)
+		if err := enc.time(*rec.OpenUntil); err != nil {
+			return err
+		}
+	}
+	enc.optional("error", rec.Error)
+	enc.buf = append(enc.buf, `,"pipeline_hooks":`...)
+	if err := array(enc, rec.PipelineHooks, enc.invocation); err != nil {
+		return err
+	}
+	if err := optionalArray(enc, "phases", rec.Phases, viewOf(enc, phaseViews)); err != nil {
+		return err
+	}
+	if err := optionalArray(enc, "rejections", rec.Rejections, viewOf(enc, rejectionViews)); err != nil {
+		return err
+	}
+	if rec.Result != nil {
+		enc.buf = append(enc.buf, `,"result":`...)
+		if err := enc.view(resultViews.View(rec.Result)); err != nil {
+			return err
+		}
+	}
+	if err := optionalArray(enc, "operations", rec.Operations, viewOf(enc, operationViews)); err != nil {
+		return err
+	}
+	enc.optional("final_response", rec.FinalResponse)
+	enc.optional("final_response_source", rec.FinalResponseSource)
+	enc.buf = strconv.AppendInt(append(enc.buf, `,"revision":`...), rec.Revision, 10)
+	enc.buf = append(enc.buf, `,"created_at":`...)
+	if err := enc.time(rec.CreatedAt); err != nil {
+		return err
+	}
+	enc.buf = append(enc.buf, `,"updated_at":`...)
+	if err := enc.time(rec.UpdatedAt); err != nil {
+		return err
+	}
+	enc.buf = append(enc.buf, '}')
+	return nil
+}
+
+// state writes st member by member as encoding/json does, its parts through their
+// Views. TestAppendJSON_EveryFieldSet fails when a field is added to RequestState that
+// it does not write.
+func (enc *jsonEncoder) state(st *RequestState) error {
+	if st == nil {
+		enc.buf = append(enc.buf, "null"...)
+		return nil
+	}
+	enc.member("{", "id", st.ID)
+	enc.member(",", "generation", st.Generation)
+	enc.member(",", "request", st.Request)
+	for _, m := range [...]struct {
+		name string
+		m    map[string]any
+	}{{"metadata", st.Metadata}, {"enrichments", st.Enrichments}} {
+		if len(m.m) > 0 {
+			enc.buf = append(append(append(enc.buf, `,"`...), m.name...), '"', ':')
+			if err := enc.object(m.m); err != nil {
+				return err
+			}
+		}
+	}
+	if len(st.CacheVary) > 0 {
+		enc.buf = append(enc.buf, `,"cache_vary":`...)
+		_ = sortedMap(enc, st.CacheVary, func(v string) error { enc.string(v); return nil })
+	}
+	enc.flag("cache_read_disabled", st.CacheReadDisabled)
+	enc.flag("phases_independent", st.PhasesIndependent)
+	enc.flag("invalid_plan_fails", st.InvalidPlanFails)
+	enc.optional("lifecycle", string(st.Lifecycle))
+	enc.buf = append(enc.buf, `,"opened_at":`...)
+	if err := enc.time(st.OpenedAt); err != nil {
+		return err
+	}
+	if err := optionalArray(enc, "prior_steps", st.PriorSteps, viewOf(enc, stepViews)); err != nil {
+		return err
+	}
+	enc.count("phase", st.Phase)
+	enc.optional("phase_plan_id", st.PhasePlanID)
+	enc.optional("phase_hash", st.PhaseHash)
+	enc.count("phase_start", st.PhaseStart)
+	if len(st.Runs) > 0 {
+		enc.buf = append(enc.buf, `,"runs":`...)
+		if err := enc.runs(st.Runs); err != nil {
+			return err
+		}
+	}
+	if len(st.Labels) > 0 {
+		enc.buf = append(enc.buf, `,"labels":`...)
+		enc.strings(st.Labels)
+	}
+	if err := optionalArray(enc, "history", st.History, viewOf(enc, historyViews)); err != nil {
+		return err
+	}
+	enc.count("reported", st.Reported)
+	if err := optionalArray(enc, "phase_flows", st.PhaseFlows, viewOf(enc, flowViews)); err != nil {
+		return err
+	}
+	if len(st.Held) > 0 {
+		enc.buf = append(enc.buf, `,"held":`...)
+		enc.strings(st.Held)
+	}
+	enc.optional("hold_of", st.HoldOf)
+	enc.buf = strconv.AppendInt(append(enc.buf, `,"revision":`...), st.Revision, 10)
+	enc.optional("traceparent", st.TraceParent)
+	enc.buf = append(enc.buf, '}')
+	return nil
+}
+
+// runs writes a state's step runs with their keys sorted, as encoding/json does.
+func (enc *jsonEncoder) runs(runs map[string]*StepRun) error {
+	return sortedMap(enc, runs, func(r *StepRun) error { return enc.view(runViews.View(r)) })
+}
+
+// sortedMap writes m with its keys sorted, as encoding/json does, elem writing each
+// value; a nil map is null.
+func sortedMap[V any](enc *jsonEncoder, m map[string]V, elem func(V) error) error {
+	if m == nil {
+		enc.buf = append(enc.buf, "null"...)
+		return nil
+	}
+	enc.buf = append(enc.buf, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			enc.buf = append(enc.buf, ',')
+		}
+		enc.string(k)
+		enc.buf = append(enc.buf, ':')
+		if err := elem(m[k]); err != nil {
+			return err
+		}
+	}
+	enc.buf = append(enc.buf, '}')
+	return nil
+}
+
+// optionalArray writes the member name: xs after a comma unless xs is empty
+// (omitempty), elem writing each element.
+func optionalArray[T any](enc *jsonEncoder, name string, xs []T, elem func(*T) error) error {
+	if len(xs) == 0 {
+		return nil
+	}
+	enc.buf = append(append(append(enc.buf, `,"`...), name...), '"', ':')
+	return array(enc, xs, elem)
+}
+
+// flag writes the member name: true after a comma when set (omitempty).
+func (enc *jsonEncoder) flag(name string, set bool) {
+	if set {
+		enc.buf = append(append(append(enc.buf, `,"`...), name...), `":true`...)
+	}
+}
+
+// count writes the member name: n after a comma unless n is 0 (omitempty).
+func (enc *jsonEncoder) count(name string, n int) {
+	if n != 0 {
+		enc.buf = strconv.AppendInt(append(append(append(enc.buf, `,"`...), name...), '"', ':'), int64(n), 10)
+	}
 }
 
 // member writes sep, then the member name: value (a string).

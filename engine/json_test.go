@@ -90,6 +90,18 @@ func TestAppendJSON_StringsByteByByte(t *testing.T) {
 func TestAppendJSON_EveryFieldSet(t *testing.T) {
 	sameAsMarshal(t, []engine.Invocation{*wiretest.Filled(&engine.Invocation{})})
 	sameAsMarshal(t, wiretest.Filled(&engine.RoutingPlan{}))
+	rec, st := wiretest.Filled(&engine.ExecutionRecord{}), wiretest.Filled(&engine.RequestState{})
+	for _, v := range []any{rec, st, st.Runs, &engine.ExecutionRecord{}, &engine.RequestState{},
+		(*engine.ExecutionRecord)(nil), (*engine.RequestState)(nil), map[string]*engine.StepRun(nil), map[string]*engine.StepRun{"s": nil}} {
+		sameAsMarshal(t, v)
+	}
+	want, err := json.Marshal(rec.Operations[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := engine.AppendJSON(nil, engine.ViewOf(&rec.Operations[0])); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("AppendJSON(ViewOf(operation)) = %s, %v; encoding/json: %s", got, err, want)
+	}
 }
 
 // Values encoding/json refuses are refused.
@@ -126,6 +138,11 @@ func FuzzAppendJSON_AgreesWithEncodingJSON(f *testing.F) {
 		sameAsMarshal(t, []engine.Invocation{{HookName: s, Phase: engine.Stage(s), Status: engine.InvocationStatus(s), Sequence: int(n),
 			PlanPhase: int(n), Duration: time.Duration(n), Error: s, Decision: &engine.DecisionRecord{Reason: engine.Reason(s), Cause: engine.Cause(s)},
 			DecisionID: s, Mode: engine.RuleMode(s), TraceID: s, SpanID: s, WouldDeny: []engine.Finding{{Rule: s}}}})
+		at := time.Unix(0, n)
+		sameAsMarshal(t, &engine.ExecutionRecord{RequestID: s, Request: s, Metadata: map[string]any{s: x}, Status: engine.RecordStatus(s),
+			OpenUntil: &at, Error: s, Operations: []engine.OperationRecord{{StepID: s, Code: s}}, FinalResponse: s, Revision: n, CreatedAt: at})
+		sameAsMarshal(t, &engine.RequestState{ID: s, Request: s, CacheVary: map[string]string{s: s, "k": s}, Labels: []string{s},
+			Runs: map[string]*engine.StepRun{s: {Attempts: int(n)}, "b": nil}, Phase: int(n), HoldOf: s, OpenedAt: at})
 	})
 }
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/agentd-dev/agentd/engine"
@@ -14,7 +13,7 @@ import (
 func EncodeState(st *engine.RequestState) (rest, runs []byte, err error) {
 	without := *st
 	without.Runs = nil
-	if rest, err = json.Marshal(&without); err != nil {
+	if rest, err = engine.AppendJSON(make([]byte, 0, 1024), &without); err != nil {
 		return nil, nil, fmt.Errorf("encode request state: %w", err)
 	}
 	if runs, err = EncodeRuns(st.Runs); err != nil {
@@ -28,9 +27,29 @@ func EncodeRuns(runs map[string]*engine.StepRun) ([]byte, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	data, err := json.Marshal(runs)
+	data, err := engine.AppendJSON(nil, runs)
 	if err != nil {
 		return nil, fmt.Errorf("encode step runs: %w", err)
+	}
+	return data, nil
+}
+
+// EncodeRecord is the JSON of rec, as encoding/json writes it.
+func EncodeRecord(rec *engine.ExecutionRecord) ([]byte, error) {
+	data, err := engine.AppendJSON(make([]byte, 0, 2048), rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode execution record: %w", err)
+	}
+	return data, nil
+}
+
+var summaryViews = engine.ViewerOf[Summary]()
+
+// EncodeSummary is the JSON of sum, as encoding/json writes it.
+func EncodeSummary(sum *Summary) ([]byte, error) {
+	data, err := engine.AppendJSON(make([]byte, 0, 512), summaryViews.View(sum))
+	if err != nil {
+		return nil, fmt.Errorf("encode execution record summary: %w", err)
 	}
 	return data, nil
 }

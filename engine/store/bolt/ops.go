@@ -166,9 +166,9 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(rec)
+	data, err := store.EncodeRecord(rec)
 	if err != nil {
-		return fmt.Errorf("encode execution record: %w", err)
+		return err
 	}
 	if int64(len(data)) > s.opts.MaxRecordBytes {
 		return tooLarge("record", rec.RequestID, len(data), s.opts.MaxRecordBytes)
@@ -177,9 +177,9 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 		return err
 	}
 	sum := store.Summarize(rec)
-	sumData, err := json.Marshal(sum)
+	sumData, err := store.EncodeSummary(sum)
 	if err != nil {
-		return fmt.Errorf("encode execution record summary: %w", err)
+		return err
 	}
 	s.mu.Lock()
 	if err := s.usable(); err != nil {

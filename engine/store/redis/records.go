@@ -80,17 +80,17 @@ func (s *Store) Records(retention store.Retention) *Records {
 
 // Put implements engine.RecordStore.
 func (r *Records) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
-	data, err := json.Marshal(rec)
+	data, err := store.EncodeRecord(rec)
 	if err != nil {
-		return fmt.Errorf("encode execution record: %w", err)
+		return err
 	}
 	if len(data) > store.DefaultMaxRecordBytes {
 		return fmt.Errorf("%w: request %q record is %d bytes, over the limit of %d", engine.ErrTooLarge, rec.RequestID, len(data), store.DefaultMaxRecordBytes)
 	}
 	sum := store.Summarize(rec)
-	summary, err := json.Marshal(sum)
+	summary, err := store.EncodeSummary(sum)
 	if err != nil {
-		return fmt.Errorf("encode execution record summary: %w", err)
+		return err
 	}
 	var ms int64
 	if ttl := r.retention.TTL(rec.Status); ttl > 0 {
