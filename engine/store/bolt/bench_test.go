@@ -33,14 +33,7 @@ func BenchmarkStore_StageWrites(b *testing.B) {
 			before := cpuTime(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					id := fmt.Sprint("req-", n.Add(1))
-					st := &engine.RequestState{ID: id, Request: "quote ACME", Revision: 1}
-					if err := s.PutRequest(ctx, st, time.Hour); err != nil {
-						b.Fatal(err)
-					}
-					rec := record(id, st.Revision, engine.RecordRunning, at)
-					rec.FinalResponse = strings.Repeat("x", 1200)
-					if err := s.Put(ctx, rec); err != nil {
+					if err := writeStage(ctx, s, fmt.Sprint("req-", n.Add(1)), 1, at); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -66,15 +59,8 @@ func BenchmarkStore_StageWritesTail(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		id := fmt.Sprint("req-", i)
 		start := time.Now()
-		st := &engine.RequestState{ID: id, Request: "quote ACME", Revision: 1}
-		if err := s.PutRequest(ctx, st, time.Hour); err != nil {
-			b.Fatal(err)
-		}
-		rec := record(id, st.Revision, engine.RecordRunning, at)
-		rec.FinalResponse = strings.Repeat("x", 1200)
-		if err := s.Put(ctx, rec); err != nil {
+		if err := writeStage(ctx, s, fmt.Sprint("req-", i), 1, at); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -104,16 +90,24 @@ func BenchmarkStore_RequestLife(b *testing.B) {
 			id := fmt.Sprint("req-", n.Add(1))
 			for rev := int64(1); rev <= 8; rev++ {
 				ctx, flush := s.Defer(context.Background())
-				st := &engine.RequestState{ID: id, Request: "quote ACME", Revision: rev}
-				rec := record(id, rev, engine.RecordRunning, at)
-				rec.FinalResponse = strings.Repeat("x", 1200)
-				if err := errors.Join(s.PutRequest(ctx, st, time.Hour), s.Put(ctx, rec), flush()); err != nil {
+				if err := errors.Join(writeStage(ctx, s, id, rev, at), flush()); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 	})
 	b.ReportMetric(float64(cpuTime(b)-before)/float64(b.N), "cpu-ns/op")
+}
+
+// writeStage makes the store's writes of a stage call: the state of request id at
+// revision rev, then its record (with a response of 1,200 bytes).
+func writeStage(ctx context.Context, s *Store, id string, rev int64, at time.Time) error {
+	if err := s.PutRequest(ctx, &engine.RequestState{ID: id, Request: "quote ACME", Revision: rev}, time.Hour); err != nil {
+		return err
+	}
+	rec := record(id, rev, engine.RecordRunning, at)
+	rec.FinalResponse = strings.Repeat("x", 1200)
+	return s.Put(ctx, rec)
 }
 
 // cpuTime is the CPU time the process has used, user and system.
