@@ -39,6 +39,22 @@ func crashCopy(t *testing.T, dir string) string {
 	return to
 }
 
+// fillJournal writes records r-0, r-1, … of status at revision 1, with responses of
+// 4,000 bytes, until the journal has passed its checkpoint size (one journal retired),
+// and returns how many it wrote.
+func fillJournal(t *testing.T, s *Store, status engine.RecordStatus, at time.Time) int {
+	t.Helper()
+	n := checkpointBytes/4000 + 10
+	for i := range n {
+		rec := record(fmt.Sprint("r-", i), 1, status, at)
+		rec.FinalResponse = strings.Repeat("x", 4000)
+		if err := s.Put(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
 // Writes answered before a crash are found after it: a stage call's state and record
 // (one commit under Defer), a cache entry and a rate-limit count, read back from the
 // journal at Open; a frame the crash cut short, or whose checksum does not match, ends
@@ -134,14 +150,7 @@ func TestJournal_CrashBeforeTheRetiredJournalsCheckpoint(t *testing.T) {
 	s := openDir(t, dir, Options{})
 	s.checkpointing.Lock() // the checkpoint waits
 	at := time.Now()
-	n := checkpointBytes/4000 + 10
-	for i := range n {
-		rec := record(fmt.Sprint("r-", i), 1, engine.RecordRunning, at)
-		rec.FinalResponse = strings.Repeat("x", 4000)
-		if err := s.Put(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n := fillJournal(t, s, engine.RecordRunning, at)
 	if _, err := os.Stat(filepath.Join(dir, RetiredJournalName)); err != nil {
 		t.Fatalf("no retired journal after %d bytes of writes: %v", n*4000, err)
 	}
@@ -189,15 +198,7 @@ func TestJournal_CheckpointMovesItsWritesToTheBoltFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openDir(t, dir, Options{})
-	at := time.Now()
-	n := checkpointBytes/4000 + 10
-	for i := range n {
-		rec := record(fmt.Sprint("r-", i), 1, engine.RecordSucceeded, at)
-		rec.FinalResponse = strings.Repeat("x", 4000)
-		if err := s.Put(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n := fillJournal(t, s, engine.RecordSucceeded, time.Now())
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.committing.Lock()
 		size, retired := s.journal.size, s.retired != nil
