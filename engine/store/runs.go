@@ -11,15 +11,27 @@ import (
 // gains) and the JSON of its runs apart (nil for none), so that a step's claim
 // (engine.RunStore) rewrites the runs alone.
 func EncodeState(st *engine.RequestState) (rest, runs []byte, err error) {
-	without := *st
-	without.Runs = nil
-	if rest, err = engine.AppendJSON(make([]byte, 0, 1024), &without); err != nil {
-		return nil, nil, fmt.Errorf("encode request state: %w", err)
+	if rest, err = AppendState(make([]byte, 0, 1024), st); err != nil {
+		return nil, nil, err
 	}
-	if runs, err = EncodeRuns(st.Runs); err != nil {
+	if len(st.Runs) == 0 {
+		return rest, nil, nil
+	}
+	if runs, err = AppendRuns(nil, st.Runs); err != nil {
 		return nil, nil, err
 	}
 	return rest, runs, nil
+}
+
+// AppendState appends to dst the JSON of st without its step runs (EncodeState's rest).
+func AppendState(dst []byte, st *engine.RequestState) ([]byte, error) {
+	without := *st
+	without.Runs = nil
+	b, err := engine.AppendJSON(dst, &without)
+	if err != nil {
+		return nil, fmt.Errorf("encode request state: %w", err)
+	}
+	return b, nil
 }
 
 // EncodeRuns is the JSON of a state's step runs, nil for none.
@@ -27,29 +39,47 @@ func EncodeRuns(runs map[string]*engine.StepRun) ([]byte, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	data, err := engine.AppendJSON(nil, runs)
+	return AppendRuns(nil, runs)
+}
+
+// AppendRuns appends to dst the JSON of a state's step runs, nothing for none.
+func AppendRuns(dst []byte, runs map[string]*engine.StepRun) ([]byte, error) {
+	if len(runs) == 0 {
+		return dst, nil
+	}
+	b, err := engine.AppendJSON(dst, runs)
 	if err != nil {
 		return nil, fmt.Errorf("encode step runs: %w", err)
 	}
-	return data, nil
+	return b, nil
 }
 
 // EncodeRecord is the JSON of rec, as encoding/json writes it.
 func EncodeRecord(rec *engine.ExecutionRecord) ([]byte, error) {
-	data, err := engine.AppendJSON(make([]byte, 0, 2048), rec)
+	return AppendRecord(make([]byte, 0, 2048), rec)
+}
+
+// AppendRecord appends to dst the JSON of rec, as encoding/json writes it.
+func AppendRecord(dst []byte, rec *engine.ExecutionRecord) ([]byte, error) {
+	b, err := engine.AppendJSON(dst, rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode execution record: %w", err)
 	}
-	return data, nil
+	return b, nil
 }
 
 var summaryViews = engine.ViewerOf[Summary]()
 
 // EncodeSummary is the JSON of sum, as encoding/json writes it.
 func EncodeSummary(sum *Summary) ([]byte, error) {
-	data, err := engine.AppendJSON(make([]byte, 0, 512), summaryViews.View(sum))
+	return AppendSummary(make([]byte, 0, 512), sum)
+}
+
+// AppendSummary appends to dst the JSON of sum, as encoding/json writes it.
+func AppendSummary(dst []byte, sum *Summary) ([]byte, error) {
+	b, err := engine.AppendJSON(dst, summaryViews.View(sum))
 	if err != nil {
 		return nil, fmt.Errorf("encode execution record summary: %w", err)
 	}
-	return data, nil
+	return b, nil
 }

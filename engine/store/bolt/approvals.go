@@ -50,7 +50,7 @@ func (s *Store) PutApproval(ctx context.Context, a *engine.Approval, ttl time.Du
 		return store.StaleApproval(a, old.revision)
 	}
 	expires := now.Add(ttl)
-	stamp, size := s.put(s.approvals, value{kind: kindApproval, key: a.Slot, expires: expiry(expires), revision: a.Revision}, data)
+	stamp, size := s.put(s.approvals, a.Slot, encodeValue(value{kind: kindApproval, key: a.Slot, expires: expiry(expires), revision: a.Revision}, data))
 	s.approvals.PutSized(a.Slot, entry{stamp: stamp, revision: a.Revision}, size, expires)
 	b := s.next
 	s.mu.Unlock()

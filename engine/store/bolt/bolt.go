@@ -62,6 +62,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -187,6 +188,9 @@ type Store struct {
 	recent      map[string]recentRecord
 	recentOrder []recentKey
 	recentNext  int
+	// stateSize and recordSize are the payload sizes of the state and the record
+	// written last: what a new one's draft makes room for (room).
+	stateSize, recordSize atomic.Int64
 	// broken is the failure of a commit or an fsync, after which the store refuses
 	// every call.
 	broken error
@@ -401,23 +405,70 @@ type value struct {
 	payload  []byte
 }
 
-// encodeValue is the log value of v with the payload parts payload:
+// A log value is
 //
 //	kind (1 byte) | key length (uvarint) | key | expires (8) | revision (8) | payload
+//
+// A writer encodes it as a draft before its write is decided, appending the payload
+// in place, and seals it with its expiry and revision once they are decided.
+
+// draft is a log value being encoded: its header, with the expiry and revision left
+// zero, then what has been appended to its payload.
+type draft struct {
+	b    []byte
+	head int // where the expiry goes
+}
+
+// newDraft starts the log value of kind and key, with room for size payload bytes.
+func newDraft(kind byte, key string, size int) draft {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16+size)
+	b = append(b, kind)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	return draft{b: append(b, make([]byte, 16)...), head: len(b)}
+}
+
+// payload returns the payload appended so far.
+func (d draft) payload() []byte { return d.b[d.head+16:] }
+
+// seal sets the value's expiry and revision and returns it.
+func (d draft) seal(expires, revision int64) []byte {
+	binary.BigEndian.PutUint64(d.b[d.head:], uint64(expires))
+	binary.BigEndian.PutUint64(d.b[d.head+8:], uint64(revision))
+	return d.b
+}
+
+// appendPart appends the first part of a two-part payload (see split): its length,
+// then what add appends.
+func (d *draft) appendPart(add func(b []byte) ([]byte, error)) error {
+	at := len(d.b) + 4
+	b, err := add(append(d.b, 0, 0, 0, 0))
+	if err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint32(b[at-4:], uint32(len(b)-at))
+	d.b = b
+	return nil
+}
+
+// room is the payload room a draft makes, given the payload size of the value of its
+// kind written last: that and an eighth, for a value that grew since.
+func room(last *atomic.Int64) int {
+	n := int(last.Load())
+	return n + n/8
+}
+
+// encodeValue is the log value of v with the payload parts payload.
 func encodeValue(v value, payload ...[]byte) []byte {
-	n := 1 + binary.MaxVarintLen64 + len(v.key) + 16
+	n := 0
 	for _, p := range payload {
 		n += len(p)
 	}
-	b := append(make([]byte, 0, n), v.kind)
-	b = binary.AppendUvarint(b, uint64(len(v.key)))
-	b = append(b, v.key...)
-	b = binary.BigEndian.AppendUint64(b, uint64(v.expires))
-	b = binary.BigEndian.AppendUint64(b, uint64(v.revision))
+	d := newDraft(v.kind, v.key, n)
 	for _, p := range payload {
-		b = append(b, p...)
+		d.b = append(d.b, p...)
 	}
-	return b
+	return d.seal(v.expires, v.revision)
 }
 
 // decodeValue decodes a log value; the payload shares b.
@@ -474,16 +525,15 @@ func (s *Store) usable() error {
 	return nil
 }
 
-// put queues the write of v with payload under the next write stamp, and the
-// deletion of the value it replaces (old, the index entry of v's key in m, live or
+// put queues the write of b, the log value of key, under the next write stamp, and
+// the deletion of the value it replaces (old, the index entry of key in m, live or
 // expired; none when m holds none). It returns the stamp and the value's size. The
 // caller holds s.mu and then stores the returned stamp in the index.
-func (s *Store) put(m *expiring.Map[entry], v value, payload ...[]byte) (uint64, int64) {
-	if old, ok := m.Peek(v.key); ok {
+func (s *Store) put(m *expiring.Map[entry], key string, b []byte) (uint64, int64) {
+	if old, ok := m.Peek(key); ok {
 		s.queue(old.stamp, nil)
 	}
 	s.stamp++
-	b := encodeValue(v, payload...)
 	s.queue(s.stamp, b)
 	return s.stamp, int64(len(b))
 }

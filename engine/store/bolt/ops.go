@@ -66,13 +66,18 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, runs, err := store.EncodeState(st)
+	d := newDraft(kindState, st.ID, room(&s.stateSize))
+	err := d.appendPart(func(b []byte) ([]byte, error) { return store.AppendRuns(b, st.Runs) })
+	if err == nil {
+		d.b, err = store.AppendState(d.b, st)
+	}
 	if err != nil {
 		return err
 	}
-	if size := 4 + len(runs) + len(data); int64(size) > s.opts.MaxStateBytes {
+	if size := len(d.payload()); int64(size) > s.opts.MaxStateBytes {
 		return tooLarge("state", st.ID, size, s.opts.MaxStateBytes)
 	}
+	s.stateSize.Store(int64(len(d.payload())))
 	if err := checkKey(st.ID); err != nil {
 		return err
 	}
@@ -90,8 +95,7 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 		return fmt.Errorf("%w: request %q state has revision %d, got %d", engine.ErrStaleRevision, st.ID, old.revision, st.Revision)
 	}
 	expires := now.Add(ttl)
-	stamp, size := s.put(s.requests, value{kind: kindState, key: st.ID, expires: expiry(expires), revision: st.Revision},
-		binary.BigEndian.AppendUint32(nil, uint32(len(runs))), runs, data)
+	stamp, size := s.put(s.requests, st.ID, d.seal(expiry(expires), st.Revision))
 	s.requests.PutSized(st.ID, entry{stamp: stamp, revision: st.Revision}, size, expires)
 	b := s.next
 	s.mu.Unlock()
@@ -106,8 +110,8 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	runsData, err := store.EncodeRuns(runs)
-	if err != nil {
+	d := newDraft(kindState, id, room(&s.stateSize))
+	if err := d.appendPart(func(b []byte) ([]byte, error) { return store.AppendRuns(b, runs) }); err != nil {
 		return err
 	}
 	if ttl <= 0 {
@@ -125,19 +129,22 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 	if !ok || v.revision != revision-1 {
 		return stale()
 	}
-	rest := v.payload
-	if len(rest) > 0 && rest[0] == '{' { // written whole: the rest is the state without its runs
-		st, err := decodeState(rest)
+	if old := v.payload; len(old) > 0 && old[0] == '{' { // written whole: the rest is the state without its runs
+		st, err := decodeState(old)
 		if err != nil {
 			return fmt.Errorf("decode request state %q: %w", id, err)
 		}
-		if rest, _, err = store.EncodeState(st); err != nil {
+		if d.b, err = store.AppendState(d.b, st); err != nil {
 			return err
 		}
-	} else if _, rest, err = split(rest); err != nil {
-		return fmt.Errorf("decode request state %q: %w", id, err)
+	} else {
+		_, rest, err := split(old)
+		if err != nil {
+			return fmt.Errorf("decode request state %q: %w", id, err)
+		}
+		d.b = append(d.b, rest...)
 	}
-	if size := 4 + len(runsData) + len(rest); int64(size) > s.opts.MaxStateBytes {
+	if size := len(d.payload()); int64(size) > s.opts.MaxStateBytes {
 		return tooLarge("state", id, size, s.opts.MaxStateBytes)
 	}
 	s.mu.Lock()
@@ -151,8 +158,7 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 		return stale()
 	}
 	expires := now.Add(ttl)
-	stamp, size := s.put(s.requests, value{kind: kindState, key: id, expires: expiry(expires), revision: revision},
-		binary.BigEndian.AppendUint32(nil, uint32(len(runsData))), runsData, rest)
+	stamp, size := s.put(s.requests, id, d.seal(expiry(expires), revision))
 	s.requests.PutSized(id, entry{stamp: stamp, revision: revision}, size, expires)
 	b := s.next
 	s.mu.Unlock()
@@ -166,21 +172,23 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := store.EncodeRecord(rec)
+	sum := store.Summarize(rec)
+	d := newDraft(kindRecord, rec.RequestID, room(&s.recordSize))
+	err := d.appendPart(func(b []byte) ([]byte, error) { return store.AppendSummary(b, sum) })
+	at := len(d.b)
+	if err == nil {
+		d.b, err = store.AppendRecord(d.b, rec)
+	}
 	if err != nil {
 		return err
 	}
-	if int64(len(data)) > s.opts.MaxRecordBytes {
-		return tooLarge("record", rec.RequestID, len(data), s.opts.MaxRecordBytes)
+	if n := len(d.b) - at; int64(n) > s.opts.MaxRecordBytes {
+		return tooLarge("record", rec.RequestID, n, s.opts.MaxRecordBytes)
 	}
 	if err := checkKey(rec.RequestID); err != nil {
 		return err
 	}
-	sum := store.Summarize(rec)
-	sumData, err := store.EncodeSummary(sum)
-	if err != nil {
-		return err
-	}
+	s.recordSize.Store(int64(len(d.payload())))
 	s.mu.Lock()
 	if err := s.usable(); err != nil {
 		s.mu.Unlock()
@@ -203,8 +211,7 @@ func (s *Store) Put(ctx context.Context, rec *engine.ExecutionRecord) error {
 		other.Delete(rec.RequestID)
 		s.queue(old.stamp, nil)
 	}
-	stamp, size := s.put(into, value{kind: kindRecord, key: rec.RequestID, expires: expiry(expires), revision: rec.Revision},
-		binary.BigEndian.AppendUint32(nil, uint32(len(sumData))), sumData, data)
+	stamp, size := s.put(into, rec.RequestID, d.seal(expiry(expires), rec.Revision))
 	into.PutSized(rec.RequestID, entry{stamp: stamp, revision: rec.Revision, summary: sum}, size, expires)
 	s.remember(rec, stamp)
 	b := s.next
@@ -364,7 +371,7 @@ func (s *Store) PutCache(ctx context.Context, key string, e store.CacheEntry, tt
 		return err
 	}
 	expires := s.now().Add(ttl)
-	stamp, _ := s.put(s.cache, value{kind: kindCache, key: key, expires: expiry(expires)}, data)
+	stamp, _ := s.put(s.cache, key, encodeValue(value{kind: kindCache, key: key, expires: expiry(expires)}, data))
 	s.cache.Put(key, entry{stamp: stamp}, expires)
 	b := s.next
 	s.mu.Unlock()
@@ -393,7 +400,7 @@ func (s *Store) Allow(ctx context.Context, key string, limit int, length time.Du
 		w = entry{ends: now.Add(length)}
 	}
 	w.revision++
-	w.stamp, _ = s.put(s.windows, value{kind: kindWindow, key: key, expires: expiry(w.ends), revision: w.revision})
+	w.stamp, _ = s.put(s.windows, key, encodeValue(value{kind: kindWindow, key: key, expires: expiry(w.ends), revision: w.revision}))
 	s.windows.Put(key, w, w.ends)
 	b := s.next
 	s.mu.Unlock()
