@@ -213,3 +213,24 @@ func FuzzDecodeState_AgreesWithEncodingJSON(f *testing.F) {
 		sameAsEncodingJSON(t, []byte("{}"), runs)
 	})
 }
+
+// BenchmarkDecodeState decodes fullState as the stores keep it, with DecodeState and
+// with encoding/json.
+func BenchmarkDecodeState(b *testing.B) {
+	rest, runs, err := EncodeState(fullState())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, decode := range map[string]func(rest, runs []byte) (*engine.RequestState, error){
+		"fast": DecodeState, "encoding_json": viaEncodingJSON,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decode(rest, runs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
