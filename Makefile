@@ -20,7 +20,7 @@ FUZZ_TARGETS := ./config:FuzzLoad:150 ./engine:FuzzValidatePlan:30000 ./engine:F
 	./config/bundle:FuzzOpen:3000 \
 	./gateway/mcp:FuzzAmbiguousURI:20000 ./engine:FuzzRepeatedMember:20000 ./config:FuzzMask_Copies:5000 \
 	./engine/policy:FuzzPlanDecision_RequireApproval:5000 ./engine/store/bolt:FuzzReadFrames:20000 \
-	./gateway/openai:FuzzFastRead_AgreesWithEncodingJSON:20000
+	./gateway/openai:FuzzFastRead_AgreesWithEncodingJSON:20000 ./engine/store:FuzzDecodeState_AgreesWithEncodingJSON:20000
 FUZZTIME ?= 10s
 # BENCH_FLAGS are extra agentd-bench flags for make bench (see bench/README.md).
 BENCH_FLAGS ?=

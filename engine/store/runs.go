@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentd-dev/agentd/engine"
+	"github.com/agentd-dev/agentd/engine/jsonread"
 )
 
 // EncodeState is the encoding of st that the durable and Redis stores keep: the JSON
@@ -52,6 +54,36 @@ func AppendRuns(dst []byte, runs map[string]*engine.StepRun) ([]byte, error) {
 		return nil, fmt.Errorf("encode step runs: %w", err)
 	}
 	return b, nil
+}
+
+// DecodeState decodes a state the durable and Redis stores keep, the JSON of the state
+// (rest; a state written whole, before its runs were kept apart, is one too) and the
+// JSON of its runs (empty for none, as EncodeState writes). Its state and error are
+// those of json.Unmarshal(rest, &st) followed, when that succeeds and runs is not
+// empty, by json.Unmarshal(runs, &st.Runs), on a zero st, with the state nil on an
+// error: texts in jsonread's subset are read without reflection (engine.ReadState),
+// the others decoded again by encoding/json.
+func DecodeState(rest, runs []byte) (*engine.RequestState, error) {
+	st := new(engine.RequestState)
+	r := jsonread.New(rest)
+	ok := engine.ReadState(r, st) && r.End()
+	if ok && len(runs) > 0 {
+		r = jsonread.New(runs)
+		ok = engine.ReadRuns(r, &st.Runs) && r.End()
+	}
+	if ok {
+		return st, nil
+	}
+	st = new(engine.RequestState)
+	if err := json.Unmarshal(rest, st); err != nil {
+		return nil, err
+	}
+	if len(runs) > 0 {
+		if err := json.Unmarshal(runs, &st.Runs); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 // EncodeRecord is the JSON of rec, as encoding/json writes it.

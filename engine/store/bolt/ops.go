@@ -40,23 +40,14 @@ func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState
 
 // decodeState decodes a state's payload.
 func decodeState(payload []byte) (*engine.RequestState, error) {
-	var st engine.RequestState
 	if len(payload) > 0 && payload[0] == '{' { // written whole, before the split
-		return &st, json.Unmarshal(payload, &st)
+		return store.DecodeState(payload, nil)
 	}
 	runs, rest, err := split(payload)
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(rest, &st); err != nil {
-		return nil, err
-	}
-	if len(runs) > 0 {
-		if err := json.Unmarshal(runs, &st.Runs); err != nil {
-			return nil, err
-		}
-	}
-	return &st, nil
+	return store.DecodeState(rest, runs)
 }
 
 // PutRequest implements engine.StateStore, revision-gated; ttl 0 means

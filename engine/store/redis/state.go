@@ -89,11 +89,7 @@ func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState
 	if data == "" {
 		return nil, false, nil
 	}
-	var st engine.RequestState
-	err = json.Unmarshal([]byte(data), &st)
-	if err == nil && runs != "" {
-		err = json.Unmarshal([]byte(runs), &st.Runs)
-	}
+	st, err := store.DecodeState([]byte(data), []byte(runs))
 	if err == nil {
 		// A PutRun changes the revision field and leaves the state's JSON as it was.
 		st.Revision, err = strconv.ParseInt(revision, 10, 64)
@@ -101,7 +97,7 @@ func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState
 	if err != nil {
 		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
 	}
-	return &st, true, nil
+	return st, true, nil
 }
 
 // PutRun implements engine.RunStore in one atomic step (a Lua script that writes the
