@@ -2,8 +2,8 @@
 // and its journal: request states, execution records, response-cache entries and
 // rate-limit windows, so that they survive a restart of the daemon, a crash or a
 // SIGKILL. Store implements
-// engine.StateStore, engine.RunStore (a step's claim rewrites the runs of a state and
-// copies the rest), engine.DeferringStore, engine.RecordStore, store.RecordLister,
+// engine.StateStore, engine.RunStore (a step's claim writes the runs of a state alone,
+// beside the state), engine.DeferringStore, engine.RecordStore, store.RecordLister,
 // store.Cache and store.Limiter, and passes the conformance suites the memory and
 // Redis stores pass (storetest).
 //
@@ -149,6 +149,9 @@ const (
 	kindWindow byte = 'w'
 	// kindApproval is an approval slot's approval (approvals.go).
 	kindApproval byte = 'a'
+	// kindRuns is a state's runs written apart by a claim (PutRun), which replace
+	// those its state value holds.
+	kindRuns byte = 'u'
 )
 
 // Store is the durable store in one bbolt file. It is safe for concurrent use; one
@@ -232,13 +235,16 @@ type Store struct {
 }
 
 // entry is the index's view of one stored value: its write stamp (its key in the
-// log), its revision (for a rate-limit window, its count), for a window its end, and
-// for a record its summary (never changed once stored).
+// log), its revision (for a rate-limit window, its count), for a window its end, for a
+// record its summary (never changed once stored), and for a state the stamp of its
+// runs written apart since (0 for none) and the size of its rest.
 type entry struct {
 	stamp    uint64
 	revision int64
 	ends     time.Time
 	summary  *store.Summary
+	runs     uint64
+	rest     int64
 }
 
 // batch is the writes one commit takes, in the order they were decided; done is
@@ -324,7 +330,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.syncFile = s.sync
 	for _, m := range s.maps() {
-		m.OnEvict(func(_ string, e entry) { s.queue(e.stamp, nil) })
+		m.OnEvict(func(_ string, e entry) { s.drop(e) })
 	}
 	if s.journal, err = openJournal(filepath.Join(dir, JournalName)); err != nil {
 		_ = db.Close()
@@ -458,6 +464,20 @@ func room(last *atomic.Int64) int {
 	return n + n/8
 }
 
+// appendState appends the payload of st, a state (see GetRequest), and returns the
+// size of its rest.
+func (d *draft) appendState(st *engine.RequestState) (int64, error) {
+	err := d.appendPart(func(b []byte) ([]byte, error) { return store.AppendRuns(b, st.Runs) })
+	if err != nil {
+		return 0, err
+	}
+	at := len(d.b)
+	if d.b, err = store.AppendState(d.b, st); err != nil {
+		return 0, err
+	}
+	return int64(len(d.b) - at), nil
+}
+
 // encodeValue is the log value of v with the payload parts payload.
 func encodeValue(v value, payload ...[]byte) []byte {
 	n := 0
@@ -526,16 +546,25 @@ func (s *Store) usable() error {
 }
 
 // put queues the write of b, the log value of key, under the next write stamp, and
-// the deletion of the value it replaces (old, the index entry of key in m, live or
+// the deletion of the values it replaces (old, the index entry of key in m, live or
 // expired; none when m holds none). It returns the stamp and the value's size. The
 // caller holds s.mu and then stores the returned stamp in the index.
 func (s *Store) put(m *expiring.Map[entry], key string, b []byte) (uint64, int64) {
 	if old, ok := m.Peek(key); ok {
-		s.queue(old.stamp, nil)
+		s.drop(old)
 	}
 	s.stamp++
 	s.queue(s.stamp, b)
 	return s.stamp, int64(len(b))
+}
+
+// drop queues the deletion of the values of e, an entry the index no longer holds.
+// The caller holds s.mu.
+func (s *Store) drop(e entry) {
+	s.queue(e.stamp, nil)
+	if e.runs != 0 {
+		s.queue(e.runs, nil)
+	}
 }
 
 // queue adds a write of b under stamp (nil: the deletion of stamp's value) to the
@@ -551,46 +580,71 @@ func (s *Store) queue(stamp uint64, b []byte) {
 // pending value or else the committed one; ok false when there is none. Its payload
 // is the caller's.
 func (s *Store) lookup(ctx context.Context, key string, ms ...*expiring.Map[entry]) (v value, ok bool, err error) {
-	if err := ctx.Err(); err != nil {
+	e, vals, ok, err := s.read(ctx, key, ms...)
+	if err != nil || !ok {
 		return value{}, false, err
+	}
+	if v, err = decodeValue(vals[0]); err != nil {
+		return value{}, false, fmt.Errorf("%s: stamp %d: %w", s.path, e.stamp, err)
+	}
+	return v, true, nil
+}
+
+// read returns the index entry of key if one of ms holds it live, and its values, as
+// of one moment: the value under its stamp and, for a state whose runs were written
+// apart, the value under its runs' stamp, each the pending value or else the
+// committed one; ok false when there is none.
+func (s *Store) read(ctx context.Context, key string, ms ...*expiring.Map[entry]) (e entry, vals [2][]byte, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return entry{}, vals, false, err
 	}
 	for {
 		s.mu.Lock()
 		if err := s.usable(); err != nil {
 			s.mu.Unlock()
-			return value{}, false, err
+			return entry{}, vals, false, err
 		}
-		var e entry
 		live, now := false, s.now()
 		for _, m := range ms {
 			if f, ok := m.Get(key, now); ok {
 				e, live = f, true
 			}
 		}
-		b, pending := s.pending[e.stamp]
+		stamps := [2]uint64{e.stamp, e.runs}
+		committed := false
+		for i, stamp := range stamps {
+			var pending bool
+			if vals[i], pending = s.pending[stamp]; stamp != 0 && !pending {
+				committed = true
+			}
+		}
 		s.mu.Unlock()
 		if !live {
-			return value{}, false, nil
+			return entry{}, vals, false, nil
 		}
-		if !pending {
-			// Committed: the log holds it unless it has been replaced or evicted
-			// since, and then the index has moved on.
-			err := s.db.View(func(tx *bbolt.Tx) error {
-				b = bytes.Clone(tx.Bucket(bucketLog).Get(stampKey(e.stamp)))
-				return nil
-			})
-			if err != nil {
-				return value{}, false, fmt.Errorf("%w: read %s: %w", store.ErrUnavailable, s.path, err)
-			}
-			if b == nil {
-				continue
-			}
+		if !committed {
+			return e, vals, true, nil
 		}
-		v, err := decodeValue(b)
+		// Committed: the log holds it unless it has been replaced or evicted since,
+		// and then the index has moved on.
+		gone := false
+		err := s.db.View(func(tx *bbolt.Tx) error {
+			log := tx.Bucket(bucketLog)
+			for i, stamp := range stamps {
+				if stamp != 0 && vals[i] == nil {
+					vals[i] = bytes.Clone(log.Get(stampKey(stamp)))
+					gone = gone || vals[i] == nil
+				}
+			}
+			return nil
+		})
 		if err != nil {
-			return value{}, false, fmt.Errorf("%s: stamp %d: %w", s.path, e.stamp, err)
+			return entry{}, vals, false, fmt.Errorf("%w: read %s: %w", store.ErrUnavailable, s.path, err)
 		}
-		return v, true, nil
+		if !gone {
+			return e, vals, true, nil
+		}
+		vals = [2][]byte{}
 	}
 }
 
@@ -700,7 +754,8 @@ func (s *Store) load(dir string) error {
 		if err := apply(tx, replayed); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
-		return b.ForEach(func(k, b []byte) error {
+		var migrated []write
+		err = b.ForEach(func(k, b []byte) error {
 			if len(k) != 8 {
 				return fmt.Errorf("log key %x is no write stamp", k)
 			}
@@ -714,7 +769,32 @@ func (s *Store) load(dir string) error {
 			var m *expiring.Map[entry]
 			switch v.kind {
 			case kindState:
-				m = s.requests
+				if writtenWhole(v.payload) {
+					if b, err = splitWhole(v); err != nil {
+						return fmt.Errorf("request state %q: %w", v.key, err)
+					}
+					migrated = append(migrated, write{stamp: stamp, value: b})
+					v, _ = decodeValue(b)
+				}
+				_, rest, err := split(v.payload)
+				if err != nil {
+					return fmt.Errorf("request state %q: %w", v.key, err)
+				}
+				m, e.rest = s.requests, int64(len(rest))
+			case kindRuns:
+				// Written after its state's value: it replaces the state's runs, revision
+				// and expiry. A state gone since leaves it behind, deleted here.
+				st, ok := s.requests.Peek(v.key)
+				if !ok {
+					s.queue(stamp, nil)
+					return nil
+				}
+				if st.runs != 0 {
+					s.queue(st.runs, nil)
+				}
+				st.runs, st.revision = stamp, v.revision
+				s.requests.PutSized(v.key, st, st.rest+int64(len(b)), expiryTime(v.expires))
+				return nil
 			case kindCache:
 				m = s.cache
 			case kindApproval:
@@ -743,9 +823,11 @@ func (s *Store) load(dir string) error {
 				return fmt.Errorf("stamp %d: unknown kind %q", stamp, v.kind)
 			}
 			if old, ok := m.Peek(v.key); ok { // a value replaced and not deleted
-				s.queue(old.stamp, nil)
+				s.drop(old)
 			}
-			if v.expires != 0 && now.UnixNano() >= v.expires {
+			// A state's expiry is judged once its runs written apart, which extend it,
+			// are read too (below).
+			if v.kind != kindState && v.expires != 0 && now.UnixNano() >= v.expires {
 				m.Delete(v.key)
 				s.queue(stamp, nil)
 				return nil
@@ -753,6 +835,16 @@ func (s *Store) load(dir string) error {
 			m.PutSized(v.key, e, int64(len(b)), expiryTime(v.expires))
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		s.requests.Sweep(now, s.requests.Len(), func(_ string, e entry) { s.drop(e) })
+		for _, w := range migrated {
+			if err := b.Put(stampKey(w.stamp), w.value); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil || s.journal.size == 0 && len(replayed) == 0 {
 		return err
@@ -1050,7 +1142,7 @@ func (s *Store) sweep(now time.Time) int {
 	n := 0
 	for _, m := range s.maps() {
 		m.Sweep(now, sweepLimit, func(_ string, e entry) {
-			s.queue(e.stamp, nil)
+			s.drop(e)
 			n++
 		})
 	}

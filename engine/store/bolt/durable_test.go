@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -395,5 +396,67 @@ func TestStore_SyncModes(t *testing.T) {
 	}
 	if _, err := Open(t.TempDir(), Options{Sync: "sometimes"}); err == nil || !strings.Contains(err.Error(), "always, interval, none") {
 		t.Fatalf("Open with an unknown mode: err = %v", err)
+	}
+}
+
+// A claim (PutRun) writes a state's runs alone, as a value of their own: one per state
+// at a time, read back across reopening with the revision and the expiry it gave the
+// state, and deleted with the state's value when the state is written whole again or
+// expires.
+func TestStore_ClaimsAreWrittenApart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openDir(t, dir, Options{})
+	st := &engine.RequestState{ID: "r", Request: "buy", PriorSteps: []engine.RoutingStep{{StepID: "a"}, {StepID: "b"}}, Revision: 1}
+	if err := s.PutRequest(ctx, st, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]*engine.StepRun{}
+	for i, step := range []string{"a", "b"} {
+		runs[step] = &engine.StepRun{Status: engine.RunStarted, Attempts: 1}
+		if err := s.PutRun(ctx, "r", int64(i+2), step, maps.Clone(runs), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := keys(t, s, kindRuns); strings.Join(got, ",") != "r" {
+		t.Fatalf("runs values in the file = %v, want r's alone", got)
+	}
+	time.Sleep(60 * time.Millisecond) // past the expiry the state's own value holds
+	for reopen := range 2 {
+		got, ok, err := s.GetRequest(ctx, "r")
+		if err != nil || !ok || got.Request != "buy" || len(got.PriorSteps) != 2 || got.Revision != 3 || len(got.Runs) != 2 || got.Runs["b"].Status != engine.RunStarted {
+			t.Fatalf("reopened %d times: state = %+v, %v, %v", reopen, got, ok, err)
+		}
+		if err := s.PutRun(ctx, "r", 3, "b", runs, time.Hour); !errors.Is(err, engine.ErrStaleRevision) {
+			t.Fatalf("reopened %d times: a stale claim: err = %v, want ErrStaleRevision", reopen, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = openDir(t, dir, Options{})
+	}
+
+	st.Revision, st.Runs = 4, runs
+	if err := s.PutRequest(ctx, st, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got, states := keys(t, s, kindRuns), keys(t, s, kindState); len(got) != 0 || strings.Join(states, ",") != "r" {
+		t.Fatalf("after the state is written whole: runs values %v, states %v; want none and r", got, states)
+	}
+	if got, ok, err := s.GetRequest(ctx, "r"); err != nil || !ok || got.Revision != 4 || len(got.Runs) != 2 {
+		t.Fatalf("state written whole = %+v, %v, %v", got, ok, err)
+	}
+
+	s = openDir(t, t.TempDir(), Options{SweepEvery: 10 * time.Millisecond})
+	if err := s.PutRequest(ctx, &engine.RequestState{ID: "gone", Revision: 1}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutRun(ctx, "gone", 2, "a", runs, 30*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(keys(t, s, kindState))+len(keys(t, s, kindRuns)) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a state expired after its claim: states %v, runs %v left in the file", keys(t, s, kindState), keys(t, s, kindRuns))
+		}
 	}
 }

@@ -14,40 +14,66 @@ import (
 	"github.com/agentd-dev/agentd/engine/store"
 )
 
-// A state's payload is its runs apart from the rest, so that a run stored alone
-// (PutRun) rewrites the runs and copies the rest as it is:
+// A state's payload is its runs apart from the rest:
 //
 //	length of the runs (4 bytes, big-endian) | JSON of the runs | JSON of the rest
 //
 // The rest is the JSON of the state without its runs (every other field of
-// engine.RequestState, whatever fields it gains). A payload written before the split
-// is the JSON of the whole state; its first byte is '{', which no length under
-// MaxStateBytes begins with.
+// engine.RequestState, whatever fields it gains). A claim (PutRun) changes a state's
+// runs alone: it writes them as a value of their own (kindRuns, the JSON of the runs),
+// which replaces the runs, the revision and the expiry of the state's value until the
+// state is written whole again (PutRequest). A payload written before the split is
+// the JSON of the whole state (its first byte is '{', which no length under
+// MaxStateBytes begins with); Open rewrites it split.
 
 // GetRequest implements engine.StateStore.
 func (s *Store) GetRequest(ctx context.Context, id string) (*engine.RequestState, bool, error) {
-	v, ok, err := s.lookup(ctx, id, s.requests)
+	e, vals, ok, err := s.read(ctx, id, s.requests)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	st, err := decodeState(v.payload)
+	st, err := decodeState(vals)
 	if err != nil {
 		return nil, false, fmt.Errorf("decode request state %q: %w", id, err)
 	}
-	st.Revision = v.revision // the rest a PutRun copied holds the revision it replaced
+	st.Revision = e.revision // the rest holds the revision it was written with
 	return st, true, nil
 }
 
-// decodeState decodes a state's payload.
-func decodeState(payload []byte) (*engine.RequestState, error) {
-	if len(payload) > 0 && payload[0] == '{' { // written whole, before the split
-		return store.DecodeState(payload, nil)
-	}
-	runs, rest, err := split(payload)
+// decodeState decodes a state from its value and its runs' value (nil for none).
+func decodeState(vals [2][]byte) (*engine.RequestState, error) {
+	v, err := decodeValue(vals[0])
 	if err != nil {
 		return nil, err
 	}
+	runs, rest, err := split(v.payload)
+	if err != nil {
+		return nil, err
+	}
+	if vals[1] != nil {
+		if v, err = decodeValue(vals[1]); err != nil {
+			return nil, err
+		}
+		runs = v.payload
+	}
 	return store.DecodeState(rest, runs)
+}
+
+// writtenWhole reports whether a state's payload is the JSON of the whole state, as written
+// before the split.
+func writtenWhole(payload []byte) bool { return len(payload) > 0 && payload[0] == '{' }
+
+// splitWhole returns v, a state's value written whole, with its payload split.
+func splitWhole(v value) ([]byte, error) {
+	st, err := store.DecodeState(v.payload, nil)
+	if err != nil {
+		return nil, err
+	}
+	d := newDraft(kindState, v.key, len(v.payload)+4)
+	if _, err := d.appendState(st); err != nil {
+		return nil, err
+	}
+	return d.seal(v.expires, v.revision), nil
 }
 
 // PutRequest implements engine.StateStore, revision-gated; ttl 0 means
@@ -58,10 +84,7 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 		return err
 	}
 	d := newDraft(kindState, st.ID, room(&s.stateSize))
-	err := d.appendPart(func(b []byte) ([]byte, error) { return store.AppendRuns(b, st.Runs) })
-	if err == nil {
-		d.b, err = store.AppendState(d.b, st)
-	}
+	rest, err := d.appendState(st)
 	if err != nil {
 		return err
 	}
@@ -87,56 +110,27 @@ func (s *Store) PutRequest(ctx context.Context, st *engine.RequestState, ttl tim
 	}
 	expires := now.Add(ttl)
 	stamp, size := s.put(s.requests, st.ID, d.seal(expiry(expires), st.Revision))
-	s.requests.PutSized(st.ID, entry{stamp: stamp, revision: st.Revision}, size, expires)
+	s.requests.PutSized(st.ID, entry{stamp: stamp, revision: st.Revision, rest: rest}, size, expires)
 	b := s.next
 	s.mu.Unlock()
 	return s.settle(ctx, b)
 }
 
-// PutRun implements engine.RunStore: the state's value is written again with runs as
-// its runs and the rest of the stored one copied byte for byte (no state is decoded
-// or encoded whole). It returns once the state is in the file (under Defer, once it
-// is decided).
+// PutRun implements engine.RunStore: runs are written as a value of their own, which
+// replaces the runs, the revision and the expiry of the stored state; the rest of the
+// state is neither read nor written again. It returns once the runs are in the file
+// (under Defer, once they are decided).
 func (s *Store) PutRun(ctx context.Context, id string, revision int64, step string, runs map[string]*engine.StepRun, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d := newDraft(kindState, id, room(&s.stateSize))
-	if err := d.appendPart(func(b []byte) ([]byte, error) { return store.AppendRuns(b, runs) }); err != nil {
+	d := newDraft(kindRuns, id, 64*len(runs))
+	var err error
+	if d.b, err = store.AppendRuns(d.b, runs); err != nil {
 		return err
 	}
 	if ttl <= 0 {
 		ttl = store.DefaultRequestTTL
-	}
-	stale := func() error {
-		return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
-	}
-	// The stored value is read without the lock (from the file, unless pending) and
-	// the write made under it only if the index still holds that value.
-	v, ok, err := s.lookup(ctx, id, s.requests)
-	if err != nil {
-		return err
-	}
-	if !ok || v.revision != revision-1 {
-		return stale()
-	}
-	if old := v.payload; len(old) > 0 && old[0] == '{' { // written whole: the rest is the state without its runs
-		st, err := decodeState(old)
-		if err != nil {
-			return fmt.Errorf("decode request state %q: %w", id, err)
-		}
-		if d.b, err = store.AppendState(d.b, st); err != nil {
-			return err
-		}
-	} else {
-		_, rest, err := split(old)
-		if err != nil {
-			return fmt.Errorf("decode request state %q: %w", id, err)
-		}
-		d.b = append(d.b, rest...)
-	}
-	if size := len(d.payload()); int64(size) > s.opts.MaxStateBytes {
-		return tooLarge("state", id, size, s.opts.MaxStateBytes)
 	}
 	s.mu.Lock()
 	if err := s.usable(); err != nil {
@@ -144,13 +138,24 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 		return err
 	}
 	now := s.now()
-	if old, ok := s.requests.Get(id, now); !ok || old.revision != revision-1 {
+	e, ok := s.requests.Get(id, now)
+	if !ok || e.revision != revision-1 {
 		s.mu.Unlock()
-		return stale()
+		return fmt.Errorf("%w: request %q state is not at revision %d", engine.ErrStaleRevision, id, revision-1)
+	}
+	if size := 4 + len(d.payload()) + int(e.rest); int64(size) > s.opts.MaxStateBytes {
+		s.mu.Unlock()
+		return tooLarge("state", id, size, s.opts.MaxStateBytes)
+	}
+	if e.runs != 0 {
+		s.queue(e.runs, nil)
 	}
 	expires := now.Add(ttl)
-	stamp, size := s.put(s.requests, id, d.seal(expiry(expires), revision))
-	s.requests.PutSized(id, entry{stamp: stamp, revision: revision}, size, expires)
+	s.stamp++
+	v := d.seal(expiry(expires), revision)
+	s.queue(s.stamp, v)
+	e.runs, e.revision = s.stamp, revision
+	s.requests.PutSized(id, e, e.rest+int64(len(v)), expires)
 	b := s.next
 	s.mu.Unlock()
 	return s.settle(ctx, b)

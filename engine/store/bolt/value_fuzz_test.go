@@ -8,8 +8,8 @@ import (
 
 // FuzzDecodeValue: any bytes read from the log decode to a value or an error, never a
 // panic; what decodes encodes back to bytes that decode to the same value, a record
-// payload splits within its bounds or fails, and a state payload (split or written
-// whole) decodes to a state or an error.
+// payload splits within its bounds or fails, a state value decodes to a state or an
+// error, and a state written whole that Open splits decodes.
 func FuzzDecodeValue(f *testing.F) {
 	f.Add(encodeValue(value{kind: kindState, key: "req-1", expires: 1, revision: 2}, []byte(`{"id":"req-1"}`)))
 	f.Add(encodeValue(value{kind: kindRecord, key: "r"}, binary.BigEndian.AppendUint32(nil, 2), []byte(`{}{"request_id":"r"}`)))
@@ -31,8 +31,15 @@ func FuzzDecodeValue(f *testing.F) {
 		if sum, rec, err := split(v.payload); err == nil && 4+len(sum)+len(rec) != len(v.payload) {
 			t.Fatalf("split of %d bytes into %d and %d", len(v.payload), len(sum), len(rec))
 		}
-		if st, err := decodeState(v.payload); err == nil && st == nil {
+		if st, err := decodeState([2][]byte{b}); err == nil && st == nil {
 			t.Fatal("decodeState returned neither a state nor an error")
+		}
+		if writtenWhole(v.payload) {
+			if split, err := splitWhole(v); err == nil {
+				if _, err := decodeState([2][]byte{split}); err != nil {
+					t.Fatalf("%q split does not decode: %v", v.payload, err)
+				}
+			}
 		}
 	})
 }
