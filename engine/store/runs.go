@@ -16,10 +16,7 @@ func EncodeState(st *engine.RequestState) (rest, runs []byte, err error) {
 	if rest, err = AppendState(make([]byte, 0, 1024), st); err != nil {
 		return nil, nil, err
 	}
-	if len(st.Runs) == 0 {
-		return rest, nil, nil
-	}
-	if runs, err = AppendRuns(nil, st.Runs); err != nil {
+	if runs, err = EncodeRuns(st.Runs); err != nil {
 		return nil, nil, err
 	}
 	return rest, runs, nil
@@ -38,9 +35,6 @@ func AppendState(dst []byte, st *engine.RequestState) ([]byte, error) {
 
 // EncodeRuns is the JSON of a state's step runs, nil for none.
 func EncodeRuns(runs map[string]*engine.StepRun) ([]byte, error) {
-	if len(runs) == 0 {
-		return nil, nil
-	}
 	return AppendRuns(nil, runs)
 }
 

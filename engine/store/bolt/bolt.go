@@ -553,9 +553,15 @@ func (s *Store) put(m *expiring.Map[entry], key string, b []byte) (uint64, int64
 	if old, ok := m.Peek(key); ok {
 		s.drop(old)
 	}
+	return s.add(b), int64(len(b))
+}
+
+// add queues the write of b, a new log value, under the next write stamp and returns
+// the stamp. The caller holds s.mu.
+func (s *Store) add(b []byte) uint64 {
 	s.stamp++
 	s.queue(s.stamp, b)
-	return s.stamp, int64(len(b))
+	return s.stamp
 }
 
 // drop queues the deletion of the values of e, an entry the index no longer holds.
@@ -774,7 +780,9 @@ func (s *Store) load(dir string) error {
 						return fmt.Errorf("request state %q: %w", v.key, err)
 					}
 					migrated = append(migrated, write{stamp: stamp, value: b})
-					v, _ = decodeValue(b)
+					if v, err = decodeValue(b); err != nil {
+						return fmt.Errorf("stamp %d: %w", stamp, err)
+					}
 				}
 				_, rest, err := split(v.payload)
 				if err != nil {

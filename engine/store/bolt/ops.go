@@ -151,10 +151,8 @@ func (s *Store) PutRun(ctx context.Context, id string, revision int64, step stri
 		s.queue(e.runs, nil)
 	}
 	expires := now.Add(ttl)
-	s.stamp++
 	v := d.seal(expiry(expires), revision)
-	s.queue(s.stamp, v)
-	e.runs, e.revision = s.stamp, revision
+	e.runs, e.revision = s.add(v), revision
 	s.requests.PutSized(id, e, e.rest+int64(len(v)), expires)
 	b := s.next
 	s.mu.Unlock()
